@@ -1,0 +1,38 @@
+"""idlehound: catch a GPU slacking during PyTorch training, name why, point at the line, prove the fix.
+
+Public API (every function works without the CLI):
+
+    trace = idlehound.load_trace("log/run-1")          # file or TensorBoard log dir
+    result = idlehound.analyze(trace)                  # steps, breakdown, idle gaps by cause
+    findings = idlehound.diagnose(result)              # ranked causes with evidence and fixes
+    report = idlehound.report_data(result, findings)   # the JSON document
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .analysis import Analysis, analyze  # noqa: E402
+from .diagnose import Finding, Thresholds, diagnose  # noqa: E402
+from .errors import CaptureError, IdlehoundError, TraceError  # noqa: E402
+from .trace import Trace, load_trace  # noqa: E402
+
+
+def report_data(result: Analysis, findings: list[Finding]) -> dict:
+    """The versioned JSON report (schema in docs/json-schema.md)."""
+    from .report._data import build
+
+    return build(result, findings)
+
+
+def profile(*args, **kwargs):
+    """Profile a block of training code: see idlehound.capture.profile."""
+    from .capture import profile as _profile
+
+    return _profile(*args, **kwargs)
+
+
+__all__ = [
+    "Analysis", "CaptureError", "Finding", "IdlehoundError", "Thresholds", "Trace", "TraceError", "__version__",
+    "analyze", "diagnose", "load_trace", "profile", "report_data",
+]

@@ -1,0 +1,110 @@
+"""Which events play which role: GPU work, launches, syncs, data loading, communication.
+
+Names are matched by pattern families (prefixes, substrings), not by fixed lists of exact names,
+so new kernels and runtime calls of the same kind are still recognised.
+"""
+
+from __future__ import annotations
+
+import re
+
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
+RUNTIME_CATS = ("cuda_runtime", "cuda_driver", "Runtime")
+CPU_OP_CATS = ("cpu_op", "Operator")
+
+_LAUNCH_RE = re.compile(r"^(__)?(cuda|cu|hip)(Graph)?Launch|^cudaLaunch|^cuGraphLaunch")
+_ENQUEUE_RE = re.compile(r"^(cuda|cu|hip)Mem(cpy|set).*Async|^cuMemcpy.*Async|^cuMemset.*Async")
+# Host calls that block until the GPU catches up (cudaFree and the blocking cudaMemcpy do so implicitly).
+_SYNC_RE = re.compile(
+    r"^(cuda|cu|hip)(Stream|Device|Ctx|Event)Synchronize$|^cudaMemcpy(2D|3D|ToSymbol|FromSymbol)?$"
+    r"|^cuMemcpy(DtoH|HtoD|DtoD)?(_v2)?$|^(cuda|hip)Free(Host)?$|^cuMemFree(_v2)?$"
+)
+_COMM_KERNEL_RE = re.compile(r"nccl|rccl|hccl", re.IGNORECASE)
+_COMM_OP_RE = re.compile(r"^(nccl|gloo|c10d)[:_]|^record_param_comms$|^c10d::")
+_STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+# A scalar read or a data-dependent shape makes the host wait for the GPU.
+_SCALAR_OPS = ("aten::_local_scalar_dense", "aten::item", "aten::is_nonzero")
+_SHAPE_OPS_RE = re.compile(r"^aten::(nonzero|masked_select|unique|_unique|repeat_interleave|bincount|histc)")
+
+
+def is_launch(name: str) -> bool:
+    return bool(_LAUNCH_RE.match(name))
+
+
+def is_enqueue(name: str) -> bool:
+    return is_launch(name) or bool(_ENQUEUE_RE.match(name))
+
+
+def is_sync_call(name: str) -> bool:
+    return bool(_SYNC_RE.match(name))
+
+
+def is_dataloader(name: str) -> bool:
+    return (name.startswith("enumerate(DataLoader)#") and name.endswith("__next__")) or name.startswith(
+        "enumerate(DataPipe)#")
+
+
+def is_comm_kernel(name: str) -> bool:
+    return bool(_COMM_KERNEL_RE.search(name))
+
+
+def is_comm_op(name: str) -> bool:
+    return bool(_COMM_OP_RE.match(name))
+
+
+def step_number(name: str):
+    m = _STEP_RE.match(name)
+    return int(m.group(1)) if m else None
+
+
+def sync_kind(call: str, op: str, copy_name: str) -> str:
+    """Classify one blocking host call by the op that issued it and the copy it waited for."""
+    if call.startswith(("cudaFree", "cuMemFree", "hipFree")):
+        return "allocator"
+    if op in _SCALAR_OPS:
+        return "scalar_read"
+    if _SHAPE_OPS_RE.match(op):
+        return "data_dependent_shape"
+    if "HtoD" in copy_name and "Pageable" in copy_name:
+        return "pageable_h2d"
+    if "DtoH" in copy_name:
+        return "d2h_copy"
+    if not op and "Device" in call or call.startswith(("cuCtxSynchronize",)):
+        return "device_synchronize"
+    if not op:
+        return "stream_synchronize"
+    return "other"
+
+
+def kernel_family(name: str) -> str:
+    """Group a kernel name: drop 'void ', template arguments and parameter lists."""
+    n = name[5:] if name.startswith("void ") else name
+    out, depth = [], 0
+    for ch in n:
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth = max(depth - 1, 0)
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out).strip() or name
+
+
+_GEMM_RE = re.compile(r"gemm|conv|fprop|dgrad|wgrad|nvjet|cutlass|xmma|cublas|cudnn::.*(conv|gemm)", re.I)
+_NO_TC_RE = re.compile(r"ffma|sgemm|f32f32_f32f32|_simt_|gemv", re.I)
+_TC_RE = re.compile(r"tf32|bf16|f16|fp16|hmma|hgmma|gmma|tensorop|1688|16816|884|nvjet|i8816|imma|e4m3|e5m2", re.I)
+
+
+def matmul_precision(kernel: str) -> str:
+    """'fp32' (CUDA cores), 'tensor_core', or '' for kernels that are not GEMM/convolution."""
+    if not _GEMM_RE.search(kernel):
+        return ""
+    if _NO_TC_RE.search(kernel):
+        return "fp32"
+    if _TC_RE.search(kernel):
+        return "tensor_core"
+    return ""
+
+
+MATMUL_OP_RE = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|_?convolution|conv\d?d|cudnn_convolution"
+                          r"|convolution_backward|addbmm|_scaled_mm)")

@@ -1,0 +1,201 @@
+"""Map host times to the user's source line, through the python_function tree of the trace.
+
+Without a sidecar the trace only says which user function was running, with its def line
+(approximate). A sidecar written at capture time adds each Python call's calling line (exact).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ..trace import EventTable
+
+_FRAME_RE = re.compile(r"^(?P<file>.*)\((?P<line>\d+)\): (?P<func>.*)$")
+_LIB_MARKERS = ("site-packages", "dist-packages", "/lib/python3", "<frozen", "/idlehound/")
+_OWN_PKG = str(Path(__file__).resolve().parents[1])
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """A place in the user's code. `exact` is False when only the function's def line is known."""
+
+    file: str
+    line: int
+    function: str
+    exact: bool
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}" + ("" if self.exact else f" (in {self.function}, def line)")
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "line": self.line, "function": self.function, "exact": self.exact}
+
+
+@functools.lru_cache(maxsize=1)
+def _library_roots() -> frozenset[str]:
+    roots = set(getattr(sys, "stdlib_module_names", ())) | {"torch", "torchvision", "idlehound", "runpy"}
+    try:
+        from importlib.metadata import packages_distributions
+
+        roots |= set(packages_distributions())
+    except Exception:  # older Pythons: the stdlib list and the names above still apply
+        pass
+    return frozenset(roots)
+
+
+@functools.lru_cache(maxsize=4096)
+def is_user_file(path: str) -> bool:
+    """True for the user's own files; False for Python, torch and other installed packages."""
+    if not path or path.startswith("<"):
+        return False
+    if os.path.isabs(path):
+        return not (path.startswith(_OWN_PKG) or any(m in path for m in _LIB_MARKERS))
+    first = path.replace("\\", "/").split("/", 1)[0]
+    root = first[:-3] if first.endswith(".py") else first
+    return root not in _library_roots()
+
+
+@functools.lru_cache(maxsize=65536)
+def parse_frame(name: str) -> Optional[tuple[str, int, str]]:
+    m = _FRAME_RE.match(name)
+    return (m.group("file"), int(m.group("line")), m.group("func")) if m else None
+
+
+class SourceMap:
+    """Python frames of one trace, indexed per thread, with a user-code anchor for every frame."""
+
+    def __init__(self, ev: EventTable, sidecar: Optional[dict] = None) -> None:
+        m = ev.mask_cat("python_function")
+        idx = np.flatnonzero(m)
+        order = np.lexsort((ev.ts[idx], ev.tid[idx]))
+        idx = idx[order]
+        self.tid = ev.tid[idx]
+        self.start = ev.ts[idx]
+        self.end = ev.ts[idx] + ev.dur[idx]
+        self.n = idx.size
+        self._names = [ev.names[i] for i in ev.name[idx]]
+        self.parent = self._parents(ev.py_id[idx], ev.py_parent[idx])
+        self.loc: list[Optional[SourceLoc]] = [None] * self.n
+        self.anchor = self._anchors(sidecar or {})
+        self.threads = {int(t): (lo, hi) for t, lo, hi in _runs(self.tid)}
+
+    @staticmethod
+    def _parents(py_id: np.ndarray, py_parent: np.ndarray) -> np.ndarray:
+        if py_id.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        order = np.argsort(py_id, kind="stable")
+        sorted_ids = py_id[order]
+        pos = np.clip(np.searchsorted(sorted_ids, py_parent), 0, py_id.size - 1)
+        found = (sorted_ids[pos] == py_parent) & (py_parent != -1)
+        return np.where(found, order[pos], -1)
+
+    def _anchors(self, sidecar: dict) -> np.ndarray:
+        """anchor[i]: nearest ancestor-or-self frame whose location is in user code, or -1."""
+        callers = sidecar.get("callers", {})
+        is_anchor = np.zeros(self.n, dtype=bool)
+        for i, name in enumerate(self._names):
+            loc = self._exact(callers, int(self.start[i]), name)
+            if loc is None:
+                parsed = parse_frame(name)
+                if parsed and is_user_file(parsed[0]):
+                    loc = SourceLoc(parsed[0], parsed[1], parsed[2], exact=False)
+            if loc is not None:
+                self.loc[i] = loc
+                is_anchor[i] = True
+        anchor = np.where(is_anchor, np.arange(self.n), self.parent)
+        for _ in range(64):  # pointer jumping: depth 2**64 is plenty
+            nxt = np.where((anchor >= 0) & ~is_anchor[np.clip(anchor, 0, None)],
+                           self.parent[np.clip(anchor, 0, None)], anchor)
+            nxt = np.where(anchor < 0, -1, nxt)
+            if np.array_equal(nxt, anchor):
+                break
+            anchor = nxt
+        return anchor
+
+    @staticmethod
+    def _exact(callers: dict, ts: int, name: str) -> Optional[SourceLoc]:
+        c = callers.get((ts, name))
+        if c is None or not is_user_file(c[0]):
+            return None
+        return SourceLoc(c[0], int(c[1]), c[2], exact=True)
+
+    def innermost(self, tids: np.ndarray, times: np.ndarray) -> np.ndarray:
+        """Index of the innermost frame on tids[i] that contains times[i], or -1."""
+        out = np.full(times.shape, -1, dtype=np.int64)
+        for t, (lo, hi) in self.threads.items():
+            sel = np.flatnonzero(tids == t)
+            if sel.size == 0:
+                continue
+            k = lo + np.searchsorted(self.start[lo:hi], times[sel], side="right") - 1
+            k = np.where(k < lo, -1, k)
+            for _ in range(256):
+                bad = (k >= 0) & (self.end[np.clip(k, 0, None)] < times[sel])
+                if not bad.any():
+                    break
+                k = np.where(bad, self.parent[np.clip(k, 0, None)], k)
+            out[sel] = k
+        return out
+
+    def call_frame(self, tids: np.ndarray, times: np.ndarray) -> np.ndarray:
+        """The frame the user's code called (the child of the user frame) around each time, or -1."""
+        k = self.innermost(np.asarray(tids), np.asarray(times))
+        if self.n == 0:
+            return k
+        for _ in range(256):
+            kk = np.clip(k, 0, None)
+            up = (k >= 0) & (self.anchor[kk] >= 0) & (self.anchor[kk] != kk) & (self.parent[kk] != self.anchor[kk])
+            if not up.any():
+                break
+            k = np.where(up, self.parent[kk], k)
+        kk = np.clip(k, 0, None)
+        return np.where((k >= 0) & (self.anchor[kk] >= 0) & (self.anchor[kk] != kk), k, -1)
+
+    def locate(self, tids: np.ndarray, times: np.ndarray) -> list[Optional[SourceLoc]]:
+        """User source location for each (thread, time), or None when no user frame encloses it."""
+        if self.n == 0:
+            return [None] * len(times)
+        k = self.innermost(np.asarray(tids), np.asarray(times))
+        a = np.where(k >= 0, self.anchor[np.clip(k, 0, None)], -1)
+        return [self.loc[i] if i >= 0 else None for i in a]
+
+    def name(self, k: int) -> str:
+        return self._names[k]
+
+    def innermost_name(self, tid: int, t: int) -> Optional[str]:
+        k = self.innermost(np.array([tid]), np.array([t]))[0]
+        return self._names[k] if k >= 0 else None
+
+
+def _runs(keys: np.ndarray):
+    if keys.size == 0:
+        return
+    change = np.flatnonzero(np.diff(keys)) + 1
+    starts = np.concatenate([[0], change])
+    ends = np.concatenate([change, [keys.size]])
+    for s, e in zip(starts, ends):
+        yield keys[s], int(s), int(e)
+
+
+def load_sidecar(path: Path) -> Optional[dict]:
+    """Read a capture sidecar (see idlehound.capture) into {"callers": {(ts_ns, name): (file, line, func)}}."""
+    import msgspec
+
+    try:
+        data = msgspec.json.decode(path.read_bytes())
+    except (OSError, msgspec.DecodeError):
+        return None
+    rows = data.get("frames", []) if isinstance(data, dict) else []
+    callers = {}
+    for r in rows:
+        if isinstance(r, list) and len(r) == 5:
+            ts, name, file, line, func = r
+            callers[(int(ts), str(name))] = (str(file), int(line), str(func))
+    return {"callers": callers, "sys_path": data.get("sys_path", []), "script": data.get("script")}

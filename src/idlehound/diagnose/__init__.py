@@ -1,0 +1,41 @@
+"""Diagnosis: one small rule per cause; each reads an Analysis and returns Findings.
+
+diagnose() runs them all, drops findings that explain too little time, and ranks the rest by the time
+they could give back per step.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from ..analysis import Analysis
+from . import copies, cudnn, dataloader, host, launch, memory, precision, sync
+from ._finding import DEFAULT, Finding, Thresholds, grade
+
+Rule = Callable[[Analysis, Thresholds], list[Finding]]
+RULES: dict[str, Rule] = {
+    "data_loading": dataloader.check,
+    "sync": sync.check,
+    "pageable_copy": copies.check,
+    "launch_bound": launch.check,
+    "host_bound": host.check,
+    "fp32_math": precision.check,
+    "cudnn_benchmark": cudnn.check,
+    "memory": memory.check,
+}
+
+
+def diagnose(a: Analysis, thresholds: Optional[Thresholds] = None) -> list[Finding]:
+    """Findings that explain real lost time in this analysis, most recoverable first."""
+    t = thresholds or DEFAULT
+    out = []
+    for rule in RULES.values():
+        for f in rule(a, t):
+            graded = grade(f, t)
+            if graded is not None:
+                out.append(graded)
+    out.sort(key=lambda f: (f.kind == "risk", -f.recoverable_ms))
+    return out
+
+
+__all__ = ["DEFAULT", "RULES", "Finding", "Thresholds", "diagnose"]

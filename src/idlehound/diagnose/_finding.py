@@ -1,0 +1,81 @@
+"""The Finding record and the thresholds every rule shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from ..analysis import Analysis, SourceLoc
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When a cause is worth reporting, and the ideal/problem bands of the headline metrics."""
+
+    min_share: float = 0.03  # recoverable time must be at least this share of the step...
+    min_ms: float = 0.02  # ...and at least this many ms per step
+    high_share: float = 0.30
+    medium_share: float = 0.10
+    gpu_util_ideal: float = 90.0
+    gpu_util_problem: float = 70.0
+    sm_eff_ideal: float = 80.0
+    sm_eff_problem: float = 50.0
+    dataloader_ideal: float = 10.0
+    dataloader_problem: float = 30.0
+    kernel_ideal: float = 60.0
+    kernel_problem: float = 40.0
+    near_oom_share: float = 0.90
+    fp32_speedup: float = 2.0  # TF32 or bf16 on tensor cores vs fp32 CUDA-core GEMM (conservative)
+    pageable_speedup: float = 2.0  # pinned vs pageable host-to-device bandwidth (conservative)
+
+
+DEFAULT = Thresholds()
+
+
+@dataclass
+class Finding:
+    """One cause of lost GPU time, with the evidence for it and what to change."""
+
+    cause: str
+    title: str
+    recoverable_ms: float  # per step, estimated
+    step_ms: float
+    evidence: list[str]
+    fix: str
+    code: str = ""
+    location: Optional[SourceLoc] = None
+    severity: str = ""
+    kind: str = "idle"  # "idle": explains idle time; "slow": slow GPU work; "risk": no time lost yet
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def share(self) -> float:
+        return self.recoverable_ms / self.step_ms if self.step_ms > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cause": self.cause, "title": self.title, "severity": self.severity, "kind": self.kind,
+            "recoverable_ms_per_step": round(self.recoverable_ms, 4),
+            "recoverable_share_of_step": round(self.share, 4),
+            "location": self.location.to_json() if self.location else None,
+            "evidence": self.evidence, "fix": self.fix, "code": self.code, "details": self.details,
+        }
+
+
+def grade(f: Finding, t: Thresholds) -> Optional[Finding]:
+    """Set the severity, or drop the finding when it explains too little to matter."""
+    if f.kind == "risk":
+        f.severity = "medium"
+        return f
+    if f.recoverable_ms < t.min_ms or f.share < t.min_share:
+        return None
+    f.severity = "high" if f.share >= t.high_share else "medium" if f.share >= t.medium_share else "low"
+    return f
+
+
+def ms(a: Analysis, ns: float) -> float:
+    return a.per_step_ms(ns)
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.1f}%"

@@ -1,0 +1,27 @@
+"""Host-bound: Python or CPU-side ops keep the host busy while the GPU has nothing queued."""
+
+from __future__ import annotations
+
+from ..analysis import Analysis
+from ._finding import Finding, Thresholds, ms
+
+
+def check(a: Analysis, t: Thresholds) -> list[Finding]:
+    cpu = ms(a, a.idle_ns.get("cpu_ops", 0))
+    py = ms(a, a.idle_ns.get("python", 0))
+    idle = cpu + py
+    if idle <= 0 or not a.gpu_recorded:
+        return []
+    lines = [ln for ln in a.idle_lines if ln.cause in ("cpu_ops", "python") and ln.location]
+    evidence = [f"GPU idle {idle:.2f} ms per step while the host ran Python ({py:.2f} ms) "
+                f"or CPU-side ops that launch no GPU work ({cpu:.2f} ms)"]
+    evidence += [f"{ln.location}: {ms(a, ln.idle_ns):.2f} ms per step" for ln in lines[:3]]
+    overhead = a.run_info.get("profiler_overhead")
+    if overhead and overhead > 1.25:
+        evidence.append(f"the profiler itself slowed steps {overhead:.2f}x: part of this is the observer")
+    fix = ("Move host work out of the step: precompute on the GPU, avoid per-sample Python loops and CPU tensor "
+           "math inside the loop, and let torch.compile remove Python overhead.")
+    code = "model = torch.compile(model)   # fewer Python and dispatcher round-trips per step"
+    return [Finding("host_bound", "Host-bound: Python/CPU work between GPU launches", idle, a.step_ms, evidence,
+                    fix, code, location=lines[0].location if lines else None,
+                    details={"python_ms": py, "cpu_ops_ms": cpu})]

@@ -1,0 +1,29 @@
+"""Launch-bound: kernels so short the GPU finishes each before the host can launch the next."""
+
+from __future__ import annotations
+
+from ..analysis import Analysis
+from ._finding import Finding, Thresholds, ms, pct
+
+
+def check(a: Analysis, t: Thresholds) -> list[Finding]:
+    k = a.kernels
+    idle = ms(a, a.idle_ns.get("launch", 0))
+    if idle <= 0 or k.count == 0:
+        return []
+    if k.shorter_than_launch is not None and k.shorter_than_launch < 0.5:
+        return []  # kernels outlast their launches: the launch path is not what starves the GPU
+    evidence = [
+        f"{k.count / a.n_steps:.0f} kernels per step, median {k.p50_us:.1f} µs",
+        f"GPU idle {idle:.2f} ms per step while the host was in op dispatch and kernel launch calls",
+    ]
+    if k.shorter_than_launch is not None:
+        evidence.append(f"{pct(k.shorter_than_launch)} of kernels ran shorter than the call that launched them")
+    fix = ("Give the GPU more work per launch: a larger batch, fused ops (torch.compile), CUDA graphs to "
+           "replay a whole step with one launch, and foreach/fused optimizers.")
+    code = ("model = torch.compile(model, mode=\"reduce-overhead\")   # fuses ops and replays CUDA graphs\n"
+            "opt = torch.optim.AdamW(model.parameters(), fused=True)  # one kernel for all parameters")
+    loc = next((ln.location for ln in a.idle_lines if ln.cause == "launch" and ln.location), None)
+    return [Finding("launch_bound", "Launch-bound: many tiny kernels", idle, a.step_ms, evidence, fix, code,
+                    location=loc, details={"kernels_per_step": k.count / a.n_steps, "median_kernel_us": k.p50_us,
+                                           "shorter_than_launch": k.shorter_than_launch})]

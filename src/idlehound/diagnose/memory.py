@@ -1,0 +1,45 @@
+"""Memory: allocator churn and empty_cache() in the loop (they synchronize), and near-OOM peaks."""
+
+from __future__ import annotations
+
+from ..analysis import Analysis
+from ._finding import Finding, Thresholds, ms
+
+
+def check(a: Analysis, t: Thresholds) -> list[Finding]:
+    return [f for f in (_churn(a), _near_oom(a, t)) if f is not None]
+
+
+def _churn(a: Analysis):
+    sites = [s for s in a.sync_sites if s.kind == "allocator"]
+    idle = ms(a, sum(s.idle_after_ns for s in sites))
+    if idle <= 0:
+        return None
+    m = a.memory
+    evidence = [f"{m.allocator_calls / a.n_steps:.1f} cudaMalloc/cudaFree calls per step; cudaFree waits for "
+                f"the whole GPU: idle {idle:.3f} ms per step after them"]
+    if m.empty_cache_calls:
+        evidence.append(f"torch.cuda.empty_cache() called {m.empty_cache_calls} times in the window")
+    if m.allocs_per_step:
+        evidence.append(f"{m.allocs_per_step:.0f} tensor allocations per step")
+    fix = ("Let the caching allocator keep its memory: remove torch.cuda.empty_cache() from the loop and keep "
+           "tensor shapes stable so cached blocks are reused.")
+    code = "# delete: torch.cuda.empty_cache()\n# optional: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+    loc = next((s.location for s in sites if s.location), None)
+    return Finding("memory_churn", "Memory churn: allocator calls in the loop", idle, a.step_ms, evidence, fix,
+                   code, location=loc)
+
+
+def _near_oom(a: Analysis, t: Thresholds):
+    m = a.memory
+    if not m.recorded or not m.capacity or not m.peak_reserved:
+        return None
+    share = m.peak_reserved / m.capacity
+    if share < t.near_oom_share:
+        return None
+    evidence = [f"peak reserved {m.peak_reserved / 2**30:.1f} GiB of {m.capacity / 2**30:.1f} GiB "
+                f"({100 * share:.0f}%); peak allocated {m.peak_allocated / 2**30:.1f} GiB"]
+    fix = ("Memory is nearly full: one larger batch or a fragmented cache will OOM. Use bf16 autocast, "
+           "activation checkpointing, or a smaller batch with gradient accumulation.")
+    code = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True   # less fragmentation"
+    return Finding("near_oom", "Near out of memory", 0.0, a.step_ms, evidence, fix, code, kind="risk")

@@ -1,0 +1,29 @@
+"""fp32 matrix math on CUDA cores while tensor cores sit unused."""
+
+from __future__ import annotations
+
+from ..analysis import Analysis
+from ._finding import Finding, Thresholds, ms, pct
+
+
+def check(a: Analysis, t: Thresholds) -> list[Finding]:
+    k = a.kernels
+    cc = a.device.compute_capability
+    if k.fp32_matmul_ns <= 0 or (cc is not None and cc < (8, 0)):
+        return []
+    fp32 = ms(a, k.fp32_matmul_ns)
+    saved = fp32 * (1 - 1 / t.fp32_speedup)
+    ops = ", ".join(k.fp32_matmul_ops) or "matmul/convolution"
+    evidence = [
+        f"fp32 GEMM/convolution kernels on CUDA cores (ffma/sgemm) ran {fp32:.2f} ms per step "
+        f"({pct(fp32 / a.step_ms)} of the step), from {ops}",
+        f"tensor-core kernels ran {ms(a, k.tensor_core_ns):.2f} ms per step",
+    ]
+    fix = ("Let matrix math use tensor cores: bf16 autocast (best), or at least TF32 for fp32 matmuls and "
+           "convolutions.")
+    code = ("torch.backends.cuda.matmul.allow_tf32 = True   # or torch.set_float32_matmul_precision('high')\n"
+            "torch.backends.cudnn.allow_tf32 = True\n"
+            "with torch.autocast('cuda', dtype=torch.bfloat16):\n"
+            "    loss = loss_fn(model(x), y)")
+    return [Finding("fp32_math", "fp32 math without tensor cores", saved, a.step_ms, evidence, fix, code,
+                    kind="slow", details={"fp32_matmul_ms": fp32, "ops": k.fp32_matmul_ops})]

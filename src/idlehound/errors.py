@@ -1,0 +1,20 @@
+"""Typed errors. Every user-facing failure is one of these, with a one-line message."""
+
+from __future__ import annotations
+
+
+class IdlehoundError(Exception):
+    """Base class: the CLI prints the message on one line and exits with code 2."""
+
+
+class TraceError(IdlehoundError):
+    """A trace file or folder cannot be read or is not a torch.profiler trace."""
+
+    def __init__(self, path: object, problem: str) -> None:
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class CaptureError(IdlehoundError):
+    """The profiler could not be run on the user's script."""

@@ -1,0 +1,82 @@
+"""Trace path in, analysis + findings + report document out. The CLI and capture both use this."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from .analysis import Analysis, analyze, load_sidecar
+from .diagnose import Finding, Thresholds, diagnose
+from .errors import IdlehoundError
+from .report import build
+from .trace import load_trace
+
+_TRACE_SUFFIX = re.compile(r"\.pt\.trace\.json(\.gz)?$")
+
+
+@dataclass
+class Result:
+    analysis: Analysis
+    findings: list[Finding]
+    doc: dict[str, Any]
+
+
+def sidecar_path(trace_path: Path) -> Path:
+    return trace_path.with_name(_TRACE_SUFFIX.sub("", trace_path.name) + ".sidecar.json")
+
+
+def analyze_path(path: Union[str, Path], run: Optional[str] = None, worker: Optional[str] = None,
+                 step: Optional[int] = None, thresholds: Optional[Thresholds] = None) -> Result:
+    """Load, analyse and diagnose a trace file or log dir; uses the capture sidecar and run.json if present."""
+    trace = load_trace(path, run=run, worker=worker)
+    sc = sidecar_path(trace.path)
+    sidecar = load_sidecar(sc) if sc.exists() else None
+    run_info = _run_info(trace.path.parent)
+    a = analyze(trace, sidecar=sidecar, step=step, run_info=run_info)
+    if sidecar is None and trace.with_stack:
+        a.notes.append("source lines are function def lines (approximate); `idlehound run` records exact lines")
+    findings = diagnose(a, thresholds)
+    return Result(a, findings, build(a, findings))
+
+
+def _run_info(folder: Path) -> dict[str, Any]:
+    p = folder / "run.json"
+    if not p.exists():
+        return {}
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def parse_gates(specs: tuple[str, ...]) -> dict[str, float]:
+    """'gpu_util=70' -> {'gpu_util': 70.0}. Raises IdlehoundError on a bad spec."""
+    from .metrics import METRICS
+
+    gates = {}
+    for spec in specs:
+        key, _, val = spec.partition("=")
+        key = key.strip()
+        if key not in METRICS:
+            raise IdlehoundError(f"--fail-under: unknown metric {key!r} (one of: {', '.join(METRICS)})")
+        try:
+            gates[key] = float(val)
+        except ValueError:
+            raise IdlehoundError(f"--fail-under: {spec!r} is not metric=number") from None
+    return gates
+
+
+def failed_gates(doc: dict[str, Any], gates: dict[str, float]) -> list[str]:
+    """Gates whose metric is below its floor (or missing from the trace)."""
+    out = []
+    for key, floor in gates.items():
+        v = doc["metrics"][key]["value"]
+        if v is None:
+            out.append(f"{key}: not measured in this trace (floor {floor:g})")
+        elif v < floor:
+            out.append(f"{key} = {v:g} is under {floor:g}")
+    return out

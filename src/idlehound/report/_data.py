@@ -1,0 +1,165 @@
+"""The report as plain data: the JSON schema, and the single source every renderer reads.
+
+Numbers are rounded here, once, so the terminal, markdown, HTML and JSON show the same figures.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from .. import __version__
+from ..analysis import Analysis
+from ..diagnose import Finding
+from ..metrics import IDLE_CAUSES, METRICS, status
+
+SCHEMA = "idlehound/analysis"
+SCHEMA_VERSION = 1
+
+
+def r(x: Optional[float], nd: int = 3) -> Optional[float]:
+    return None if x is None else round(float(x), nd)
+
+
+def build(a: Analysis, findings: list[Finding]) -> dict[str, Any]:
+    """The versioned report document (docs/json-schema.md)."""
+    t = a.trace
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "idlehound", "version": __version__},
+        "headline": headline(a, findings),
+        "trace": {
+            "path": str(t.path), "worker": t.worker, "size_bytes": t.size_bytes,
+            "with_stack": t.with_stack, "cuda_run": t.cuda_run, "gpu_recorded": a.gpu_recorded,
+            "step_source": a.step_source, "steps": [s.number for s in a.steps],
+            "workers": sorted({f.worker for f in t.run_files}),
+        },
+        "device": {
+            "name": a.device.name, "index": a.device.index,
+            "compute_capability": list(a.device.compute_capability) if a.device.compute_capability else None,
+            "memory_bytes": a.device.memory_bytes, "devices_seen": a.device.devices_seen,
+        },
+        "metrics": _metrics(a),
+        "breakdown_ms": {k: r(a.per_step_ms(v)) for k, v in a.breakdown_ns.items()},
+        "idle_by_cause_ms": {k: r(a.per_step_ms(v)) for k, v in a.idle_ns.items()},
+        "idle_by_line": [
+            {"cause": ln.cause, "location": ln.location.to_json() if ln.location else None,
+             "idle_ms_per_step": r(a.per_step_ms(ln.idle_ns)), "gaps": ln.gaps}
+            for ln in a.idle_lines],
+        "steps": [_step(s) for s in a.steps],
+        "sync_points": [
+            {"kind": s.kind, "op": s.op, "call": s.call, "python": s.python,
+             "location": s.location.to_json() if s.location else None,
+             "count_per_step": r(s.count / a.n_steps), "idle_after_ms_per_step": r(a.per_step_ms(s.idle_after_ns)),
+             "blocked_ms_per_step": r(a.per_step_ms(s.blocked_ns))}
+            for s in a.sync_sites],
+        "copies": [
+            {"direction": c.direction, "count_per_step": r(c.count / a.n_steps),
+             "mb_per_step": r(c.bytes / a.n_steps / 1e6), "ms_per_step": r(a.per_step_ms(c.time_ns)),
+             "bandwidth_gbps": r(c.bandwidth_gbps, 2),
+             "pageable_pct": r(100 * c.pageable_bytes / c.bytes if c.bytes else 0.0, 1)}
+            for c in a.copies.values()],
+        "kernels": _kernels(a),
+        "memory": _memory(a),
+        "dataloader": {
+            "iterator": a.dataloader.iterator, "workers_in_use": a.dataloader.workers_in_use,
+            "host_ms_per_step": r(a.per_step_ms(a.dataloader.host_ns)),
+            "exposed_ms_per_step": r(a.per_step_ms(a.idle_ns.get("data_loading", 0))),
+            "location": a.dataloader.location.to_json() if a.dataloader.location else None,
+        },
+        "findings": [f.to_json() for f in findings],
+        "notes": a.notes,
+        "run": a.run_info,
+    }
+
+
+def _metrics(a: Analysis) -> dict[str, Any]:
+    k = a.kernels
+    win = a.window_ns or 1
+    h2d = a.copies.get("HtoD")
+    matmul = k.fp32_matmul_ns + k.tensor_core_ns
+    mem = a.memory
+    values = {
+        "step_ms": a.step_ms,
+        "gpu_util": a.gpu_busy_pct,
+        "gpu_idle_ms": a.per_step_ms(a.window_ns - a.busy_ns) if a.gpu_recorded else None,
+        "kernel_pct": 100 * a.breakdown_ns.get("Kernel", 0) / win if a.gpu_recorded else None,
+        "dataloader_pct": 100 * (a.idle_ns.get("data_loading", 0) if a.gpu_recorded
+                                 else a.breakdown_ns.get("DataLoader", 0)) / win,
+        "sm_efficiency": 100 * k.sm_efficiency if k.sm_efficiency is not None else None,
+        "occupancy": k.occupancy,
+        "kernels_per_step": k.count / a.n_steps if a.gpu_recorded else None,
+        "median_kernel_us": k.p50_us,
+        "short_kernel_pct": 100 * k.shorter_than_launch if k.shorter_than_launch is not None else None,
+        "sync_per_step": sum(s.count for s in a.sync_sites) / a.n_steps if a.gpu_recorded else None,
+        "tensor_core_pct": 100 * k.tensor_core_ns / matmul if matmul else None,
+        "h2d_gbps": h2d.bandwidth_gbps if h2d else None,
+        "pageable_pct": 100 * h2d.pageable_bytes / h2d.bytes if h2d and h2d.bytes else None,
+        "peak_mem_pct": 100 * mem.peak_reserved / mem.capacity if mem.peak_reserved and mem.capacity else None,
+    }
+    out = {}
+    for key, v in values.items():
+        m = METRICS[key]
+        v = r(v, 2)
+        out[key] = {"value": v, "unit": m.unit, "label": m.label, "status": status(key, v),
+                    "ideal": m.ideal, "problem": m.problem, "higher_is_better": m.higher_is_better}
+    return out
+
+
+def _step(s) -> dict[str, Any]:
+    d = s.duration_ns or 1
+    return {"number": s.number, "duration_ms": r(s.duration_ns / 1e6), "gpu_busy_pct": r(100 * s.gpu_busy_ns / d, 2),
+            "breakdown_ms": {k: r(v / 1e6) for k, v in s.breakdown_ns.items()},
+            "idle_ms": {k: r(v / 1e6) for k, v in s.idle_ns.items()},
+            "start_ns": s.start_ns, "end_ns": s.end_ns, "sync_calls": s.sync_calls}
+
+
+def _kernels(a: Analysis) -> dict[str, Any]:
+    k = a.kernels
+    return {
+        "count_per_step": r(k.count / a.n_steps), "ms_per_step": r(a.per_step_ms(k.time_ns)),
+        "p50_us": r(k.p50_us, 2), "p90_us": r(k.p90_us, 2), "max_us": r(k.max_us, 2),
+        "fp32_matmul_ms_per_step": r(a.per_step_ms(k.fp32_matmul_ns)),
+        "tensor_core_ms_per_step": r(a.per_step_ms(k.tensor_core_ns)),
+        "fp32_matmul_ops": k.fp32_matmul_ops,
+        "top": [{"name": g.name, "count_per_step": r(g.count / a.n_steps), "ms_per_step": r(a.per_step_ms(g.time_ns)),
+                 "precision": g.precision} for g in k.top],
+    }
+
+
+def _memory(a: Analysis) -> dict[str, Any]:
+    m = a.memory
+    gib = 2**30
+    return {"recorded": m.recorded, "peak_allocated_gib": r(m.peak_allocated / gib if m.peak_allocated else None),
+            "peak_reserved_gib": r(m.peak_reserved / gib if m.peak_reserved else None),
+            "capacity_gib": r(m.capacity / gib if m.capacity else None), "allocs_per_step": r(m.allocs_per_step, 1),
+            "empty_cache_calls": m.empty_cache_calls, "allocator_calls": m.allocator_calls}
+
+
+CAUSE_WORDS = {
+    "data_loading": "waiting for data", "sync": "CPU-GPU syncs", "launch": "kernel launch overhead",
+    "cpu_ops": "CPU-side ops", "python": "Python on the host",
+}
+
+
+def headline(a: Analysis, findings: list[Finding]) -> str:
+    if not a.gpu_recorded:
+        if a.trace.cuda_run:
+            return ("No GPU activity was recorded (CUPTI did not start): only the host side is analysed; "
+                    f"a step took {a.step_ms:.2f} ms.")
+        return f"CPU-only trace: a step took {a.step_ms:.2f} ms; no GPU to keep busy."
+    busy = a.gpu_busy_pct or 0.0
+    idle_ms = a.per_step_ms(a.window_ns - a.busy_ns)
+    top = next((f for f in findings if f.kind == "idle"), None)
+    if top is None:
+        if busy >= METRICS["gpu_util"].ideal:
+            return f"GPU busy {busy:.1f}% of each {a.step_ms:.2f} ms step: no significant idle time."
+        return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms:.2f} of {a.step_ms:.2f} ms), spread over "
+                "causes too small to name one.")
+    where = f" at {top.location}" if top.location else ""
+    return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms:.2f} of {a.step_ms:.2f} ms); top cause: "
+            f"{top.title.lower()} ({top.recoverable_ms:.2f} ms per step{where}).")
+
+
+def idle_cause_definition(cause: str) -> str:
+    return IDLE_CAUSES.get(cause, "")

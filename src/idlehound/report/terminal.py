@@ -1,0 +1,134 @@
+"""Render the report document in the terminal with rich."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from ._data import CAUSE_WORDS
+
+_MARK = {"ideal": ("✓ ideal", "green"), "fair": ("~ fair", "yellow"), "problem": ("✗ problem", "red")}
+_SEV = {"high": "bold red", "medium": "yellow", "low": "cyan"}
+
+
+def render(doc: dict[str, Any], console: Optional[Console] = None) -> None:
+    c = console or Console()
+    t = doc["trace"]
+    dev = doc["device"]["name"] or ("CPU" if not t["cuda_run"] else "GPU")
+    steps = t["steps"]
+    c.print(Text(f"idlehound · {t['path']}", style="bold"))
+    c.print(Text(f"{len(steps)} step(s) from {t['step_source']} · {dev}"
+                 + (f" · worker {t['worker']}" if t["worker"] else ""), style="dim"))
+    c.print(Panel(Text(doc["headline"], style="bold"), expand=True))
+    c.print(_metric_table(doc["metrics"]))
+    if doc["trace"]["gpu_recorded"] or any(doc["breakdown_ms"].values()):
+        c.print(_breakdown(doc))
+    if doc["trace"]["gpu_recorded"]:
+        c.print(_idle(doc))
+    _findings(c, doc["findings"])
+    if doc["idle_by_line"]:
+        c.print(_lines(doc["idle_by_line"]))
+    for n in doc["notes"]:
+        c.print(Text(f"note: {n}", style="yellow"))
+
+
+def _fmt(v: Optional[float], unit: str) -> str:
+    if v is None:
+        return "—"
+    if unit == "%":
+        return f"{v:.1f} %"
+    return f"{v:,.2f} {unit}".strip()
+
+
+def _band(m: dict) -> str:
+    if m["ideal"] is None:
+        return ""
+    op = "≥" if m["higher_is_better"] else "≤"
+    return f"{op} {m['ideal']:g}"
+
+
+def _metric_table(metrics: dict) -> Table:
+    tab = Table(title="Metrics (per step)", title_justify="left", show_edge=False, pad_edge=False)
+    tab.add_column("metric")
+    tab.add_column("value", justify="right")
+    tab.add_column("ideal", justify="right", style="dim")
+    tab.add_column("")
+    for m in metrics.values():
+        if m["value"] is None:
+            continue
+        mark, style = _MARK.get(m["status"], ("", ""))
+        tab.add_row(m["label"], _fmt(m["value"], m["unit"]), _band(m), Text(mark, style=style))
+    return tab
+
+
+def _bar(value: float, total: float, width: int = 24) -> str:
+    n = int(round(width * value / total)) if total > 0 else 0
+    return "█" * n
+
+
+def _breakdown(doc: dict) -> Table:
+    step = doc["metrics"]["step_ms"]["value"] or 0
+    tab = Table(title="Step time breakdown (exposed, ms per step)", title_justify="left", show_edge=False)
+    tab.add_column("category")
+    tab.add_column("ms", justify="right")
+    tab.add_column("%", justify="right")
+    tab.add_column("")
+    for k, v in doc["breakdown_ms"].items():
+        if v:
+            tab.add_row(k, f"{v:.3f}", f"{100 * v / step:.1f}" if step else "", _bar(v, step))
+    return tab
+
+
+def _idle(doc: dict) -> Table:
+    step = doc["metrics"]["step_ms"]["value"] or 0
+    tab = Table(title="GPU idle by cause (ms per step)", title_justify="left", show_edge=False)
+    tab.add_column("cause")
+    tab.add_column("ms", justify="right")
+    tab.add_column("% of step", justify="right")
+    for k, v in doc["idle_by_cause_ms"].items():
+        if v:
+            tab.add_row(CAUSE_WORDS.get(k, k), f"{v:.3f}", f"{100 * v / step:.1f}" if step else "")
+    return tab
+
+
+def _findings(c: Console, findings: list[dict]) -> None:
+    if not findings:
+        c.print(Text("No findings: nothing explains a significant share of the step.", style="green"))
+        return
+    c.print(Text("Findings, most recoverable first", style="bold"))
+    for i, f in enumerate(findings, 1):
+        head = Text(f"{i}. ")
+        head.append(f"[{f['severity'].upper()}] ", style=_SEV.get(f["severity"], ""))
+        head.append(f["title"], style="bold")
+        if f["kind"] != "risk":
+            head.append(f" — up to {f['recoverable_ms_per_step']:.3f} ms per step "
+                        f"({100 * f['recoverable_share_of_step']:.1f}% of the step)")
+        parts: list = [head]
+        if f["location"]:
+            loc = f["location"]
+            exact = "" if loc["exact"] else f" (in {loc['function']}, def line: approximate)"
+            parts.append(Text(f"   at {loc['file']}:{loc['line']}{exact}", style="magenta"))
+        parts += [Text(f"   • {e}") for e in f["evidence"]]
+        parts.append(Text(f"   Fix: {f['fix']}", style="green"))
+        c.print(Group(*parts))
+        if f["code"]:
+            c.print(Syntax(f["code"], "python", theme="ansi_dark", padding=(0, 3), background_color="default"))
+
+
+def _lines(rows: list[dict]) -> Table:
+    tab = Table(title="GPU idle by source line (top 10)", title_justify="left", show_edge=False)
+    tab.add_column("line")
+    tab.add_column("cause")
+    tab.add_column("ms per step", justify="right")
+    tab.add_column("gaps", justify="right")
+    for row in rows:
+        loc = row["location"]
+        where = "(no user frame)" if loc is None else f"{loc['file']}:{loc['line']}" + ("" if loc["exact"] else " ~")
+        tab.add_row(where, CAUSE_WORDS.get(row["cause"], row["cause"]), f"{row['idle_ms_per_step']:.3f}",
+                    str(row["gaps"]))
+    return tab

@@ -1,0 +1,157 @@
+"""Decode Kineto Chrome-trace JSON into plain event records, fast and tolerant.
+
+The fast path decodes batches of events straight into typed msgspec structs. A batch that fails
+validation (odd-typed fields) is decoded again event by event, leniently, so one bad event costs
+that event only. The raw `traceEvents` array is first split into `msgspec.Raw` slices, which keeps
+peak memory near the size of the file instead of several times it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Union
+
+import msgspec
+
+Num = Union[int, float]
+
+
+class Args(msgspec.Struct, gc=False, omit_defaults=True):
+    external_id: Optional[int] = msgspec.field(default=None, name="External id")
+    correlation: Optional[int] = None
+    python_id: Optional[int] = msgspec.field(default=None, name="Python id")
+    python_parent_id: Optional[int] = msgspec.field(default=None, name="Python parent id")
+    device: Optional[int] = None
+    stream: Optional[int] = None
+    nbytes: Optional[Num] = msgspec.field(default=None, name="bytes")
+    mem_bytes: Optional[Num] = msgspec.field(default=None, name="Bytes")
+    total_allocated: Optional[Num] = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: Optional[Num] = msgspec.field(default=None, name="Total Reserved")
+    device_type: Optional[int] = msgspec.field(default=None, name="Device Type")
+    blocks_per_sm: Optional[Union[float, str]] = msgspec.field(default=None, name="blocks per SM")
+    occupancy: Optional[Union[float, str]] = msgspec.field(default=None, name="est. achieved occupancy %")
+    input_type: Optional[list[Any]] = msgspec.field(default=None, name="Input type")
+    input_dims: Optional[list[Any]] = msgspec.field(default=None, name="Input Dims")
+
+
+class Event(msgspec.Struct, gc=False):
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: Union[int, str, None] = None
+    tid: Union[int, str, None] = None
+    ts: Optional[Num] = None
+    dur: Optional[Num] = None
+    args: Optional[Args] = None
+
+
+_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+_BATCH = msgspec.json.Decoder(list[Event])
+_ONE = msgspec.json.Decoder(Event)
+_ANY = msgspec.json.Decoder()
+
+BATCH_SIZE = 50_000
+
+
+def decode_top(buf: bytes) -> dict[str, msgspec.Raw]:
+    """Top-level keys of the trace, each still undecoded. Raises msgspec errors on bad JSON."""
+    return _TOP.decode(buf)
+
+
+def split_events(raw: msgspec.Raw) -> list[msgspec.Raw]:
+    return _RAW_LIST.decode(raw)
+
+
+def decode_value(raw: msgspec.Raw) -> Any:
+    return _ANY.decode(raw)
+
+
+def iter_event_batches(raws: list[msgspec.Raw], stats: dict[str, int]):
+    """Yield lists of Event, BATCH_SIZE at a time. Counts skipped events in stats["malformed"]."""
+    for lo in range(0, len(raws), BATCH_SIZE):
+        chunk = raws[lo : lo + BATCH_SIZE]
+        joined = b"[" + b",".join(chunk) + b"]"
+        try:
+            yield _BATCH.decode(joined)
+        except msgspec.ValidationError:
+            yield [ev for ev in (_lenient(r, stats) for r in chunk) if ev is not None]
+
+
+def _lenient(raw: msgspec.Raw, stats: dict[str, int]) -> Optional[Event]:
+    try:
+        return _ONE.decode(raw)
+    except msgspec.ValidationError:
+        pass
+    try:
+        obj = _ANY.decode(raw)
+    except msgspec.DecodeError:
+        stats["malformed"] = stats.get("malformed", 0) + 1
+        return None
+    if not isinstance(obj, dict):
+        stats["malformed"] = stats.get("malformed", 0) + 1
+        return None
+    return _coerce(obj, stats)
+
+
+def _coerce(obj: dict, stats: dict[str, int]) -> Optional[Event]:
+    """Keep what can be trusted from an event with odd-typed fields; drop the rest."""
+    ts = _num(obj.get("ts"))
+    dur = _num(obj.get("dur"))
+    if obj.get("ts") is not None and ts is None:
+        stats["malformed"] = stats.get("malformed", 0) + 1
+        return None
+    args = obj.get("args")
+    return Event(
+        ph=_str(obj.get("ph")),
+        cat=_str(obj.get("cat")),
+        name=_str(obj.get("name")),
+        pid=_id(obj.get("pid")),
+        tid=_id(obj.get("tid")),
+        ts=ts,
+        dur=dur,
+        args=_coerce_args(args) if isinstance(args, dict) else None,
+    )
+
+
+def _coerce_args(a: dict) -> Args:
+    out = {}
+    for f in Args.__struct_fields__:
+        key = Args.__struct_encode_fields__[Args.__struct_fields__.index(f)]
+        v = a.get(key)
+        if v is None:
+            continue
+        if f in ("blocks_per_sm", "occupancy"):
+            v = _num(v)
+        elif f in ("input_type", "input_dims"):
+            v = v if isinstance(v, list) else None
+        elif f in ("nbytes", "mem_bytes", "total_allocated", "total_reserved"):
+            v = _num(v)
+        else:
+            v = _int(v)
+        if v is not None:
+            out[f] = v
+    return Args(**out)
+
+
+def _num(v: Any) -> Optional[float]:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    f = float(v)
+    return f if math.isfinite(f) else None
+
+
+def _int(v: Any) -> Optional[int]:
+    if isinstance(v, bool) or not isinstance(v, int):
+        return None
+    return v if -(2**63) <= v < 2**63 else None
+
+
+def _str(v: Any) -> str:
+    return v if isinstance(v, str) else ""
+
+
+def _id(v: Any) -> Union[int, str, None]:
+    if isinstance(v, str):
+        return v
+    return _int(v)

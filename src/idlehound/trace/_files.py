@@ -1,0 +1,63 @@
+"""Finding trace files: a single file, or a TensorBoard log dir in tensorboard_trace_handler layout."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from ..errors import TraceError
+
+# As torch's tensorboard_trace_handler names files: <worker>.<time_ns>.pt.trace.json[.gz]
+TRACE_RE = re.compile(r"^(?P<worker>.*?)(?:\.(?P<stamp>\d+))?\.pt\.trace\.json(?:\.gz)?$")
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    path: Path
+    run: str
+    worker: str
+    stamp: int
+
+    @property
+    def sort_key(self) -> tuple:
+        return (self.stamp, self.path.stat().st_mtime_ns)
+
+
+def list_traces(root: Path) -> list[TraceFile]:
+    """Every trace file below root, run = the folder relative to root."""
+    out = []
+    for p in sorted(root.rglob("*.pt.trace.json*")):
+        m = TRACE_RE.match(p.name)
+        if not m or not p.is_file():
+            continue
+        run = str(p.parent.relative_to(root)) if p.parent != root else root.name
+        out.append(TraceFile(p, run, m.group("worker"), int(m.group("stamp") or 0)))
+    return out
+
+
+def resolve(path: Path, run: Optional[str] = None, worker: Optional[str] = None) -> tuple[TraceFile, list[TraceFile]]:
+    """The trace to analyse and the other traces of its run (for listing workers)."""
+    if not path.exists():
+        raise TraceError(path, "no such file or folder")
+    if path.is_file():
+        m = TRACE_RE.match(path.name)
+        tf = TraceFile(path, path.parent.name, m.group("worker") if m else path.stem, int((m and m.group("stamp")) or 0))
+        return tf, [tf]
+    found = list_traces(path)
+    if not found:
+        raise TraceError(path, "no *.pt.trace.json or *.pt.trace.json.gz files in this folder")
+    if run is not None:
+        found = [t for t in found if t.run == run or t.run.endswith("/" + run)]
+        if not found:
+            raise TraceError(path, f"no run named {run!r} (runs: {', '.join(sorted({t.run for t in list_traces(path)}))})")
+    newest_run = max(found, key=lambda t: t.sort_key).run
+    in_run = [t for t in found if t.run == newest_run]
+    if worker is not None:
+        chosen = [t for t in in_run if t.worker == worker]
+        if not chosen:
+            raise TraceError(path, f"no worker {worker!r} in run {newest_run!r} "
+                                   f"(workers: {', '.join(sorted({t.worker for t in in_run}))})")
+        return max(chosen, key=lambda t: t.sort_key), in_run
+    return max(in_run, key=lambda t: t.sort_key), in_run

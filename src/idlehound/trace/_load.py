@@ -1,0 +1,143 @@
+"""Load one torch.profiler trace into a Trace: metadata plus a columnar EventTable."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import msgspec
+
+from ..errors import TraceError
+from . import _decode
+from ._files import TraceFile, resolve
+from ._table import EventTable, TableBuilder
+
+KINETO_CATS = {
+    "cpu_op", "user_annotation", "gpu_user_annotation", "kernel", "gpu_memcpy", "gpu_memset",
+    "cuda_runtime", "cuda_driver", "python_function", "cpu_instant_event", "cuda_sync",
+    "Kernel", "Memcpy", "Memset", "Runtime", "Operator",
+}
+_META_KEYS = (
+    "schemaVersion", "trace_id", "with_stack", "record_shapes", "profile_memory", "with_modules",
+    "with_flops", "cuda_driver_version", "cuda_runtime_version", "cupti_version", "host_name",
+    "distributedInfo", "displayTimeUnit", "baseTimeNanoseconds",
+)
+
+
+@dataclass
+class Trace:
+    """One loaded trace. `events` holds every event; the rest is the file's metadata."""
+
+    path: Path
+    events: EventTable
+    device_properties: list[dict] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    run_files: list[TraceFile] = field(default_factory=list)
+    worker: str = ""
+    size_bytes: int = 0
+
+    @property
+    def cuda_run(self) -> bool:
+        """True when the run used CUDA (metadata says so), whatever the GPU side recorded."""
+        return bool(self.device_properties) or "cuda_runtime_version" in self.metadata
+
+    @property
+    def with_stack(self) -> bool:
+        return bool(self.metadata.get("with_stack")) or self.events.cat_id("python_function") >= 0
+
+
+def load_trace(path: Union[str, Path], run: Optional[str] = None, worker: Optional[str] = None) -> Trace:
+    """Load a `.pt.trace.json[.gz]` file, or the newest trace of a TensorBoard log dir.
+
+    Raises TraceError with a one-line message for anything that is not a readable torch.profiler trace.
+    """
+    tf, run_files = resolve(Path(path), run=run, worker=worker)
+    buf = _read(tf.path)
+    trace = parse_trace_bytes(buf, tf.path)
+    trace.run_files = run_files
+    trace.worker = tf.worker
+    workers = sorted({t.worker for t in run_files})
+    if len(workers) > 1:
+        trace.warnings.append(
+            f"{len(workers)} workers in run {tf.run!r} ({', '.join(workers)}); analysing {tf.worker!r} "
+            "(choose with --worker)")
+    return trace
+
+
+def _read(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(2)
+            f.seek(0)
+            if head == b"\x1f\x8b":
+                return gzip.GzipFile(fileobj=f).read()
+            return f.read()
+    except (OSError, EOFError, zlib.error) as e:
+        problem = "truncated gzip file" if isinstance(e, EOFError) else f"cannot read ({e})"
+        if isinstance(e, gzip.BadGzipFile) or isinstance(e, zlib.error):
+            problem = f"corrupt gzip data ({e})"
+        raise TraceError(path, problem) from None
+
+
+def parse_trace_bytes(buf: bytes, path: Union[str, Path] = "<bytes>") -> Trace:
+    """Parse trace JSON already in memory (tests and the benchmark use this directly)."""
+    path = Path(path)
+    if not buf.strip():
+        raise TraceError(path, "empty file")
+    try:
+        top = _decode.decode_top(buf)
+    except msgspec.ValidationError:
+        raise TraceError(path, "not a torch.profiler trace (the top level is not a JSON object)") from None
+    except msgspec.DecodeError as e:
+        raise TraceError(path, f"invalid or truncated JSON ({e})") from None
+    if "traceEvents" not in top:
+        raise TraceError(path, "no 'traceEvents' key: not a torch.profiler (Kineto) trace")
+    try:
+        raws = _decode.split_events(top.pop("traceEvents"))
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        raise TraceError(path, "'traceEvents' is not a list of events") from None
+    if not raws:
+        raise TraceError(path, "'traceEvents' is empty: the profiler recorded nothing")
+    stats: dict[str, int] = {}
+    builder = TableBuilder()
+    for batch in _decode.iter_event_batches(raws, stats):
+        builder.add(batch)
+    del raws
+    events = builder.build()
+    if not KINETO_CATS.intersection(events.cats):
+        raise TraceError(path, "no torch.profiler events (cpu_op, kernel, ...): "
+                               "this looks like a Chrome trace from another tool")
+    trace = Trace(path=path, events=events, size_bytes=len(buf))
+    trace.metadata, trace.device_properties = _metadata(top)
+    _note_problems(trace, stats, builder)
+    return trace
+
+
+def _metadata(top: dict[str, msgspec.Raw]) -> tuple[dict[str, Any], list[dict]]:
+    meta = {}
+    for k in _META_KEYS:
+        if k in top:
+            try:
+                meta[k] = _decode.decode_value(top[k])
+            except msgspec.DecodeError:
+                pass
+    props = []
+    if "deviceProperties" in top:
+        try:
+            val = _decode.decode_value(top["deviceProperties"])
+            props = [p for p in val if isinstance(p, dict)] if isinstance(val, list) else []
+        except msgspec.DecodeError:
+            props = []
+    return meta, props
+
+
+def _note_problems(trace: Trace, stats: dict[str, int], b: TableBuilder) -> None:
+    skipped = stats.get("malformed", 0) + b.bad_times
+    if skipped:
+        trace.warnings.append(f"skipped {skipped} malformed event(s)")
+    if b.negative_durs:
+        trace.warnings.append(f"{b.negative_durs} event(s) had a negative duration, counted as 0")
