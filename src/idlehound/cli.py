@@ -78,5 +78,80 @@ def analyze(path: Path, as_json: bool, step: Optional[int], run: Optional[str], 
         sys.exit(1)
 
 
+@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("-m", "module", default=None, metavar="MODULE", help="Run a module, like python -m.")
+@click.option("--logdir", type=click.Path(path_type=Path), default=Path("log"), show_default=True,
+              help="Folder for run folders (TensorBoard layout).")
+@click.option("--name", "run_name", default=None, help="Run name prefix (default: the script name).")
+@click.option("--skip", type=int, default=10, show_default=True, help="Steps to run before profiling (warm-up, compile).")
+@click.option("--warmup", type=int, default=2, show_default=True, help="Profiler warm-up steps (recorded, discarded).")
+@click.option("--active", type=int, default=5, show_default=True, help="Steps to record.")
+@click.option("--step-on", default="optimizer", show_default=True,
+              help="What ends a step: optimizer, dataloader, or a function name.")
+@click.option("--stop-after", is_flag=True, help="End the script once the window is captured.")
+@click.option("--no-stack", is_flag=True, help="Do not record Python stacks (less overhead, no source lines).")
+@click.option("--memory", "profile_memory", is_flag=True, help="Record memory allocations.")
+@click.option("--no-report", is_flag=True, help="Do not print the analysis at the end.")
+@click.argument("script_and_args", nargs=-1, type=click.UNPROCESSED)
+def run(module: Optional[str], logdir: Path, run_name: Optional[str], skip: int, warmup: int, active: int,
+        step_on: str, stop_after: bool, no_stack: bool, profile_memory: bool, no_report: bool,
+        script_and_args: tuple[str, ...]) -> None:
+    """Profile an unmodified training script: idlehound run train.py [args...]."""
+    from .capture import CaptureOptions, run_script
+    from .capture.report_run import analyze_run
+
+    try:
+        if module is None and not script_and_args:
+            raise IdlehoundError("run: give a script (idlehound run train.py ...) or -m module")
+        if skip < 0 or warmup < 0 or active < 1:
+            raise IdlehoundError("run: --skip and --warmup must be >= 0 and --active >= 1")
+        target, args = (module, list(script_and_args)) if module else (script_and_args[0], list(script_and_args[1:]))
+        opts = CaptureOptions(logdir=logdir, run_name=run_name, skip=skip, warmup=warmup, active=active,
+                              step_on=step_on, stop_after=stop_after, with_stack=not no_stack,
+                              profile_memory=profile_memory)
+        res = run_script(target, args, module=module is not None, opts=opts)
+    except IdlehoundError as e:
+        _fail(str(e))
+    if not res.traces:
+        click.echo(f"idlehound: no trace was captured: the script made {_steps_seen(res.run_dir)} step(s); the "
+                   f"window starts after {skip + warmup} (lower --skip/--warmup, or check --step-on)", err=True)
+    elif not no_report:
+        analyze_run(res.run_dir)
+    sys.exit(res.exit_code)
+
+
+def _steps_seen(run_dir: Path) -> int:
+    try:
+        return int(json.loads((run_dir / "run.json").read_text()).get("steps_seen", 0))
+    except (OSError, ValueError):
+        return 0
+
+
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("report.html"), show_default=True,
+              help="Report file: .html, .md or .json.")
+@click.option("--run", default=None, help="Run folder inside a log dir.")
+@click.option("--worker", default=None, help="Worker inside the run.")
+@_guard
+def report(path: Path, output: Path, run: Optional[str], worker: Optional[str]) -> None:
+    """Write a report file for a run folder or trace."""
+    from .pipeline import analyze_path
+    from .report.files import write_report
+
+    res = analyze_path(path, run=run, worker=worker)
+    click.echo(str(write_report(res.doc, output)))
+
+
+@main.command()
+@_guard
+def doctor() -> None:
+    """Check the environment: CUDA, versions, CUPTI recording, NVML, TensorBoard."""
+    from .doctor import run_checks
+
+    ok = run_checks()
+    sys.exit(0 if ok else 1)
+
+
 if __name__ == "__main__":
     main()

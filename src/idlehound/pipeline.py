@@ -33,7 +33,8 @@ def analyze_path(path: Union[str, Path], run: Optional[str] = None, worker: Opti
     """Load, analyse and diagnose a trace file or log dir; uses the capture sidecar and run.json if present."""
     trace = load_trace(path, run=run, worker=worker)
     sc = sidecar_path(trace.path)
-    sidecar = load_sidecar(sc) if sc.exists() else None
+    base = trace.metadata.get("baseTimeNanoseconds")
+    sidecar = load_sidecar(sc, int(base) if isinstance(base, (int, float)) else 0) if sc.exists() else None
     run_info = _run_info(trace.path.parent)
     a = analyze(trace, sidecar=sidecar, step=step, run_info=run_info)
     if sidecar is None and trace.with_stack:
@@ -50,7 +51,16 @@ def _run_info(folder: Path) -> dict[str, Any]:
         data = json.loads(p.read_text())
     except (OSError, ValueError):
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    samples = folder / "samples.json"
+    if samples.exists():
+        try:
+            s = json.loads(samples.read_text())
+            data["utilization_curve"] = {"source": s.get("source"), "samples": s.get("samples", [])[:20000]}
+        except (OSError, ValueError):
+            pass
+    return data
 
 
 def parse_gates(specs: tuple[str, ...]) -> dict[str, float]:

@@ -41,6 +41,7 @@ class Analysis:
     short_gap_ns: int  # idle in gaps shorter than 50 µs between kernels
     notes: list[str] = field(default_factory=list)
     run_info: dict[str, Any] = field(default_factory=dict)
+    timeline: dict[str, Any] = field(default_factory=dict)  # busy spans and idle gaps of the first steps
 
     @property
     def n_steps(self) -> int:
@@ -104,8 +105,28 @@ def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = 
         dataloader=_dataloader(ctx, smap, win_s, win_e),
         gap_count=gaps.count if gaps else 0, short_gap_ns=gaps.short_ns if gaps else 0,
         notes=notes, run_info=dict(run_info or {}),
+        timeline=_timeline(steps, busy, gaps),
     )
     return a
+
+
+def _timeline(steps: list[Step], busy: iv.Set, gaps: Optional[_Gaps], max_steps: int = 3,
+              max_spans: int = 4000) -> dict[str, Any]:
+    """Busy spans and idle gaps (with their main cause) over the first steps, for the HTML strip."""
+    if not steps:
+        return {}
+    lo, hi = steps[0].start_ns, steps[min(max_steps, len(steps)) - 1].end_ns
+    bs, be = busy
+    keep = (be > lo) & (bs < hi)
+    out: dict[str, Any] = {"start_ns": lo, "end_ns": hi,
+                           "busy": [[int(a - lo), int(b - lo)] for a, b in zip(bs[keep][:max_spans], be[keep][:max_spans])],
+                           "gaps": []}
+    if gaps is not None and gaps.count:
+        sel = np.flatnonzero((gaps.ge > lo) & (gaps.gs < hi))[:max_spans]
+        table = np.stack([gaps.ns[c][sel] for c in IDLE_CAUSES]) if sel.size else np.zeros((0, 0))
+        for j, col in zip(sel, table.T if sel.size else []):
+            out["gaps"].append([int(gaps.gs[j] - lo), int(gaps.ge[j] - lo), IDLE_CAUSES[int(np.argmax(col))]])
+    return out
 
 
 class _Context:

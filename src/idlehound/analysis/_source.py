@@ -184,8 +184,11 @@ def _runs(keys: np.ndarray):
         yield keys[s], int(s), int(e)
 
 
-def load_sidecar(path: Path) -> Optional[dict]:
-    """Read a capture sidecar (see idlehound.capture) into {"callers": {(ts_ns, name): (file, line, func)}}."""
+def load_sidecar(path: Path, base_ns: int = 0) -> Optional[dict]:
+    """Read a capture sidecar (see idlehound.capture) into {"callers": {(ts_ns, name): (file, line, func)}}.
+
+    The sidecar holds absolute start times; trace times count from the trace's baseTimeNanoseconds.
+    """
     import msgspec
 
     try:
@@ -197,5 +200,5 @@ def load_sidecar(path: Path) -> Optional[dict]:
     for r in rows:
         if isinstance(r, list) and len(r) == 5:
             ts, name, file, line, func = r
-            callers[(int(ts), str(name))] = (str(file), int(line), str(func))
+            callers[(int(ts) - base_ns, str(name))] = (str(file), int(line), str(func))
     return {"callers": callers, "sys_path": data.get("sys_path", []), "script": data.get("script")}

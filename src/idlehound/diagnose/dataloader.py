@@ -29,7 +29,11 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
     else:
         evidence.append("batches are loaded in the main process (num_workers=0)")
         fix, code = _start_workers()
-    return [Finding("data_loading", "Data loading starves the GPU", exposed, a.step_ms, evidence, fix, code,
+    title = "Data loading starves the GPU" if a.gpu_recorded else "Data loading takes a large share of the step"
+    if not a.gpu_recorded:
+        evidence[0] = (f"{exposed:.2f} ms per step ({pct(exposed / a.step_ms)} of the step) spent in DataLoader "
+                       f"__next__ ({dl.calls} calls)")
+    return [Finding("data_loading", title, exposed, a.step_ms, evidence, fix, code,
                     location=dl.location, details={"num_workers": workers, "iterator": dl.iterator})]
 
 

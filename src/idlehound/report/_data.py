@@ -67,9 +67,11 @@ def build(a: Analysis, findings: list[Finding]) -> dict[str, Any]:
             "exposed_ms_per_step": r(a.per_step_ms(a.idle_ns.get("data_loading", 0))),
             "location": a.dataloader.location.to_json() if a.dataloader.location else None,
         },
+        "timeline": a.timeline,
+        "utilization_curve": a.run_info.get("utilization_curve"),
         "findings": [f.to_json() for f in findings],
         "notes": a.notes,
-        "run": a.run_info,
+        "run": {k: v for k, v in a.run_info.items() if k != "utilization_curve"},
     }
 
 

@@ -1,0 +1,60 @@
+"""idlehound.profile(): the same capture as `idlehound run`, for a block of code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from ._session import CaptureOptions, Session
+
+
+class profile:  # noqa: N801 - used like torch.profiler.profile
+    """Profile a training loop::
+
+        with idlehound.profile() as p:      # steps found from optimizer.step(); nothing else to do
+            for x, y in loader: ...
+
+        with idlehound.profile(skip=5, active=3) as p:
+            for x, y in loader:
+                ...
+                p.step()                    # or mark steps yourself
+
+    On exit the trace, sidecar and run.json are in `p.run_dir`, and `p.result` holds the analysis.
+    """
+
+    def __init__(self, logdir: Union[str, Path] = "log", run_name: Optional[str] = None, skip: int = 10,
+                 warmup: int = 2, active: int = 5, step_on: str = "optimizer", with_stack: bool = True,
+                 record_shapes: bool = True, profile_memory: bool = False, analyze: bool = True,
+                 print_report: bool = True, progress: bool = True, sample_hz: float = 15.0) -> None:
+        self.opts = CaptureOptions(logdir=Path(logdir), run_name=run_name, skip=skip, warmup=warmup,
+                                   active=active, step_on=step_on, with_stack=with_stack,
+                                   record_shapes=record_shapes, profile_memory=profile_memory,
+                                   progress=progress, sample_hz=sample_hz)
+        self.analyze = analyze
+        self.print_report = print_report
+        self.session: Optional[Session] = None
+        self.result: Any = None
+        self.run_dir: Optional[Path] = None
+
+    def __enter__(self) -> profile:
+        import sys
+
+        self.session = Session(self.opts, self.opts.run_name or "profile", list(sys.argv)).start()
+        self.run_dir = self.session.run_dir
+        return self
+
+    def step(self) -> None:
+        """Mark the end of a training step (turns off automatic stepping)."""
+        assert self.session is not None, "use inside `with idlehound.profile()`"
+        self.session.manual = True
+        self.session.step()
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        assert self.session is not None
+        code = 0 if exc_type is None else 130 if exc_type is KeyboardInterrupt else 1
+        self.session.stop(code, f"{exc_type.__name__}: {exc}" if exc_type else None)
+        if self.analyze and self.session.traces:
+            from .report_run import analyze_run
+
+            self.result = analyze_run(self.session.run_dir, print_report=self.print_report)
+        return False

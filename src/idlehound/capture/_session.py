@@ -1,0 +1,303 @@
+"""A capture session: the profiler, how steps are found, the run folder, run.json and the sidecar."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import socket
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from ..errors import CaptureError
+from . import _sampler
+from ._dataloader import record_dataloaders
+from ._sidecar import write_sidecar
+
+
+@dataclass
+class CaptureOptions:
+    """How to profile. The window is steps [skip + warmup, skip + warmup + active) of the run."""
+
+    logdir: Path = Path("log")
+    run_name: Optional[str] = None
+    skip: int = 10
+    warmup: int = 2
+    active: int = 5
+    step_on: str = "optimizer"  # "optimizer", "dataloader", "manual", or a function name
+    stop_after: bool = False
+    with_stack: bool = True
+    record_shapes: bool = True
+    profile_memory: bool = False
+    sample_hz: float = 15.0
+    progress: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)  # merged into run.json
+
+
+class StopRun(SystemExit):
+    """Raised from a step hook when --stop-after ends the script after the window."""
+
+
+def new_run_dir(logdir: Path, label: str) -> Path:
+    """A fresh folder under logdir; never reuses an existing one."""
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = f"{label}-{stamp}"
+    logdir.mkdir(parents=True, exist_ok=True)
+    for i in range(1000):
+        p = logdir / (base if i == 0 else f"{base}-{i}")
+        try:
+            p.mkdir()
+            return p
+        except FileExistsError:
+            continue
+    raise CaptureError(f"{logdir}: could not create a new run folder")
+
+
+class Session:
+    def __init__(self, opts: CaptureOptions, label: str, command: list[str]) -> None:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise CaptureError("capture needs PyTorch: pip install 'idlehound[torch]'") from None
+        self.opts = opts
+        self.run_dir = new_run_dir(Path(opts.logdir), opts.run_name or label)
+        self.command = command
+        self.worker = _worker_name()
+        self.traces: list[str] = []
+        self.loaders: list[dict[str, Any]] = []
+        self.step_num = 0
+        self.step_times: list[tuple[float, str]] = []
+        self.window: list[float] = []
+        self.manual = opts.step_on == "manual"
+        self._undo: list[Callable[[], None]] = []
+        self._prof = None
+        self._first_opt: Optional[int] = None
+        self._t_start = time.monotonic()
+        self._wall0 = time.time()
+        self.flags: dict[str, Any] = {}
+        self.sampler: Optional[_sampler.Sampler] = None
+
+    # ---- lifecycle
+    def start(self) -> Session:
+        import torch
+        from torch.profiler import ProfilerActivity, profile, schedule
+
+        o = self.opts
+        self._schedule = schedule(skip_first=o.skip, wait=0, warmup=o.warmup, active=o.active, repeat=1)
+        acts = [ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            acts.append(ProfilerActivity.CUDA)
+        self._undo.append(record_dataloaders(self.loaders))
+        self._install_stepper()
+        self.sampler = _sampler.Sampler(hz=o.sample_hz).start() if o.sample_hz > 0 else None
+        self._prof = profile(activities=acts, schedule=self._schedule, on_trace_ready=self._on_trace,
+                             with_stack=o.with_stack, record_shapes=o.record_shapes,
+                             profile_memory=o.profile_memory)
+        self._prof.start()
+        self._write_run_json(status="running")
+        return self
+
+    def step(self) -> None:
+        """One training step ended."""
+        now = time.monotonic()
+        action = self._action(self.step_num)
+        self.step_times.append((now, action))
+        if action in ("RECORD", "RECORD_AND_SAVE") and not self.window:
+            self.window.append(self.step_times[-2][0] - self._t_start if len(self.step_times) > 1 else 0.0)
+        if action == "RECORD_AND_SAVE":
+            self.window.append(now - self._t_start)
+            self.flags = _torch_flags()
+        self.step_num += 1
+        self._prof.step()
+        self._progress()
+        if self.opts.stop_after and self.step_num >= self.window_end:
+            raise StopRun(0)
+
+    @property
+    def window_end(self) -> int:
+        return self.opts.skip + self.opts.warmup + self.opts.active
+
+    def stop(self, exit_code: Optional[int], error: Optional[str] = None) -> Path:
+        """Flush what was captured (a partial window too), write run.json; safe to call once."""
+        for undo in reversed(self._undo):
+            undo()
+        self._undo.clear()
+        if self._prof is not None:
+            if not self.flags:
+                self.flags = _torch_flags()
+            try:
+                self._prof.stop()
+            except Exception as e:  # keep the run's own exit code; report the profiler's failure
+                error = error or f"profiler stop failed: {e}"
+            self._prof = None
+        if self.opts.progress:
+            sys.stderr.write("\n" if _isatty() else "")
+        samples = self.sampler.stop() if self.sampler else {"source": "none", "samples": []}
+        (self.run_dir / "samples.json").write_text(json.dumps(samples))
+        self._write_run_json(status="done", exit_code=exit_code, error=error, samples=samples)
+        return self.run_dir
+
+    # ---- stepping
+    def _install_stepper(self) -> None:
+        how = self.opts.step_on
+        if how == "optimizer":
+            from torch.optim.optimizer import register_optimizer_step_post_hook
+
+            handle = register_optimizer_step_post_hook(self._on_optimizer_step)
+            self._undo.append(handle.remove)
+        elif how == "dataloader":
+            from torch.utils.data import dataloader as dl
+
+            original = dl._BaseDataLoaderIter.__next__
+            session = self
+            started = [False]
+
+            def __next__(it):
+                if started[0]:
+                    session.step()
+                started[0] = True
+                return original(it)
+
+            dl._BaseDataLoaderIter.__next__ = __next__
+            self._undo.append(lambda: setattr(dl._BaseDataLoaderIter, "__next__", original))
+        elif how != "manual":
+            self._undo.append(_step_on_function(how, self.step))
+
+    def _on_optimizer_step(self, optimizer, args, kwargs) -> None:
+        if self.manual:
+            return
+        if self._first_opt is None:
+            self._first_opt = id(optimizer)
+        if id(optimizer) == self._first_opt:  # several optimizers per iteration: one step
+            self.step()
+
+    def _action(self, n: int) -> str:
+        return self._schedule(n).name
+
+    # ---- output
+    def _on_trace(self, prof) -> None:
+        stamp = time.time_ns()
+        path = self.run_dir / f"{self.worker}.{stamp}.pt.trace.json.gz"
+        prof.export_chrome_trace(str(path))
+        side = self.run_dir / f"{self.worker}.{stamp}.sidecar.json"
+        try:
+            write_sidecar(prof, side, script=self.command[0] if self.command else "")
+        except Exception as e:  # exact lines are a bonus; the trace itself is saved
+            sys.stderr.write(f"idlehound: could not write source-line sidecar: {e}\n")
+        self.traces.append(path.name)
+
+    def _progress(self) -> None:
+        if not self.opts.progress:
+            return
+        o, n = self.opts, self.step_num
+        start = o.skip + o.warmup
+        if n <= start:
+            msg = f"idlehound: warming up, step {n}/{start} before the profiled window"
+        elif n <= self.window_end:
+            msg = f"idlehound: profiling step {n - start}/{o.active}"
+        else:
+            msg = f"idlehound: window captured ({o.active} steps); running on unprofiled, step {n}"
+        if _isatty():
+            sys.stderr.write("\r" + msg.ljust(78))
+            sys.stderr.flush()
+        elif n in (1, start, start + 1, self.window_end):
+            sys.stderr.write(msg + "\n")
+
+    def step_timing(self) -> dict[str, Any]:
+        """Median step time outside and inside the profiled window: the observer effect."""
+        ts = self.step_times
+        outside, inside = [], []
+        for (t0, a0), (t1, _) in zip(ts, ts[1:]):
+            (inside if a0 in ("RECORD", "RECORD_AND_SAVE") else outside).append((t1 - t0) * 1e3)
+        outside = outside[3:] if len(outside) > 6 else outside  # first steps warm up caches and compile
+        out: dict[str, Any] = {"steps_seen": self.step_num}
+        if outside:
+            out["unprofiled_step_ms"] = round(statistics.median(outside), 3)
+        if inside:
+            out["profiled_step_ms"] = round(statistics.median(inside), 3)
+        if outside and inside:
+            out["profiler_overhead"] = round(out["profiled_step_ms"] / max(out["unprofiled_step_ms"], 1e-9), 3)
+        return out
+
+    def _write_run_json(self, status: str, exit_code: Optional[int] = None, error: Optional[str] = None,
+                        samples: Optional[dict] = None) -> None:
+        info: dict[str, Any] = {
+            "idlehound_run": 1, "status": status, "command": self.command, "cwd": os.getcwd(),
+            "started": _dt.datetime.fromtimestamp(self._wall0).isoformat(timespec="seconds"),
+            "wall_time_s": round(time.time() - self._wall0, 3), "exit_code": exit_code, "error": error,
+            "schedule": {"skip": self.opts.skip, "warmup": self.opts.warmup, "active": self.opts.active,
+                         "step_on": self.opts.step_on, "stop_after": self.opts.stop_after},
+            "worker": self.worker, "traces": self.traces, "dataloaders": self.loaders,
+            "dataloader": self.loaders[0] if self.loaders else None,
+            "environment": _environment(), **self.flags, **self.step_timing(), **self.opts.extra,
+        }
+        if samples is not None:
+            window = (self.window[0], self.window[-1]) if len(self.window) == 2 else None
+            info["sampler"] = _sampler.summarize(samples, window)
+            if samples.get("note"):
+                info["sampler"]["note"] = samples["note"]
+        (self.run_dir / "run.json").write_text(json.dumps(info, indent=2, default=str))
+
+
+def _worker_name() -> str:
+    rank = os.environ.get("RANK")
+    base = f"{socket.gethostname()}_{os.getpid()}"
+    return f"rank{rank}_{base}" if rank is not None else base
+
+
+def _isatty() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except Exception:
+        return False
+
+
+def _torch_flags() -> dict[str, Any]:
+    import torch
+
+    return {"cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+            "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+            "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
+            "float32_matmul_precision": torch.get_float32_matmul_precision()}
+
+
+def _environment() -> dict[str, Any]:
+    import torch
+
+    env: dict[str, Any] = {
+        "python": platform.python_version(), "platform": platform.platform(), "cpu_count": os.cpu_count(),
+        "torch": torch.__version__, "cuda": torch.version.cuda, "cuda_available": torch.cuda.is_available(),
+    }
+    try:
+        env["cudnn"] = torch.backends.cudnn.version()
+    except Exception:
+        env["cudnn"] = None
+    if torch.cuda.is_available():
+        p = torch.cuda.get_device_properties(0)
+        env.update(gpu=p.name, gpu_memory_bytes=p.total_memory, gpu_count=torch.cuda.device_count())
+    return env
+
+
+def _step_on_function(name: str, step: Callable[[], None]) -> Callable[[], None]:
+    """Step each time a Python function called `name` returns (main thread, via sys.setprofile)."""
+    previous = sys.getprofile()
+
+    def tracer(frame, event, arg):
+        if event == "return" and frame.f_code.co_name == name:
+            step()
+        if previous is not None:
+            previous(frame, event, arg)
+
+    sys.setprofile(tracer)
+    return lambda: sys.setprofile(previous)
+
+
+def options_dict(o: CaptureOptions) -> dict[str, Any]:
+    d = asdict(o)
+    d["logdir"] = str(o.logdir)
+    return d
