@@ -144,6 +144,60 @@ def report(path: Path, output: Path, run: Optional[str], worker: Optional[str]) 
 
 
 @main.command()
+@click.option("--device", default=None, help="cuda or cpu (default: cuda when available).")
+@click.option("--data", type=click.Path(path_type=Path), default=None,
+              help="Folder holding cifar-10-batches-py (default: a synthetic copy in that format).")
+@click.option("--logdir", type=click.Path(path_type=Path), default=Path("log"), show_default=True)
+@click.option("--steps", type=int, default=None, help="Training steps in all (default: enough for the window).")
+@click.option("--batch-size", type=int, default=None, help="Override the baseline's batch size (32).")
+@_guard
+def demo(device: Optional[str], data: Optional[Path], logdir: Path, steps: Optional[int],
+         batch_size: Optional[int]) -> None:
+    """Profile the built-in baseline: ResNet18 on CIFAR10 at 224, batch 32, one loader worker, fp32."""
+    from .demo import run_demo
+
+    run_demo(device=device, data=data, logdir=logdir, steps=steps, batch_size=batch_size)
+
+
+@main.command()
+@click.option("--device", default=None, help="cuda or cpu (default: cuda when available).")
+@click.option("--rungs", default=None, help="Comma-separated rungs (default: all): " + "baseline,loader,amp,"
+              "channels_last,gpu_preprocess,compile,cuda_graphs")
+@click.option("--steps", type=int, default=50, show_default=True, help="Timed steps per rung.")
+@click.option("--warmup", type=int, default=10, show_default=True, help="Untimed steps before timing.")
+@click.option("--batch-sizes", default="128,256", show_default=True, help="Batch sizes tried by the AMP rung.")
+@click.option("--workers", default=None, help="Worker counts tried by the loader rung (default: 50-75% of cores).")
+@click.option("--data", type=click.Path(path_type=Path), default=None, help="Folder with cifar-10-batches-py.")
+@click.option("--logdir", type=click.Path(path_type=Path), default=Path("log"), show_default=True)
+@click.option("--no-ceiling", is_flag=True, help="Skip the in-memory ceiling.")
+@click.option("--json", "as_json", is_flag=True, help="Print the ladder as JSON.")
+@_guard
+def ladder(device, rungs, steps, warmup, batch_sizes, workers, data, logdir, no_ceiling, as_json) -> None:
+    """Run the optimisation ladder on the ResNet18/CIFAR10 workload and measure each rung."""
+    from .ladder import RUNGS, LadderOptions, ladder_doc, run_ladder
+    from .report.ladder import render_ladder
+
+    chosen = [r.strip() for r in rungs.split(",")] if rungs else list(RUNGS)
+    bad = [r for r in chosen if r not in RUNGS]
+    if bad:
+        raise IdlehoundError(f"ladder: unknown rung(s) {', '.join(bad)} (rungs: {', '.join(RUNGS)})")
+    try:
+        bs = tuple(int(b) for b in batch_sizes.split(","))
+        ws = [int(w) for w in workers.split(",")] if workers else None
+    except ValueError:
+        raise IdlehoundError("ladder: --batch-sizes and --workers take comma-separated integers") from None
+    opts = LadderOptions(device=device or "", rungs=chosen, steps=steps, warmup=warmup, batch_sizes=bs,
+                         workers=ws, data=str(data) if data else None, logdir=logdir, ceiling=not no_ceiling)
+    results, run_dir = run_ladder(opts)
+    doc = ladder_doc(results, opts.device)
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        render_ladder(doc)
+    click.echo(f"idlehound: ladder folder {run_dir}", err=True)
+
+
+@main.command()
 @_guard
 def doctor() -> None:
     """Check the environment: CUDA, versions, CUPTI recording, NVML, TensorBoard."""

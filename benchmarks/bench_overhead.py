@@ -1,0 +1,61 @@
+"""Throughput of real training loops plain vs under `idlehound run`, outside and inside the window.
+
+    python benchmarks/bench_overhead.py [--reps 3] [--steps 400]
+
+Outside: samples/s of the steps after the profiled window, plain vs idlehound (target: <= 3% slower).
+Inside: idlehound's own profiled vs unprofiled step time from run.json (the observer effect).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def _bench(cmd: list[str]) -> dict:
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    line = next(ln for ln in out.splitlines() if ln.startswith("BENCH "))
+    return json.loads(line[6:])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=400)
+    ap.add_argument("--kinds", default="resnet,small")
+    args = ap.parse_args()
+    measure_from = 60
+    workload = str(HERE / "overhead_workload.py")
+    rows = []
+    for kind in args.kinds.split(","):
+        plain, under, inside = [], [], []
+        for _ in range(args.reps):
+            plain.append(_bench([sys.executable, workload, kind, str(args.steps), str(measure_from)])["samples_per_s"])
+            with tempfile.TemporaryDirectory() as logdir:
+                cmd = [sys.executable, "-m", "idlehound", "run", "--logdir", logdir, "--skip", "20", "--warmup", "2",
+                       "--active", "3", "--no-report", workload, kind, str(args.steps), str(measure_from)]
+                under.append(_bench(cmd)["samples_per_s"])
+                run = json.loads(next(Path(logdir).glob("*/run.json")).read_text())
+                if run.get("profiler_overhead"):
+                    inside.append(run["profiler_overhead"])
+        p, u = statistics.median(plain), statistics.median(under)
+        rows.append({"workload": kind, "plain_samples_per_s": round(p, 1), "idlehound_samples_per_s": round(u, 1),
+                     "outside_window_slowdown_pct": round(100 * (p - u) / p, 2),
+                     "inside_window_step_ratio": round(statistics.median(inside), 3) if inside else None,
+                     "plain_runs": [round(v, 1) for v in plain], "idlehound_runs": [round(v, 1) for v in under]})
+    print(json.dumps(rows, indent=2))
+    print(f"{'workload':10} {'plain/s':>10} {'idlehound/s':>12} {'outside %':>10} {'inside x':>9}")
+    for r in rows:
+        print(f"{r['workload']:10} {r['plain_samples_per_s']:10.1f} {r['idlehound_samples_per_s']:12.1f} "
+              f"{r['outside_window_slowdown_pct']:10.2f} {str(r['inside_window_step_ratio']):>9}")
+
+
+if __name__ == "__main__":
+    main()

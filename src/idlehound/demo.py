@@ -1,0 +1,46 @@
+"""`idlehound demo`: the blog's baseline (ResNet18, CIFAR10 at 224, batch 32, one worker, fp32) under capture."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Optional
+
+
+def run_demo(device: Optional[str] = None, data: Optional[Path] = None, logdir: Path = Path("log"),
+             steps: Optional[int] = None, batch_size: Optional[int] = None, print_report: bool = True):
+    """Train the baseline under idlehound.profile and return (result, run_dir, throughput)."""
+    from .capture import profile
+    from .workloads.resnet import Trainer, baseline, default_device
+
+    device = device or default_device()
+    cfg = baseline(device)
+    if data is not None:
+        cfg = replace(cfg, data=str(data))
+    if batch_size:
+        cfg = replace(cfg, batch_size=batch_size)
+    gpu = device != "cpu"
+    skip, warmup, active = (10, 2, 5) if gpu else (2, 1, 3)
+    total = steps or (skip + warmup + active + (20 if gpu else 3))
+    total = max(total, skip + warmup + active + 1)
+    trainer = Trainer(cfg)
+    say = sys.stderr.write
+    say(f"idlehound demo: ResNet18 on {'synthetic ' if trainer.synthetic else ''}CIFAR10 at {cfg.image_size}px, "
+        f"batch {cfg.batch_size}, {cfg.num_workers} loader worker, fp32, on {device}\n")
+    if trainer.synthetic:
+        say("  data: synthetic CIFAR10 written in torchvision's on-disk format (give --data DIR for the real "
+            "set); model: random weights (pretrained weights cannot be downloaded here)\n")
+    with profile(logdir=logdir, run_name="demo", skip=skip, warmup=warmup, active=active, step_on="manual",
+                 print_report=print_report) as p:
+        p.session.opts.extra["workload"] = {"name": "resnet18-cifar10", "config": cfg.to_json()}
+        for _ in range(total):
+            trainer.step()
+            p.step()
+        trainer.sync()
+    timing = p.session.step_timing()
+    if "unprofiled_step_ms" in timing:
+        sps = cfg.batch_size / (timing["unprofiled_step_ms"] / 1e3)
+        say(f"idlehound demo: {sps:,.0f} samples/s outside the profiled window "
+            f"({timing['unprofiled_step_ms']:.1f} ms per step)\n")
+    return p.result, p.run_dir, timing

@@ -1,0 +1,288 @@
+"""`idlehound ladder`: the optimisation ladder, each rung measured side by side on the same data.
+
+Each rung adds one change to the best configuration so far. For each: samples/s, ms/step, GPU busy share
+(short profile of the rung), NVML utilisation, peak memory, speed-up, % of the in-memory ceiling, and the
+top remaining finding. A rung that fails is reported with its reason and the others go on.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import sys
+import traceback
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from .workloads.resnet import TrainConfig, Trainer, baseline, cpu_count, default_device, time_steps
+
+RUNGS = ["baseline", "loader", "amp", "channels_last", "gpu_preprocess", "compile", "cuda_graphs"]
+
+
+@dataclass
+class RungResult:
+    name: str
+    label: str
+    config: dict[str, Any] = field(default_factory=dict)
+    samples_per_s: Optional[float] = None
+    ms_per_step: Optional[float] = None
+    gpu_busy_pct: Optional[float] = None
+    nvml_util: Optional[float] = None
+    peak_mem_gib: Optional[float] = None
+    speedup: Optional[float] = None
+    pct_of_ceiling: Optional[float] = None
+    top_finding: str = ""
+    status: str = "ok"  # ok, skipped, failed
+    reason: str = ""
+    tried: list[dict[str, Any]] = field(default_factory=list)
+    trace: str = ""
+
+
+@dataclass
+class LadderOptions:
+    device: str = ""
+    rungs: list[str] = field(default_factory=lambda: list(RUNGS))
+    warmup: int = 10
+    steps: int = 50
+    batch_sizes: tuple[int, ...] = (128, 256)
+    workers: Optional[list[int]] = None
+    data: Optional[str] = None
+    logdir: Path = Path("log")
+    profile: bool = True
+    ceiling: bool = True
+
+
+def _labels() -> dict[str, str]:
+    return {"baseline": "0. baseline (batch 32, 1 worker, fp32)",
+            "loader": "1. DataLoader tuned (batch 128, workers, pinned, non_blocking)",
+            "amp": "2. AMP (fp16 GradScaler / bf16, batch 128-256)",
+            "channels_last": "3. channels_last + cudnn.benchmark",
+            "gpu_preprocess": "4. GPU-side resize and normalise",
+            "compile": "5. torch.compile",
+            "cuda_graphs": "6. CUDA graphs (reduce-overhead)",
+            "ceiling": "ceiling: same model, data already on the GPU"}
+
+
+def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: sys.stderr.write(m + "\n")):
+    """Run the chosen rungs in order; returns (results, run_dir)."""
+    from .capture import new_run_dir
+
+    device = opts.device or default_device()
+    run_dir = new_run_dir(Path(opts.logdir), "ladder")
+    cpu = device == "cpu"
+    base = baseline(device)
+    if opts.data:
+        base = replace(base, data=opts.data)
+    best = base
+    results: list[RungResult] = []
+    labels = _labels()
+    for name in RUNGS:
+        if name not in opts.rungs:
+            continue
+        progress(f"idlehound ladder: {labels[name]}")
+        res = RungResult(name, labels[name])
+        try:
+            cfg, res.tried = _configure(name, best, opts, device)
+            if cfg is None:
+                res.status, res.reason = "skipped", res.tried.pop()["reason"] if res.tried else "not applicable"
+            else:
+                _measure(cfg, opts, res, run_dir, progress)
+                best = cfg
+        except _Skip as s:
+            res.status, res.reason = "skipped", str(s)
+        except Exception as e:  # OOM, compile failure...: report and go on
+            res.status, res.reason = "failed", f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+            (run_dir / f"{name}.error.txt").write_text(traceback.format_exc())
+        finally:
+            _free()
+        results.append(res)
+    if opts.ceiling:
+        res = RungResult("ceiling", labels["ceiling"])
+        try:
+            if cpu:
+                raise _Skip("needs CUDA")
+            cfg = replace(best, in_memory=True, gpu_preprocess=False)
+            _measure(cfg, opts, res, run_dir, progress, profile=False)
+        except _Skip as s:
+            res.status, res.reason = "skipped", str(s)
+        except Exception as e:
+            res.status, res.reason = "failed", f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        finally:
+            _free()
+        results.append(res)
+    _relative(results)
+    doc = ladder_doc(results, device)
+    (run_dir / "ladder.json").write_text(json.dumps(doc, indent=2))
+    (run_dir / "ladder.md").write_text(ladder_markdown(doc))
+    return results, run_dir
+
+
+class _Skip(Exception):
+    pass
+
+
+def _configure(name: str, best: TrainConfig, opts: LadderOptions, device: str):
+    """The rung's config on top of the best so far (choosing among candidates by a short measurement)."""
+    cuda = device != "cpu"
+    if name == "baseline":
+        return best, []
+    if name == "loader":
+        return _pick_workers(best, opts, device)
+    if not cuda and name in ("amp", "channels_last", "gpu_preprocess", "cuda_graphs"):
+        raise _Skip("needs CUDA")
+    if name == "amp":
+        return _pick(best, opts, [replace(best, amp=a, batch_size=b) for b in opts.batch_sizes
+                                  for a in ("fp16", "bf16")])
+    if name == "channels_last":
+        return replace(best, channels_last=True, cudnn_benchmark=True), []
+    if name == "gpu_preprocess":
+        return replace(best, gpu_preprocess=True), []
+    if name == "compile":
+        _need_compile()
+        return replace(best, compile="default"), []
+    if name == "cuda_graphs":
+        _need_compile()
+        return replace(best, compile="reduce-overhead"), []
+    raise _Skip(f"unknown rung {name}")
+
+
+def _need_compile() -> None:
+    import torch
+
+    if not hasattr(torch, "compile"):
+        raise _Skip("torch.compile unavailable in this torch")
+
+
+def _pick_workers(best: TrainConfig, opts: LadderOptions, device: str):
+    cores = cpu_count()
+    if opts.workers:
+        cands = sorted(set(opts.workers))
+    else:
+        lo, hi = max(1, int(cores * 0.5)), max(1, int(cores * 0.75))
+        cands = sorted({max(1, lo - 2), lo, (lo + hi) // 2, hi, hi + 2} & set(range(1, cores + 3)))
+    batch = 128 if device != "cpu" else best.batch_size
+    pinned = device != "cpu"
+    return _pick(best, opts, [replace(best, batch_size=batch, num_workers=w, pin_memory=pinned,
+                                      persistent_workers=True, non_blocking=pinned, prefetch_factor=4)
+                              for w in cands])
+
+
+def _pick(best: TrainConfig, opts: LadderOptions, cands: list[TrainConfig]):
+    """Measure each candidate briefly; keep the fastest."""
+    tried = []
+    for cfg in cands:
+        try:
+            t = Trainer(cfg)
+            m = time_steps(t, warmup=max(3, opts.warmup // 2), steps=max(5, opts.steps // 3))
+            tried.append({"batch_size": cfg.batch_size, "num_workers": cfg.num_workers, "amp": cfg.amp,
+                          "samples_per_s": m["samples_per_s"]})
+        except Exception as e:
+            tried.append({"batch_size": cfg.batch_size, "num_workers": cfg.num_workers, "amp": cfg.amp,
+                          "error": f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"})
+        finally:
+            t = None
+            _free()
+    ok = [(c, tr) for c, tr in zip(cands, tried) if "samples_per_s" in tr]
+    if not ok:
+        raise RuntimeError("every candidate failed: " + "; ".join(tr.get("error", "") for tr in tried))
+    cfg = max(ok, key=lambda p: p[1]["samples_per_s"])[0]
+    return cfg, tried
+
+
+def _measure(cfg: TrainConfig, opts: LadderOptions, res: RungResult, run_dir: Path,
+             progress: Callable[[str], None], profile: Optional[bool] = None) -> None:
+    from .capture._sampler import Sampler, summarize
+
+    trainer = Trainer(cfg)
+    cuda = cfg.device != "cpu"
+    if cuda:
+        trainer.torch.cuda.reset_peak_memory_stats()
+    sampler = Sampler(hz=20).start()
+    m = time_steps(trainer, warmup=opts.warmup, steps=opts.steps)
+    s = summarize(sampler.stop())
+    res.config = {k: v for k, v in cfg.to_json().items() if k not in ("extra", "data")}
+    res.samples_per_s, res.ms_per_step = m["samples_per_s"], m["ms_per_step"]
+    if s.get("source") == "nvml":
+        res.nvml_util = s.get("mean_util")
+    if cuda:
+        res.peak_mem_gib = round(trainer.torch.cuda.max_memory_allocated() / 2**30, 2)
+    if opts.profile if profile is None else profile:
+        _profile_rung(trainer, res, run_dir)
+    progress(f"  {res.samples_per_s:,.0f} samples/s, {res.ms_per_step:.2f} ms/step"
+             + (f", GPU busy {res.gpu_busy_pct:.0f}%" if res.gpu_busy_pct is not None else ""))
+
+
+def _profile_rung(trainer: Trainer, res: RungResult, run_dir: Path, steps: int = 3) -> None:
+    """A short profile of the rung (no Python stacks, to keep the observer small) and its diagnosis."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from .pipeline import analyze_path
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    folder = run_dir / res.name
+    folder.mkdir(exist_ok=True)
+    with profile(activities=acts, schedule=torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1),
+                 on_trace_ready=torch.profiler.tensorboard_trace_handler(str(folder), worker_name=res.name,
+                                                                         use_gzip=True)) as p:
+        for _ in range(steps + 1):
+            trainer.step()
+            p.step()
+    trainer.sync()
+    out = analyze_path(folder)
+    res.gpu_busy_pct = out.doc["metrics"]["gpu_util"]["value"]
+    top = next((f for f in out.findings if f.kind != "risk"), None)
+    res.top_finding = f"{top.title} ({top.recoverable_ms:.2f} ms/step)" if top else "none"
+    res.trace = str(out.analysis.trace.path.relative_to(run_dir))
+
+
+def _free() -> None:
+    gc.collect()
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except Exception:
+        pass
+
+
+def _relative(results: list[RungResult]) -> None:
+    base = next((r.samples_per_s for r in results if r.name == "baseline" and r.samples_per_s), None)
+    ceil = next((r.samples_per_s for r in results if r.name == "ceiling" and r.samples_per_s), None)
+    for r in results:
+        if r.samples_per_s is None:
+            continue
+        if base:
+            r.speedup = round(r.samples_per_s / base, 2)
+        if ceil:
+            r.pct_of_ceiling = round(100 * r.samples_per_s / ceil, 1)
+
+
+def ladder_doc(results: list[RungResult], device: str) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    best = max((r for r in results if r.samples_per_s and r.name != "ceiling"),
+               key=lambda r: r.samples_per_s, default=None)
+    return {"schema": "idlehound/ladder", "schema_version": 1, "device": device,
+            "rungs": [asdict(r) for r in results], "best": best.name if best else None}
+
+
+def ladder_markdown(doc: dict[str, Any]) -> str:
+    head = ("| rung | samples/s | ms/step | GPU busy | NVML util | peak GiB | speed-up | % of ceiling | "
+            "top remaining finding |")
+    rows = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in doc["rungs"]:
+        if r["status"] != "ok":
+            rows.append(f"| {r['label']} | {r['status']}: {r['reason']} |  |  |  |  |  |  |  |")
+            continue
+        rows.append("| " + " | ".join([
+            r["label"], _n(r["samples_per_s"], 0), _n(r["ms_per_step"], 2), _n(r["gpu_busy_pct"], 1, "%"),
+            _n(r["nvml_util"], 0, "%"), _n(r["peak_mem_gib"], 2), _n(r["speedup"], 2, "×"),
+            _n(r["pct_of_ceiling"], 1, "%"), r["top_finding"]]) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def _n(v: Optional[float], nd: int, unit: str = "") -> str:
+    return "—" if v is None else f"{v:,.{nd}f}{unit}"

@@ -1,0 +1,32 @@
+"""Terminal table for a ladder run."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from rich.console import Console
+from rich.table import Table
+
+
+def render_ladder(doc: dict[str, Any], console: Optional[Console] = None) -> None:
+    c = console or Console()
+    t = Table(title=f"Optimisation ladder on {doc['device']}", title_justify="left")
+    for col, just in [("rung", "left"), ("samples/s", "right"), ("ms/step", "right"), ("GPU busy", "right"),
+                      ("NVML util", "right"), ("peak GiB", "right"), ("speed-up", "right"),
+                      ("% ceiling", "right"), ("top remaining finding", "left")]:
+        t.add_column(col, justify=just)
+    for r in doc["rungs"]:
+        if r["status"] != "ok":
+            t.add_row(r["label"], f"[dim]{r['status']}: {r['reason']}[/]", "", "", "", "", "", "", "")
+            continue
+        t.add_row(r["label"], _n(r["samples_per_s"], 0), _n(r["ms_per_step"], 2), _n(r["gpu_busy_pct"], 1, "%"),
+                  _n(r["nvml_util"], 0, "%"), _n(r["peak_mem_gib"], 2), _n(r["speedup"], 2, "×"),
+                  _n(r["pct_of_ceiling"], 1, "%"), r["top_finding"])
+    c.print(t)
+    for r in doc["rungs"]:
+        for tr in r.get("tried") or []:
+            c.print(f"  [dim]{r['name']} tried: {tr}[/]")
+
+
+def _n(v, nd, unit=""):
+    return "—" if v is None else f"{v:,.{nd}f}{unit}"
