@@ -25,7 +25,9 @@ class Result:
 
 
 def sidecar_path(trace_path: Path) -> Path:
-    return trace_path.with_name(_TRACE_SUFFIX.sub("", trace_path.name) + ".sidecar.json")
+    stem = _TRACE_SUFFIX.sub("", trace_path.name)
+    gz = trace_path.with_name(stem + ".sidecar.json.gz")
+    return gz if gz.exists() else trace_path.with_name(stem + ".sidecar.json")
 
 
 def analyze_path(path: Union[str, Path], run: Optional[str] = None, worker: Optional[str] = None,

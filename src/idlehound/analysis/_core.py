@@ -18,6 +18,7 @@ from ._model import (
 from ._source import SourceLoc, SourceMap, is_user_file, parse_frame
 
 SYNC_TOLERANCE_NS = 20_000  # a sync "drains" a gap when it was already waiting as the GPU went idle
+SHORT_GAP_NS = 250_000  # shorter idle gaps between kernels are per-op host overhead, not a block of host work
 
 
 @dataclass
@@ -147,6 +148,7 @@ class _Context:
         self.launch = self.runtime[np.isin(rn, ev.name_ids(roles.is_launch))]
         self.sync = self.runtime[np.isin(rn, ev.name_ids(roles.is_sync_call))]
         self.sync = self.sync[np.argsort(ev.ts[self.sync], kind="stable")]
+        self.allocator = self.runtime[np.isin(rn, ev.name_ids(roles.is_allocator_call))]
         an = ev.name[self.annotations]
         self.dataloader = self.annotations[np.isin(an, ev.name_ids(roles.is_dataloader))]
         gn = ev.name[self.gpu]
@@ -337,6 +339,7 @@ class _Gaps:
         self._sync_frames()
         self._attribute()
         self._drain()
+        self._short_gaps_are_launches()
         self._sync_owner()
         for c in IDLE_CAUSES:
             per = np.zeros(len(steps), np.int64)
@@ -378,8 +381,8 @@ class _Gaps:
             remaining = (self.gs[sel], self.ge[sel])
             classes = [
                 ("data_loading", dl),
-                ("sync", iv.union(*_cat_arrays(ev, ctx.sync[ev.tid[ctx.sync] == tid]))
-                 if not self.sf_idx.size else _merge(ctx.host_set(ctx.sync, tid), self.sf_set)),
+                ("allocator", ctx.host_set(ctx.allocator, tid)),
+                ("sync", _merge(ctx.host_set(ctx.sync, tid), self.sf_set)),
                 ("launch", iv.union(*_cat_arrays(ev, ctx.launch[ev.tid[ctx.launch] == tid],
                                                  launching_ops[ev.tid[launching_ops] == tid]))),
                 ("cpu_ops", ctx.host_set(ctx.cpu_ops, tid)),
@@ -405,9 +408,16 @@ class _Gaps:
             self.drained_by[jj[k]] = sync[k]
         d = self.drained_by >= 0
         gap_len = self.ge - self.gs
-        for c in ("launch", "cpu_ops", "python"):
+        for c in ("allocator", "launch", "cpu_ops", "python"):
             self.ns[c][d] = 0
         self.ns["sync"][d] = gap_len[d] - self.ns["data_loading"][d]
+
+    def _short_gaps_are_launches(self) -> None:
+        """Short gaps between kernels are per-op host overhead (dispatch, launch, the Python between ops)."""
+        short = (self.drained_by < 0) & (self.ge - self.gs < SHORT_GAP_NS)
+        for c in ("cpu_ops", "python"):
+            self.ns["launch"][short] += self.ns[c][short]
+            self.ns[c][short] = 0
 
     def _short_gaps(self, busy: iv.Set) -> int:
         """Idle in gaps under 50 µs between two GPU ops: launch overhead between back-to-back kernels."""
@@ -605,6 +615,10 @@ def _kernel_groups(ctx: _Context, k: np.ndarray, st: KernelStats) -> None:
             st.tensor_core_ns += int(t)
     st.top = sorted((_group(n, v) for n, v in fam.items()), key=lambda g: -g.time_ns)[:10]
     st.fp32_matmul_ops = _fp32_ops(ctx, k)
+    ops = ctx.op_of_ext(ev.ext[k])
+    conv_ids = ev.name_ids(lambda n: bool(roles.CONV_OP_RE.match(n)))
+    is_conv = (ops >= 0) & np.isin(ev.name[np.clip(ops, 0, None)], conv_ids)
+    st.conv_ns = int(ev.dur[k][is_conv].sum())
 
 
 def _group(name: str, v: list):
@@ -661,9 +675,7 @@ def _memory(ctx: _Context, trace: Trace, s0: np.ndarray, s1: np.ndarray, device:
         m.allocs_per_step = float((ev.nbytes[inside] > 0).sum()) / max(s0.size, 1)
     rn = ev.names
     m.empty_cache_calls = int(sum(1 for j in ctx.python if "empty_cache" in rn[ev.name[j]]))
-    alloc = ctx.runtime[np.isin(ev.name[ctx.runtime], ev.name_ids(
-        lambda n: n.startswith(("cudaMalloc", "cudaFree", "cuMemAlloc", "cuMemFree")) and "Host" not in n))]
-    m.allocator_calls = int(_in_steps(ev, alloc, s0, s1).size)
+    m.allocator_calls = int(_in_steps(ev, ctx.allocator, s0, s1).size)
     return m
 
 

@@ -8,7 +8,7 @@ from typing import Optional
 from ._source import SourceLoc
 
 BREAKDOWN = ("Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CPU Exec", "Other")
-IDLE_CAUSES = ("data_loading", "sync", "launch", "cpu_ops", "python")
+IDLE_CAUSES = ("data_loading", "allocator", "sync", "launch", "cpu_ops", "python")
 
 
 @dataclass
@@ -84,6 +84,7 @@ class KernelStats:
     launches_with_duration: int = 0
     top: list[KernelGroup] = field(default_factory=list)
     fp32_matmul_ns: int = 0
+    conv_ns: int = 0  # kernels launched by convolution ops
     tensor_core_ns: int = 0
     fp32_matmul_ops: list[str] = field(default_factory=list)
     sm_efficiency: Optional[float] = None

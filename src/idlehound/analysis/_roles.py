@@ -39,6 +39,12 @@ def is_sync_call(name: str) -> bool:
     return bool(_SYNC_RE.match(name))
 
 
+def is_allocator_call(name: str) -> bool:
+    """Device memory allocation calls: caching-allocator misses and empty_cache() reach these."""
+    return name.startswith(("cudaMalloc", "cudaFree", "cuMemAlloc", "cuMemFree", "hipMalloc", "hipFree")) \
+        and "Host" not in name
+
+
 def is_dataloader(name: str) -> bool:
     return (name.startswith("enumerate(DataLoader)#") and name.endswith("__next__")) or name.startswith(
         "enumerate(DataPipe)#")
@@ -108,3 +114,5 @@ def matmul_precision(kernel: str) -> str:
 
 MATMUL_OP_RE = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|_?convolution|conv\d?d|cudnn_convolution"
                           r"|convolution_backward|addbmm|_scaled_mm)")
+
+CONV_OP_RE = re.compile(r"^aten::(_?convolution|conv\d?d|cudnn_convolution|convolution_backward|miopen_convolution)")

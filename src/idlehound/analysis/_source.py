@@ -7,22 +7,17 @@ Without a sidecar the trace only says which user function was running, with its 
 from __future__ import annotations
 
 import functools
-import os
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
+from .._paths import is_user_file
 from ..trace import EventTable
 
 _FRAME_RE = re.compile(r"^(?P<file>.*)\((?P<line>\d+)\): (?P<func>.*)$")
-_LIB_MARKERS = ("site-packages", "dist-packages", "/lib/python3", "<frozen", "/idlehound/")
-_OWN_PKG = str(Path(__file__).resolve().parents[1])
-
-
 @dataclass(frozen=True)
 class SourceLoc:
     """A place in the user's code. `exact` is False when only the function's def line is known."""
@@ -37,30 +32,6 @@ class SourceLoc:
 
     def to_json(self) -> dict:
         return {"file": self.file, "line": self.line, "function": self.function, "exact": self.exact}
-
-
-@functools.lru_cache(maxsize=1)
-def _library_roots() -> frozenset[str]:
-    roots = set(getattr(sys, "stdlib_module_names", ())) | {"torch", "torchvision", "idlehound", "runpy"}
-    try:
-        from importlib.metadata import packages_distributions
-
-        roots |= set(packages_distributions())
-    except Exception:  # older Pythons: the stdlib list and the names above still apply
-        pass
-    return frozenset(roots)
-
-
-@functools.lru_cache(maxsize=4096)
-def is_user_file(path: str) -> bool:
-    """True for the user's own files; False for Python, torch and other installed packages."""
-    if not path or path.startswith("<"):
-        return False
-    if os.path.isabs(path):
-        return not (path.startswith(_OWN_PKG) or any(m in path for m in _LIB_MARKERS))
-    first = path.replace("\\", "/").split("/", 1)[0]
-    root = first[:-3] if first.endswith(".py") else first
-    return root not in _library_roots()
 
 
 @functools.lru_cache(maxsize=65536)
@@ -189,11 +160,15 @@ def load_sidecar(path: Path, base_ns: int = 0) -> Optional[dict]:
 
     The sidecar holds absolute start times; trace times count from the trace's baseTimeNanoseconds.
     """
+    import gzip
+    import zlib
+
     import msgspec
 
     try:
-        data = msgspec.json.decode(path.read_bytes())
-    except (OSError, msgspec.DecodeError):
+        raw = path.read_bytes()
+        data = msgspec.json.decode(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    except (OSError, EOFError, zlib.error, msgspec.DecodeError):
         return None
     rows = data.get("frames", []) if isinstance(data, dict) else []
     callers = {}

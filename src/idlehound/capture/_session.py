@@ -39,6 +39,9 @@ class CaptureOptions:
     extra: dict[str, Any] = field(default_factory=dict)  # merged into run.json
 
 
+MAX_TIMED_AFTER_WINDOW = 500  # CUDA events kept per run: enough for the medians, bounded for long jobs
+
+
 class StopRun(SystemExit):
     """Raised from a step hook when --stop-after ends the script after the window."""
 
@@ -81,6 +84,12 @@ class Session:
         self._wall0 = time.time()
         self.flags: dict[str, Any] = {}
         self.sampler: Optional[_sampler.Sampler] = None
+        import torch
+
+        self._torch = torch
+        self._cuda = torch.cuda.is_available()
+        self.gpu_marks: list[tuple[Any, str]] = []
+        self._timing: Optional[dict[str, Any]] = None
 
     # ---- lifecycle
     def start(self) -> Session:
@@ -107,6 +116,10 @@ class Session:
         now = time.monotonic()
         action = self._action(self.step_num)
         self.step_times.append((now, action))
+        if self._cuda and self.step_num < self.window_end + MAX_TIMED_AFTER_WINDOW:
+            ev = self._torch.cuda.Event(enable_timing=True)
+            ev.record()  # asynchronous: times the GPU's pace without a sync
+            self.gpu_marks.append((ev, action))
         if action in ("RECORD", "RECORD_AND_SAVE") and not self.window:
             self.window.append(self.step_times[-2][0] - self._t_start if len(self.step_times) > 1 else 0.0)
         if action == "RECORD_AND_SAVE":
@@ -184,7 +197,7 @@ class Session:
         stamp = time.time_ns()
         path = self.run_dir / f"{self.worker}.{stamp}.pt.trace.json.gz"
         prof.export_chrome_trace(str(path))
-        side = self.run_dir / f"{self.worker}.{stamp}.sidecar.json"
+        side = self.run_dir / f"{self.worker}.{stamp}.sidecar.json.gz"
         try:
             write_sidecar(prof, side, script=self.command[0] if self.command else "")
         except Exception as e:  # exact lines are a bonus; the trace itself is saved
@@ -209,19 +222,33 @@ class Session:
             sys.stderr.write(msg + "\n")
 
     def step_timing(self) -> dict[str, Any]:
-        """Median step time outside and inside the profiled window: the observer effect."""
-        ts = self.step_times
-        outside, inside = [], []
-        for (t0, a0), (t1, _) in zip(ts, ts[1:]):
-            (inside if a0 in ("RECORD", "RECORD_AND_SAVE") else outside).append((t1 - t0) * 1e3)
+        """Median step time outside and inside the profiled window: the observer effect.
+
+        On CUDA, steps are timed by events recorded on the stream at each step end (the GPU's pace, which the
+        host clock misses while the CPU runs ahead); elsewhere by the host clock.
+        """
+        if self._timing is not None:
+            return self._timing
+        if self._cuda and len(self.gpu_marks) > 1 and self._prof is None:
+            self._torch.cuda.synchronize()
+            pairs = [(a0, e0.elapsed_time(e1)) for (e0, a0), (e1, _) in zip(self.gpu_marks, self.gpu_marks[1:])]
+            clock = "cuda_events"
+        else:
+            ts = self.step_times
+            pairs = [(a0, (t1 - t0) * 1e3) for (t0, a0), (t1, _) in zip(ts, ts[1:])]
+            clock = "host"
+        outside = [ms for a, ms in pairs if a not in ("RECORD", "RECORD_AND_SAVE")]
+        inside = [ms for a, ms in pairs if a in ("RECORD", "RECORD_AND_SAVE")]
         outside = outside[3:] if len(outside) > 6 else outside  # first steps warm up caches and compile
-        out: dict[str, Any] = {"steps_seen": self.step_num}
+        out: dict[str, Any] = {"steps_seen": self.step_num, "step_clock": clock}
         if outside:
             out["unprofiled_step_ms"] = round(statistics.median(outside), 3)
         if inside:
             out["profiled_step_ms"] = round(statistics.median(inside), 3)
         if outside and inside:
             out["profiler_overhead"] = round(out["profiled_step_ms"] / max(out["unprofiled_step_ms"], 1e-9), 3)
+        if self._prof is None:
+            self._timing = out
         return out
 
     def _write_run_json(self, status: str, exit_code: Optional[int] = None, error: Optional[str] = None,

@@ -8,8 +8,15 @@ from typing import Any
 
 
 def write_sidecar(prof: Any, path: Path, script: str = "") -> int:
-    """Write {"frames": [[abs_start_ns, name, caller_file, caller_line, caller_func], ...]}. Returns rows."""
+    """Write gzipped {"frames": [[abs_start_ns, name, caller_file, caller_line, caller_func], ...]}.
+
+    Only calls made from the user's own files are kept: those are the lines a finding can point at.
+    Returns the number of rows.
+    """
+    import gzip
     import sys
+
+    from .._paths import is_user_file
 
     rows = []
     try:
@@ -27,10 +34,10 @@ def write_sidecar(prof: Any, path: Path, script: str = "") -> int:
         if node.tag not in py_tags:
             continue
         caller = getattr(node.extra_fields, "caller", None)
-        if caller is None:
+        if caller is None or not is_user_file(caller.file_name):
             continue
         rows.append([int(node.start_time_ns), node.name, caller.file_name, int(caller.line_number),
                      caller.function_name])
     doc = {"version": 1, "script": script, "sys_path": list(sys.path), "frames": rows}
-    path.write_text(json.dumps(doc))
+    path.write_bytes(gzip.compress(json.dumps(doc).encode(), compresslevel=6))
     return len(rows)

@@ -12,10 +12,11 @@ from ..analysis import Analysis, SourceLoc
 class Thresholds:
     """When a cause is worth reporting, and the ideal/problem bands of the headline metrics."""
 
-    min_share: float = 0.03  # recoverable time must be at least this share of the step...
+    min_share: float = 0.05  # recoverable time must be at least this share of the step...
     min_ms: float = 0.02  # ...and at least this many ms per step
     high_share: float = 0.30
     medium_share: float = 0.10
+    conv_share_for_cudnn: float = 0.20  # cudnn.benchmark advice only when convolutions are this much of a step
     gpu_util_ideal: float = 90.0
     gpu_util_problem: float = 70.0
     sm_eff_ideal: float = 80.0
@@ -47,6 +48,7 @@ class Finding:
     severity: str = ""
     kind: str = "idle"  # "idle": explains idle time; "slow": slow GPU work; "risk": no time lost yet
     details: dict[str, Any] = field(default_factory=dict)
+    basis_ms: Optional[float] = None  # for "slow" findings: the measured time the estimate is taken from
 
     @property
     def share(self) -> float:
@@ -67,7 +69,8 @@ def grade(f: Finding, t: Thresholds) -> Optional[Finding]:
     if f.kind == "risk":
         f.severity = "medium"
         return f
-    if f.recoverable_ms < t.min_ms or f.share < t.min_share:
+    basis = f.basis_ms if f.basis_ms is not None else f.recoverable_ms
+    if f.recoverable_ms < t.min_ms or (basis / f.step_ms if f.step_ms > 0 else 0.0) < t.min_share:
         return None
     f.severity = "high" if f.share >= t.high_share else "medium" if f.share >= t.medium_share else "low"
     return f

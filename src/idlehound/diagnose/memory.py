@@ -12,14 +12,20 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
 
 def _churn(a: Analysis):
     sites = [s for s in a.sync_sites if s.kind == "allocator"]
-    idle = ms(a, sum(s.idle_after_ns for s in sites))
+    drained = ms(a, sum(s.idle_after_ns for s in sites))
+    inside = ms(a, a.idle_ns.get("allocator", 0))
+    idle = drained + inside
     if idle <= 0:
         return None
     m = a.memory
-    evidence = [f"{m.allocator_calls / a.n_steps:.1f} cudaMalloc/cudaFree calls per step; cudaFree waits for "
-                f"the whole GPU: idle {idle:.3f} ms per step after them"]
+    evidence = [f"{m.allocator_calls / a.n_steps:.1f} cudaMalloc/cudaFree calls per step: the caching allocator "
+                "keeps going back to the driver"]
+    if drained:
+        evidence.append(f"cudaFree waits for the whole GPU: idle {drained:.3f} ms per step after those calls")
+    if inside:
+        evidence.append(f"GPU idle {inside:.3f} ms per step while the host was inside cudaMalloc/cudaFree")
     if m.empty_cache_calls:
-        evidence.append(f"torch.cuda.empty_cache() called {m.empty_cache_calls} times in the window")
+        evidence.append(f"torch.cuda.empty_cache() called {m.empty_cache_calls / a.n_steps:.1f} times per step")
     if m.allocs_per_step:
         evidence.append(f"{m.allocs_per_step:.0f} tensor allocations per step")
     fix = ("Let the caching allocator keep its memory: remove torch.cuda.empty_cache() from the loop and keep "
@@ -27,7 +33,7 @@ def _churn(a: Analysis):
     code = "# delete: torch.cuda.empty_cache()\n# optional: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
     loc = next((s.location for s in sites if s.location), None)
     return Finding("memory_churn", "Memory churn: allocator calls in the loop", idle, a.step_ms, evidence, fix,
-                   code, location=loc)
+                   code, location=loc, details={"drained_ms": drained, "inside_calls_ms": inside})
 
 
 def _near_oom(a: Analysis, t: Thresholds):

@@ -139,7 +139,7 @@ def _memory(a: Analysis) -> dict[str, Any]:
 
 
 CAUSE_WORDS = {
-    "data_loading": "waiting for data", "sync": "CPU-GPU syncs", "launch": "kernel launch overhead",
+    "data_loading": "waiting for data", "allocator": "memory allocation", "sync": "CPU-GPU syncs", "launch": "kernel launch overhead",
     "cpu_ops": "CPU-side ops", "python": "Python on the host",
 }
 

@@ -12,7 +12,7 @@ from ._data import CAUSE_WORDS
 COLORS = {
     "Kernel": "#2e7d32", "Memcpy": "#1565c0", "Memset": "#5e35b1", "Communication": "#00838f",
     "Runtime": "#ef6c00", "DataLoader": "#c62828", "CPU Exec": "#8d6e63", "Other": "#9e9e9e",
-    "data_loading": "#c62828", "sync": "#ad1457", "launch": "#ef6c00", "cpu_ops": "#8d6e63", "python": "#fbc02d",
+    "data_loading": "#c62828", "allocator": "#6a1b9a", "sync": "#ad1457", "launch": "#ef6c00", "cpu_ops": "#8d6e63", "python": "#fbc02d",
 }
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1100px;
@@ -132,7 +132,7 @@ def _timeline(doc: dict[str, Any]) -> str:
                    f"{e(CAUSE_WORDS.get(cause, cause))}</title></rect>")
     svg.append(f"<text x='0' y='{h + 14}'>0</text><text x='{w - 60}' y='{h + 14}'>{span / 1e6:.2f} ms</text></svg>")
     return ("<h2>GPU timeline (first steps): busy in green, idle coloured by cause</h2>"
-            f"{_legend(['data_loading', 'sync', 'launch', 'cpu_ops', 'python'])}"
+            f"{_legend(list(IDLE_CAUSES))}"
             "<div style='overflow-x:auto;resize:horizontal'>" + "".join(svg) + "</div>"
             "<div class='muted'>Drag the corner to widen; hover a span for its length and cause.</div>")
 

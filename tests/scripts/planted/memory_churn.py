@@ -3,7 +3,7 @@
 import torch
 from _common import DEVICE, SMALL, STEPS, mlp
 
-width, batch = (256, 64) if SMALL else (2048, 2048)
+width, batch = (256, 64) if SMALL else (4096, 8192)
 model = mlp(width, 4)
 opt = torch.optim.SGD(model.parameters(), lr=1e-4, foreach=True)
 for step in range(STEPS):
