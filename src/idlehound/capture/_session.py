@@ -97,6 +97,7 @@ class Session:
         from torch.profiler import ProfilerActivity, profile, schedule
 
         o = self.opts
+        _teardown_cupti_after(torch)
         self._schedule = schedule(skip_first=o.skip, wait=0, warmup=o.warmup, active=o.active, repeat=1)
         acts = [ProfilerActivity.CPU]
         if torch.cuda.is_available():
@@ -269,6 +270,22 @@ class Session:
             if samples.get("note"):
                 info["sampler"]["note"] = samples["note"]
         (self.run_dir / "run.json").write_text(json.dumps(info, indent=2, default=str))
+
+
+def _teardown_cupti_after(torch) -> None:
+    """Ask Kineto to release CUPTI when the window closes, so steps after it run at full speed.
+
+    Without teardown CUPTI's callbacks stay on and slow every later kernel launch (pytorch#146604). The crash
+    that made PyTorch keep it off with CUDA graphs is fixed from CUDA 12.6; respect an explicit setting.
+    """
+    if "TEARDOWN_CUPTI" in os.environ or not torch.cuda.is_available():
+        return
+    try:
+        major, minor = (int(p) for p in (torch.version.cuda or "0.0").split(".")[:2])
+    except ValueError:
+        return
+    if (major, minor) >= (12, 6):
+        os.environ["TEARDOWN_CUPTI"] = "1"
 
 
 def _worker_name() -> str:
