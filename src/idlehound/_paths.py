@@ -9,6 +9,7 @@ from pathlib import Path
 
 _LIB_MARKERS = ("site-packages", "dist-packages", "/lib/python3", "<frozen", "/idlehound/")
 _OWN_PKG = str(Path(__file__).resolve().parent)
+_BUILTIN_WORKLOADS = ("idlehound/workloads/", "idlehound/demo.py")
 
 
 @functools.lru_cache(maxsize=1)
@@ -31,6 +32,8 @@ def is_user_file(path: str) -> bool:
     """
     if not path or path.startswith("<"):
         return False
+    if any(w in path.replace("\\", "/") for w in _BUILTIN_WORKLOADS):
+        return True  # the demo's and ladder's training code stands in for the user's
     if os.path.isabs(path):
         return not (path.startswith(_OWN_PKG) or any(m in path for m in _LIB_MARKERS))
     first = path.replace("\\", "/").split("/", 1)[0]

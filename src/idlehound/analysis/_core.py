@@ -17,7 +17,11 @@ from ._model import (
 )
 from ._source import SourceLoc, SourceMap, is_user_file, parse_frame
 
-SYNC_TOLERANCE_NS = 20_000  # a sync "drains" a gap when it was already waiting as the GPU went idle
+# A sync "drains" a gap when it was already waiting as the GPU went idle: it began before the gap (within
+# clock jitter) and returned within SYNC_TOLERANCE_NS of the gap opening or inside it.
+SYNC_START_JITTER_NS = 2_000
+SYNC_TOLERANCE_NS = 20_000
+_OWN_FRAMES = ("idlehound/capture/", "torch/profiler/")
 SHORT_GAP_NS = 250_000  # shorter idle gaps between kernels are per-op host overhead, not a block of host work
 
 
@@ -327,9 +331,12 @@ class _Gaps:
         self.ctx, self.smap = ctx, smap
         s0 = np.array([s.start_ns for s in steps], np.int64)
         s1 = np.array([s.end_ns for s in steps], np.int64)
-        idle = iv.split_at(iv.subtract(iv.union(s0, s1), busy), s0)
-        self.gs, self.ge = idle
+        whole = iv.subtract(iv.union(s0, s1), busy)
+        self.gs, self.ge = iv.split_at(whole, s0)  # each gap within one step
         self.count = int(self.gs.size)
+        # The whole idle stretch each gap belongs to: drains and lengths are judged on it, not on the pieces.
+        self.ws, self.we = whole
+        self.whole_of = iv.owner(self.gs, self.ws, self.we)
         self.step = iv.owner(self.gs, s0, s1)
         self.main_tid = _main_thread(ev, ctx)
         self.tid = self._launch_thread()
@@ -400,12 +407,15 @@ class _Gaps:
         if sync.size == 0 or self.count == 0:
             return
         s_start, s_end = ev.ts[sync], ev.ts[sync] + ev.dur[sync]
-        j = np.searchsorted(self.gs, s_end + SYNC_TOLERANCE_NS, side="right") - 1
+        ws, we = self.ws, self.we
+        j = np.searchsorted(ws, s_end + SYNC_TOLERANCE_NS, side="right") - 1
         jj = np.clip(j, 0, None)
-        hit = ((j >= 0) & (s_start <= self.gs[jj] + SYNC_TOLERANCE_NS)
-               & (s_end >= self.gs[jj] - SYNC_TOLERANCE_NS) & (s_end <= self.ge[jj] + SYNC_TOLERANCE_NS))
+        hit = ((j >= 0) & (s_start <= ws[jj] + SYNC_START_JITTER_NS)
+               & (s_end >= ws[jj] - SYNC_TOLERANCE_NS) & (s_end <= we[jj] + SYNC_TOLERANCE_NS))
+        whole_drained = np.full(ws.size, -1, dtype=np.int64)
         for k in np.flatnonzero(hit)[::-1]:  # earliest sync wins
-            self.drained_by[jj[k]] = sync[k]
+            whole_drained[jj[k]] = sync[k]
+        self.drained_by = np.where(self.whole_of >= 0, whole_drained[np.clip(self.whole_of, 0, None)], -1)
         d = self.drained_by >= 0
         gap_len = self.ge - self.gs
         for c in ("allocator", "launch", "cpu_ops", "python"):
@@ -414,7 +424,8 @@ class _Gaps:
 
     def _short_gaps_are_launches(self) -> None:
         """Short gaps between kernels are per-op host overhead (dispatch, launch, the Python between ops)."""
-        short = (self.drained_by < 0) & (self.ge - self.gs < SHORT_GAP_NS)
+        whole_len = (self.we - self.ws)[np.clip(self.whole_of, 0, None)]
+        short = (self.drained_by < 0) & (whole_len < SHORT_GAP_NS)
         for c in ("cpu_ops", "python"):
             self.ns["launch"][short] += self.ns[c][short]
             self.ns[c][short] = 0
@@ -505,8 +516,6 @@ def _sync_sites(ctx: _Context, smap: SourceMap, gaps: Optional[_Gaps], s0: np.nd
     if sync.size == 0:
         return []
     step_of = iv.owner(ev.ts[sync], s0, s1)
-    for i in step_of:
-        steps[i].sync_calls += 1
     idle = gaps.idle_after(sync) if gaps else np.zeros(sync.shape, np.int64)
     ops = ctx.op_of_ext(ev.ext[sync])
     copies = _copy_name_by_ext(ctx)
@@ -519,10 +528,13 @@ def _sync_sites(ctx: _Context, smap: SourceMap, gaps: Optional[_Gaps], s0: np.nd
         kind = roles.sync_kind(call, op, copies.get(int(ev.ext[j]), ""))
         # Group by the call the user wrote (print, .item(), .cpu()), not by the ops inside it.
         py = _clean_py(smap.name(frames[k]) if frames[k] >= 0 else smap.innermost_name(int(ev.tid[j]), int(ev.ts[j])) or "")
+        if smap.within(int(ev.tid[j]), int(ev.ts[j]), _OWN_FRAMES):
+            continue  # the profiler's own syncs (window start/stop), not the user's
+        steps[step_of[k]].sync_calls += 1
         parsed = parse_frame(py)
         if parsed and is_user_file(parsed[0]):
             py = ""  # the op sits directly in user code, e.g. `if loss > 0:`
-        if "print" in py or "__repr__" in py or "__format__" in py or "__str__" in py:
+        if any(w in py for w in ("print", "__repr__", "__format__", "__str__", "_tensor_str")):
             kind = "print_tensor"
         key = (py, locs[k]) if py else (kind, op, call, locs[k])
         site = sites.setdefault(key, SyncSite(kind, op, call, locs[k], py))

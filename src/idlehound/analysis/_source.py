@@ -116,18 +116,25 @@ class SourceMap:
         return out
 
     def call_frame(self, tids: np.ndarray, times: np.ndarray) -> np.ndarray:
-        """The frame the user's code called (the child of the user frame) around each time, or -1."""
+        """The call the user's code made (print, .item(), a library function) around each time, or -1.
+
+        With a sidecar the anchor frame is that call itself (its caller line is in user code); from the JSON
+        alone the anchor is the user's function, and the call is its child on the path to the time.
+        """
         k = self.innermost(np.asarray(tids), np.asarray(times))
         if self.n == 0:
             return k
+        kk = np.clip(k, 0, None)
+        a = np.where(k >= 0, self.anchor[kk], -1)
+        exact = np.array([a_ >= 0 and self.loc[a_].exact for a_ in a], dtype=bool)
         for _ in range(256):
             kk = np.clip(k, 0, None)
-            up = (k >= 0) & (self.anchor[kk] >= 0) & (self.anchor[kk] != kk) & (self.parent[kk] != self.anchor[kk])
+            up = ~exact & (k >= 0) & (a >= 0) & (kk != a) & (self.parent[kk] != a)
             if not up.any():
                 break
             k = np.where(up, self.parent[kk], k)
         kk = np.clip(k, 0, None)
-        return np.where((k >= 0) & (self.anchor[kk] >= 0) & (self.anchor[kk] != kk), k, -1)
+        return np.where(exact, a, np.where((k >= 0) & (a >= 0) & (kk != a), k, -1))
 
     def locate(self, tids: np.ndarray, times: np.ndarray) -> list[Optional[SourceLoc]]:
         """User source location for each (thread, time), or None when no user frame encloses it."""
@@ -136,6 +143,17 @@ class SourceMap:
         k = self.innermost(np.asarray(tids), np.asarray(times))
         a = np.where(k >= 0, self.anchor[np.clip(k, 0, None)], -1)
         return [self.loc[i] if i >= 0 else None for i in a]
+
+    def within(self, tid: int, t: int, prefixes: tuple[str, ...]) -> bool:
+        """True when a frame between (tid, t) and the nearest user frame belongs to one of prefixes."""
+        k = int(self.innermost(np.array([tid]), np.array([t]))[0])
+        while k >= 0:
+            if self._names[k].startswith(prefixes):
+                return True
+            if self.loc[k] is not None:  # reached the user's code
+                return False
+            k = int(self.parent[k])
+        return False
 
     def name(self, k: int) -> str:
         return self._names[k]
