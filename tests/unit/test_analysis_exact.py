@@ -155,7 +155,7 @@ def test_launch_bound_tiny_kernels():
     t = 0.0
     for i in range(2):
         tb.step(i, ts=t, dur=400 * 20)
-        for j in range(400):
+        for _ in range(400):
             ext = tb.op("aten::mul", t, 18)
             tb.kernel("vectorized_elementwise_kernel", ts=t + 17, dur=2, launch_ts=t + 8, launch_dur=8, ext=ext)
             t += 20

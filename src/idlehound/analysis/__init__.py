@@ -2,8 +2,17 @@
 
 from ._core import Analysis, analyze
 from ._model import (
-    BREAKDOWN, IDLE_CAUSES, CopyStats, DataLoaderStats, DeviceInfo, IdleLine, KernelGroup, KernelStats,
-    MemoryStats, Step, SyncSite,
+    BREAKDOWN,
+    IDLE_CAUSES,
+    CopyStats,
+    DataLoaderStats,
+    DeviceInfo,
+    IdleLine,
+    KernelGroup,
+    KernelStats,
+    MemoryStats,
+    Step,
+    SyncSite,
 )
 from ._source import SourceLoc, SourceMap, load_sidecar
 

@@ -12,7 +12,15 @@ from ..trace import EventTable, Trace
 from . import _intervals as iv
 from . import _roles as roles
 from ._model import (
-    BREAKDOWN, IDLE_CAUSES, CopyStats, DataLoaderStats, DeviceInfo, IdleLine, KernelStats, MemoryStats, Step,
+    BREAKDOWN,
+    IDLE_CAUSES,
+    CopyStats,
+    DataLoaderStats,
+    DeviceInfo,
+    IdleLine,
+    KernelStats,
+    MemoryStats,
+    Step,
     SyncSite,
 )
 from ._source import SourceLoc, SourceMap, is_user_file, parse_frame
@@ -100,6 +108,7 @@ def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = 
     gaps = _Gaps(ctx, steps, busy, smap) if gpu_recorded else None
     sync_sites = _sync_sites(ctx, smap, gaps, win_s, win_e, steps)
     idle_lines = gaps.lines() if gaps else []
+    notes += _run_notes(run_info or {})
     a = Analysis(
         trace=trace, steps=steps, step_source=source, device=device, gpu_recorded=gpu_recorded,
         breakdown_ns={k: sum(s.breakdown_ns.get(k, 0) for s in steps) for k in BREAKDOWN},
@@ -113,6 +122,24 @@ def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = 
         timeline=_timeline(steps, busy, gaps),
     )
     return a
+
+
+def _run_notes(run: dict[str, Any]) -> list[str]:
+    """What the whole-run sampler and step timing say about the profiled window."""
+    out = []
+    s = run.get("sampler") or {}
+    if s.get("sawtooth"):
+        out.append(f"GPU utilisation saw-tooths over the whole run ({100 * s['idle_sample_share']:.0f}% of samples "
+                   "idle between busy bursts): the GPU works in bursts and waits for input between them")
+    if s.get("window_mean_util") is not None and s.get("mean_util") is not None \
+            and abs(s["window_mean_util"] - s["mean_util"]) > 20:
+        out.append(f"the profiled window is not typical of the run: GPU utilisation {s['window_mean_util']:.0f}% in "
+                   f"the window vs {s['mean_util']:.0f}% over the run")
+    ratio = run.get("profiler_overhead")
+    if ratio and ratio > 1.25:
+        out.append(f"the profiler slowed steps {ratio:.2f}x ({run.get('unprofiled_step_ms')} -> "
+                   f"{run.get('profiled_step_ms')} ms): host-side causes are inflated by the observer")
+    return out
 
 
 def _timeline(steps: list[Step], busy: iv.Set, gaps: Optional[_Gaps], max_steps: int = 3,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable
 
 
@@ -13,14 +14,12 @@ def record_dataloaders(sink: list[dict[str, Any]]) -> Callable[[], None]:
 
     def __init__(self, *args, **kwargs):
         original(self, *args, **kwargs)
-        try:
+        with contextlib.suppress(Exception):  # an exotic subclass: settings unknown, training unaffected
             sink.append({
                 "batch_size": self.batch_size, "num_workers": self.num_workers, "pin_memory": self.pin_memory,
                 "persistent_workers": self.persistent_workers, "prefetch_factor": self.prefetch_factor,
                 "drop_last": self.drop_last, "dataset": type(self.dataset).__name__,
             })
-        except Exception:  # an exotic subclass: settings unknown, training unaffected
-            pass
 
     DataLoader.__init__ = __init__
 

@@ -74,14 +74,14 @@ def iter_event_batches(raws: list[msgspec.Raw], stats: dict[str, int]):
         joined = b"[" + b",".join(chunk) + b"]"
         try:
             yield _BATCH.decode(joined)
-        except msgspec.ValidationError:
+        except (msgspec.ValidationError, msgspec.DecodeError):  # odd types, or bad bytes inside a string
             yield [ev for ev in (_lenient(r, stats) for r in chunk) if ev is not None]
 
 
 def _lenient(raw: msgspec.Raw, stats: dict[str, int]) -> Optional[Event]:
     try:
         return _ONE.decode(raw)
-    except msgspec.ValidationError:
+    except (msgspec.ValidationError, msgspec.DecodeError):
         pass
     try:
         obj = _ANY.decode(raw)

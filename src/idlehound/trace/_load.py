@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import zlib
 from dataclasses import dataclass, field
@@ -78,7 +79,7 @@ def _read(path: Path) -> bytes:
             return f.read()
     except (OSError, EOFError, zlib.error) as e:
         problem = "truncated gzip file" if isinstance(e, EOFError) else f"cannot read ({e})"
-        if isinstance(e, gzip.BadGzipFile) or isinstance(e, zlib.error):
+        if isinstance(e, (gzip.BadGzipFile, zlib.error)):
             problem = f"corrupt gzip data ({e})"
         raise TraceError(path, problem) from None
 
@@ -121,10 +122,8 @@ def _metadata(top: dict[str, msgspec.Raw]) -> tuple[dict[str, Any], list[dict]]:
     meta = {}
     for k in _META_KEYS:
         if k in top:
-            try:
+            with contextlib.suppress(msgspec.DecodeError):
                 meta[k] = _decode.decode_value(top[k])
-            except msgspec.DecodeError:
-                pass
     props = []
     if "deviceProperties" in top:
         try:

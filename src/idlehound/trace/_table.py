@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import operator
 from typing import Any
 
 import numpy as np
@@ -83,15 +84,17 @@ class TableBuilder:
         self.negative_durs = 0
 
     def add(self, events: list) -> None:
-        keep = [e for e in events if _time_ok(e.ts)]
+        # |ts| beyond ~30 years of microseconds cannot be a real profile (and would overflow ns).
+        keep = [e for e in events if e.ts is None or -1e15 < e.ts < 1e15]
         self.bad_times += len(events) - len(keep)
         ni, ci = self._name_ix, self._cat_ix
         c = self._cols
         c["ph"].append(np.array([PH_CODES.get(e.ph, 9) for e in keep], dtype=np.int8))
         c["cat"].append(np.array([ci.setdefault(e.cat, len(ci)) for e in keep], dtype=np.int16))
         c["name"].append(np.array([ni.setdefault(e.name, len(ni)) for e in keep], dtype=np.int32))
-        c["pid"].append(np.array([self._id(e.pid) for e in keep], dtype=np.int64))
-        c["tid"].append(np.array([self._id(e.tid) for e in keep], dtype=np.int64))
+        ident = self._id
+        c["pid"].append(_ints([p if type(p) is int else ident(p) for p in (e.pid for e in keep)]))
+        c["tid"].append(_ints([t if type(t) is int else ident(t) for t in (e.tid for e in keep)]))
         ts = np.array([e.ts if e.ts is not None else 0.0 for e in keep], dtype=np.float64)
         c["ts"].append(np.rint(ts * 1000.0).astype(np.int64))
         dur = np.array([_dur(e.dur) for e in keep], dtype=np.float64)
@@ -110,7 +113,8 @@ class TableBuilder:
     def _extras(self, keep: list, args: list) -> None:
         x = self.extra
         for i, a in enumerate(args):
-            if a is None:
+            if a is None or (a.blocks_per_sm is None and a.occupancy is None and not a.input_type
+                             and a.total_allocated is None and a.stream is None):
                 continue
             j = self.n + i
             if a.blocks_per_sm is not None:
@@ -150,11 +154,6 @@ _COLS = {
 }
 
 
-def _time_ok(ts) -> bool:
-    # |ts| beyond ~30 years of microseconds cannot be a real profile; it would overflow ns.
-    return ts is None or (ts == ts and -1e15 < ts < 1e15)
-
-
 def _dur(d) -> float:
     if d is None or d != d:
         return 0.0
@@ -162,11 +161,17 @@ def _dur(d) -> float:
 
 
 def _int_col(args: list, attr: str) -> np.ndarray:
-    out = []
-    for a in args:
-        v = getattr(a, attr) if a is not None else None
-        out.append(v if isinstance(v, int) and -(2**63) <= v < 2**63 else NONE)
-    return np.array(out, dtype=np.int64)
+    get = operator.attrgetter(attr)
+    vals = [NONE if a is None else get(a) for a in args]
+    vals = [NONE if v is None else v for v in vals]
+    return _ints(vals)
+
+
+def _ints(vals: list) -> np.ndarray:
+    try:
+        return np.array(vals, dtype=np.int64)
+    except OverflowError:  # an id beyond int64 is not a real Kineto id: treat it as missing
+        return np.array([v if -(2**63) <= v < 2**63 else NONE for v in vals], dtype=np.int64)
 
 
 def _first_num(*vals) -> float:
