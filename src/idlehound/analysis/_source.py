@@ -54,7 +54,7 @@ class SourceMap:
         self.n = idx.size
         self._names = [ev.names[i] for i in ev.name[idx]]
         self.parent = self._parents(ev.py_id[idx], ev.py_parent[idx])
-        self.loc: list[Optional[SourceLoc]] = [None] * self.n
+        self.loc: list[Optional[SourceLoc]] = []
         self.anchor = self._anchors(sidecar or {})
         self.threads = {int(t): (lo, hi) for t, lo, hi in _runs(self.tid)}
 
@@ -71,25 +71,27 @@ class SourceMap:
     def _anchors(self, sidecar: dict) -> np.ndarray:
         """anchor[i]: nearest ancestor-or-self frame whose location is in user code, or -1."""
         callers = sidecar.get("callers", {})
-        is_anchor = np.zeros(self.n, dtype=bool)
-        for i, name in enumerate(self._names):
-            loc = self._exact(callers, int(self.start[i]), name)
-            if loc is None:
-                parsed = parse_frame(name)
-                if parsed and is_user_file(parsed[0]):
-                    loc = SourceLoc(parsed[0], parsed[1], parsed[2], exact=False)
-            if loc is not None:
-                self.loc[i] = loc
-                is_anchor[i] = True
-        anchor = np.where(is_anchor, np.arange(self.n), self.parent)
-        for _ in range(64):  # pointer jumping: depth 2**64 is plenty
-            nxt = np.where((anchor >= 0) & ~is_anchor[np.clip(anchor, 0, None)],
-                           self.parent[np.clip(anchor, 0, None)], anchor)
-            nxt = np.where(anchor < 0, -1, nxt)
-            if np.array_equal(nxt, anchor):
+        by_name: dict[str, Optional[SourceLoc]] = {}  # def-line locations depend on the name only
+        for name in set(self._names):
+            parsed = parse_frame(name)
+            by_name[name] = SourceLoc(parsed[0], parsed[1], parsed[2], exact=False) \
+                if parsed and is_user_file(parsed[0]) else None
+        self.loc = [by_name[nm] for nm in self._names]
+        if callers:
+            for i, name in enumerate(self._names):
+                loc = self._exact(callers, int(self.start[i]), name)
+                if loc is not None:
+                    self.loc[i] = loc
+        is_anchor = np.fromiter((loc is not None for loc in self.loc), dtype=bool, count=self.n)
+        # Pointer doubling: nxt[i] is i for anchors, else an ancestor; squaring halves the remaining depth.
+        nxt = np.where(is_anchor, np.arange(self.n), self.parent)
+        for _ in range(64):
+            safe = np.clip(nxt, 0, None)
+            step = np.where((nxt >= 0) & ~is_anchor[safe], nxt[safe], nxt)
+            if np.array_equal(step, nxt):
                 break
-            anchor = nxt
-        return anchor
+            nxt = step
+        return nxt
 
     @staticmethod
     def _exact(callers: dict, ts: int, name: str) -> Optional[SourceLoc]:

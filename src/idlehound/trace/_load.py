@@ -87,7 +87,7 @@ def _read(path: Path) -> bytes:
 def parse_trace_bytes(buf: bytes, path: Union[str, Path] = "<bytes>") -> Trace:
     """Parse trace JSON already in memory (tests and the benchmark use this directly)."""
     path = Path(path)
-    if not buf.strip():
+    if not buf or buf.isspace():
         raise TraceError(path, "empty file")
     try:
         top = _decode.decode_top(buf)

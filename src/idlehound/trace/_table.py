@@ -77,7 +77,7 @@ class TableBuilder:
         self._cols: dict[str, list[np.ndarray]] = {k: [] for k in _COLS}
         self.extra: dict[str, dict[int, Any]] = {
             "blocks_per_sm": {}, "occupancy": {}, "input_type": {},
-            "total_allocated": {}, "total_reserved": {}, "device_type": {}, "stream": {},
+            "total_allocated": {}, "total_reserved": {}, "device_type": {},
         }
         self.n = 0
         self.bad_times = 0
@@ -93,8 +93,8 @@ class TableBuilder:
         c["cat"].append(np.array([ci.setdefault(e.cat, len(ci)) for e in keep], dtype=np.int16))
         c["name"].append(np.array([ni.setdefault(e.name, len(ni)) for e in keep], dtype=np.int32))
         ident = self._id
-        c["pid"].append(_ints([p if type(p) is int else ident(p) for p in (e.pid for e in keep)]))
-        c["tid"].append(_ints([t if type(t) is int else ident(t) for t in (e.tid for e in keep)]))
+        c["pid"].append(_ints([e.pid if type(e.pid) is int else ident(e.pid) for e in keep]))
+        c["tid"].append(_ints([e.tid if type(e.tid) is int else ident(e.tid) for e in keep]))
         ts = np.array([e.ts if e.ts is not None else 0.0 for e in keep], dtype=np.float64)
         c["ts"].append(np.rint(ts * 1000.0).astype(np.int64))
         dur = np.array([_dur(e.dur) for e in keep], dtype=np.float64)
@@ -105,8 +105,10 @@ class TableBuilder:
         c["corr"].append(_int_col(args, "correlation"))
         c["py_id"].append(_int_col(args, "python_id"))
         c["py_parent"].append(_int_col(args, "python_parent_id"))
+        nan = np.nan
         c["nbytes"].append(np.array(
-            [_first_num(a.nbytes, a.mem_bytes) if a is not None else np.nan for a in args], dtype=np.float64))
+            [nan if a is None else a.nbytes if a.nbytes is not None else a.mem_bytes if a.mem_bytes is not None
+             else nan for a in args], dtype=np.float64))
         self._extras(keep, args)
         self.n += len(keep)
 
@@ -114,7 +116,7 @@ class TableBuilder:
         x = self.extra
         for i, a in enumerate(args):
             if a is None or (a.blocks_per_sm is None and a.occupancy is None and not a.input_type
-                             and a.total_allocated is None and a.stream is None):
+                             and a.total_allocated is None):
                 continue
             j = self.n + i
             if a.blocks_per_sm is not None:
@@ -122,13 +124,11 @@ class TableBuilder:
             if a.occupancy is not None:
                 x["occupancy"][j] = _as_float(a.occupancy)
             if a.input_type:
-                x["input_type"][j] = tuple(t for t in a.input_type if isinstance(t, str))
+                x["input_type"][j] = a.input_type  # a list as recorded; strings compared on use
             if a.total_allocated is not None:
                 x["total_allocated"][j] = a.total_allocated
                 x["total_reserved"][j] = a.total_reserved
                 x["device_type"][j] = a.device_type
-            if a.stream is not None:
-                x["stream"][j] = a.stream
 
     def _id(self, v) -> int:
         if v is None:
@@ -172,13 +172,6 @@ def _ints(vals: list) -> np.ndarray:
         return np.array(vals, dtype=np.int64)
     except OverflowError:  # an id beyond int64 is not a real Kineto id: treat it as missing
         return np.array([v if -(2**63) <= v < 2**63 else NONE for v in vals], dtype=np.int64)
-
-
-def _first_num(*vals) -> float:
-    for v in vals:
-        if v is not None:
-            return float(v)
-    return float("nan")
 
 
 def _as_float(v) -> float:
