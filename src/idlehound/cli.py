@@ -198,6 +198,24 @@ def ladder(device, rungs, steps, warmup, batch_sizes, workers, data, logdir, no_
 
 
 @main.command()
+@click.argument("a", type=click.Path(path_type=Path))
+@click.argument("b", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write .md, .json or .html.")
+@_guard
+def compare(a: Path, b: Path, as_json: bool, output: Optional[Path]) -> None:
+    """Compare two runs or traces: metrics, breakdown, kernels, memory, and findings gone or new."""
+    from .compare import compare_docs, render_compare_markdown
+    from .pipeline import analyze_path
+    from .report.files import write_compare
+
+    doc = compare_docs(analyze_path(a).doc, analyze_path(b).doc)
+    if output is not None:
+        write_compare(doc, output)
+    click.echo(json.dumps(doc, indent=2) if as_json else render_compare_markdown(doc))
+
+
+@main.command()
 @_guard
 def doctor() -> None:
     """Check the environment: CUDA, versions, CUPTI recording, NVML, TensorBoard."""

@@ -97,6 +97,7 @@ def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: 
         finally:
             _free()
         results.append(res)
+        _save(results, device, run_dir)  # a ladder cut short still leaves what it measured
     if opts.ceiling:
         res = RungResult("ceiling", labels["ceiling"])
         try:
@@ -111,11 +112,15 @@ def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: 
         finally:
             _free()
         results.append(res)
+    _save(results, device, run_dir)
+    return results, run_dir
+
+
+def _save(results: list[RungResult], device: str, run_dir: Path) -> None:
     _relative(results)
     doc = ladder_doc(results, device)
     (run_dir / "ladder.json").write_text(json.dumps(doc, indent=2))
     (run_dir / "ladder.md").write_text(ladder_markdown(doc))
-    return results, run_dir
 
 
 class _Skip(Exception):
@@ -160,11 +165,11 @@ def _pick_workers(best: TrainConfig, opts: LadderOptions, device: str):
         cands = sorted(set(opts.workers))
     else:
         lo, hi = max(1, int(cores * 0.5)), max(1, int(cores * 0.75))
-        cands = sorted({max(1, lo - 2), lo, (lo + hi) // 2, hi, hi + 2} & set(range(1, cores + 3)))
+        cands = sorted({lo, (lo + hi) // 2, hi})
     batch = 128 if device != "cpu" else best.batch_size
     pinned = device != "cpu"
     return _pick(best, opts, [replace(best, batch_size=batch, num_workers=w, pin_memory=pinned,
-                                      persistent_workers=True, non_blocking=pinned, prefetch_factor=4)
+                                      persistent_workers=True, non_blocking=pinned)
                               for w in cands])
 
 
@@ -172,6 +177,7 @@ def _pick(best: TrainConfig, opts: LadderOptions, cands: list[TrainConfig]):
     """Measure each candidate briefly; keep the fastest."""
     tried = []
     for cfg in cands:
+        t = None
         try:
             t = Trainer(cfg)
             m = time_steps(t, warmup=max(3, opts.warmup // 2), steps=max(5, opts.steps // 3))
@@ -181,6 +187,8 @@ def _pick(best: TrainConfig, opts: LadderOptions, cands: list[TrainConfig]):
             tried.append({"batch_size": cfg.batch_size, "num_workers": cfg.num_workers, "amp": cfg.amp,
                           "error": f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"})
         finally:
+            if t is not None:
+                t.close()
             t = None
             _free()
     ok = [(c, tr) for c, tr in zip(cands, tried) if "samples_per_s" in tr]
@@ -192,9 +200,17 @@ def _pick(best: TrainConfig, opts: LadderOptions, cands: list[TrainConfig]):
 
 def _measure(cfg: TrainConfig, opts: LadderOptions, res: RungResult, run_dir: Path,
              progress: Callable[[str], None], profile: Optional[bool] = None) -> None:
+    trainer = Trainer(cfg)
+    try:
+        _measure_trainer(trainer, cfg, opts, res, run_dir, progress, profile)
+    finally:
+        trainer.close()
+
+
+def _measure_trainer(trainer: Trainer, cfg: TrainConfig, opts: LadderOptions, res: RungResult, run_dir: Path,
+                     progress: Callable[[str], None], profile: Optional[bool]) -> None:
     from .capture._sampler import Sampler, summarize
 
-    trainer = Trainer(cfg)
     cuda = cfg.device != "cpu"
     if cuda:
         trainer.torch.cuda.reset_peak_memory_stats()

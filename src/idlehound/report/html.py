@@ -227,3 +227,33 @@ def _notes(doc: dict[str, Any]) -> str:
     if not doc["notes"]:
         return ""
     return "<h2>Notes</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in doc["notes"]) + "</ul>"
+
+
+def render_compare_html(c: dict[str, Any]) -> str:
+    """Two runs side by side: a table per section and bars for the breakdown of each."""
+    parts = ["<!doctype html><html lang='en'><head><meta charset='utf-8'><title>idlehound compare</title>",
+             f"<style>{_CSS}</style></head><body><h1>idlehound compare</h1>",
+             f"<p><b>A</b> {e(c['a']['path'])}<br>{e(c['a']['headline'])}</p>",
+             f"<p><b>B</b> {e(c['b']['path'])}<br>{e(c['b']['headline'])}</p>"]
+    for title, key in (("Metrics", "metrics"), ("Step time breakdown (ms per step)", "breakdown_ms"),
+                       ("GPU idle by cause (ms per step)", "idle_by_cause_ms"), ("Top kernels", "kernels_ms"),
+                       ("Memory", "memory")):
+        if not c[key]:
+            continue
+        rows = "".join(f"<tr><td>{e(x['label'])}</td><td class='n'>{_num(x['a'])}</td><td class='n'>{_num(x['b'])}"
+                       f"</td><td class='n'>{_num(x['delta'], True)}</td><td class='n'>{_num(x['delta_pct'], True)}"
+                       "</td></tr>" for x in c[key])
+        parts.append(f"<h2>{title}</h2><table><tr><th></th><th>A</th><th>B</th><th>Δ</th><th>Δ %</th></tr>{rows}"
+                     "</table>")
+    items = [f"<li>gone: {e(f['title'])} ({f['ms']:.3f} ms per step in A)</li>" for f in c["findings_gone"]]
+    items += [f"<li>new: {e(f['title'])} ({f['ms']:.3f} ms per step in B)</li>" for f in c["findings_new"]]
+    items += [f"<li>still there: {e(f['title'])} ({f['a_ms']:.3f} → {f['b_ms']:.3f} ms per step)</li>"
+              for f in c["findings_kept"]]
+    parts.append("<h2>Findings</h2><ul>" + "".join(items) + "</ul></body></html>")
+    return "\n".join(parts)
+
+
+def _num(v, signed: bool = False) -> str:
+    if v is None:
+        return "—"
+    return f"{v:+,.2f}" if signed else f"{v:,.2f}"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import operator
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np

@@ -139,6 +139,15 @@ class Trainer:
             self.opt.step()
         return loss
 
+    def close(self) -> None:
+        """Stop loader worker processes now (persistent workers outlive the loop otherwise)."""
+        if self.batches is not None:
+            self.batches.close()
+            it = getattr(self.loader, "_iterator", None)
+            if it is not None and hasattr(it, "_shutdown_workers"):
+                it._shutdown_workers()
+            self.batches = None
+
     def sync(self) -> None:
         if self.device.type == "cuda":
             self.torch.cuda.synchronize()
@@ -159,7 +168,7 @@ def time_steps(trainer: Trainer, warmup: int, steps: int, on_step: Optional[Call
     dt = time.perf_counter() - t0
     bs = trainer.cfg.batch_size
     return {"steps": steps, "seconds": round(dt, 4), "ms_per_step": round(1e3 * dt / steps, 3),
-            "samples_per_s": round(bs * steps / dt, 1), "final_loss": float(loss) if loss is not None else None}
+            "samples_per_s": round(bs * steps / dt, 1), "final_loss": float(loss.detach()) if loss is not None else None}
 
 
 def baseline(device: str, cpu_small: bool = True) -> TrainConfig:
