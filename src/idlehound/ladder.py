@@ -121,6 +121,11 @@ def _save(results: list[RungResult], device: str, run_dir: Path) -> None:
     doc = ladder_doc(results, device)
     (run_dir / "ladder.json").write_text(json.dumps(doc, indent=2))
     (run_dir / "ladder.md").write_text(ladder_markdown(doc))
+    from .report.tensorboard import write_ladder_scalars
+
+    for old in run_dir.glob("events.out.tfevents.*"):  # rewritten whole after each rung
+        old.unlink()
+    write_ladder_scalars(run_dir, doc)
 
 
 class _Skip(Exception):

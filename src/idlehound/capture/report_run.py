@@ -24,6 +24,11 @@ def analyze_run(run_dir: Path, print_report: bool = True, html: bool = True) -> 
         write_report(res.doc, run_dir / "report.md")
         if html:
             write_report(res.doc, run_dir / "report.html")
+        from ..report.tensorboard import scalars_of, write_scalars
+
+        why = write_scalars(run_dir, scalars_of(res.doc))
+        if why:
+            res.analysis.notes.append(why)
     except Exception as e:  # a report writer failed: the analysis is still printed
         sys.stderr.write(f"idlehound: could not write report files: {e}\n")
     if print_report:

@@ -91,7 +91,7 @@ def _breakdown(doc: dict[str, Any]) -> str:
     w, bar_h, gap = 760, 18, 6
     longest = max(s["duration_ms"] for s in steps) or 1
     h = len(steps) * (bar_h + gap) + 10
-    svg = [f"<svg id='breakdown-chart' width='{w + 120}' height='{h}' role='img'>"]
+    svg = [f"<svg id='breakdown-chart' width='{w + 170}' height='{h}' role='img'>"]
     for i, s in enumerate(steps):
         y, x = 5 + i * (bar_h + gap), 80.0
         svg.append(f"<text x='0' y='{y + 13}'>step {e(s['number'] if s['number'] is not None else '-')}</text>")
@@ -150,7 +150,8 @@ def _curve(doc: dict[str, Any]) -> str:
     return (f"<h2>{e(what)} over the whole run</h2>"
             f"<svg id='util-curve' viewBox='0 0 {w} {h + 14}' width='100%' role='img'>"
             f"<polyline fill='none' stroke='#1565c0' stroke-width='1.2' points='{path}'/>"
-            f"<text x='0' y='{h + 12}'>0 s</text><text x='{w - 50}' y='{h + 12}'>{t_end:.1f} s</text></svg>"
+            f"<text x='0' y='{h + 12}'>0 s</text><text x='{w - 50}' y='{h + 12}'>{t_end:.1f} s</text>"
+            f"<text x='{w - 40}' y='10'>100 %</text></svg>"
             + ("<p><b>Saw-tooth:</b> busy bursts alternate with idle stretches, the mark of a starved input "
                "pipeline.</p>" if saw else ""))
 

@@ -1,0 +1,66 @@
+"""TensorBoard scalar summaries, so runs compare in TensorBoard's Scalars tab.
+
+Written with TensorBoard's own event-file writer (no torch needed). Without the tensorboard package nothing is
+written and the caller is told why.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+
+def _writer(folder: Path):
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    return EventFileWriter(str(folder), filename_suffix=".idlehound"), Event, Summary
+
+
+def scalars_of(doc: dict[str, Any]) -> dict[str, float]:
+    """The scalars written for one analysis: headline metrics, breakdown shares and idle causes."""
+    out: dict[str, float] = {}
+    for key, m in doc["metrics"].items():
+        if m["value"] is not None:
+            out[f"idlehound/{key}"] = float(m["value"])
+    step = doc["metrics"]["step_ms"]["value"] or 0.0
+    for k, v in doc["breakdown_ms"].items():
+        if step:
+            out[f"breakdown_pct/{k}"] = 100.0 * (v or 0.0) / step
+    for k, v in doc["idle_by_cause_ms"].items():
+        out[f"idle_ms/{k}"] = float(v or 0.0)
+    run = doc.get("run") or {}
+    for k in ("unprofiled_step_ms", "profiled_step_ms", "profiler_overhead"):
+        if isinstance(run.get(k), (int, float)):
+            out[f"run/{k}"] = float(run[k])
+    return out
+
+
+def write_scalars(folder: Path, values: dict[str, float], step: int = 0) -> Optional[str]:
+    """Write values as scalars at `step` into folder; returns None, or why nothing was written."""
+    try:
+        w, Event, Summary = _writer(folder)
+    except ImportError:
+        return "tensorboard is not installed: no scalar summaries written (pip install tensorboard)"
+    summary = Summary(value=[Summary.Value(tag=k, simple_value=v) for k, v in values.items()])
+    w.add_event(Event(wall_time=time.time(), step=step, summary=summary))
+    w.close()
+    return None
+
+
+def write_ladder_scalars(folder: Path, doc: dict[str, Any]) -> Optional[str]:
+    """One point per rung (step = rung index): samples/s, ms/step, GPU busy, speed-up."""
+    try:
+        w, Event, Summary = _writer(folder)
+    except ImportError:
+        return "tensorboard is not installed: no scalar summaries written (pip install tensorboard)"
+    for i, r in enumerate(doc["rungs"]):
+        vals = {f"ladder/{k}": float(r[k]) for k in ("samples_per_s", "ms_per_step", "gpu_busy_pct", "speedup",
+                                                    "pct_of_ceiling") if r.get(k) is not None}
+        if vals:
+            w.add_event(Event(wall_time=time.time(), step=i, summary=Summary(
+                value=[Summary.Value(tag=k, simple_value=v) for k, v in vals.items()])))
+    w.close()
+    return None

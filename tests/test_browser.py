@@ -1,0 +1,59 @@
+"""The HTML report in a real browser: headless Chromium renders it offline with no console errors, the charts
+have content, the numbers on the page equal the JSON's, and a screenshot is saved."""
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from idlehound.pipeline import analyze_path
+from idlehound.report.files import write_report
+from idlehound.report.html import fmt_metric
+
+from .conftest import TRACES
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--disable-quic"]
+
+if CHROMIUM is None and os.environ.get("CI"):
+    pytest.fail("CI must install chromium (see .ci/run)", pytrace=False)
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+
+
+def chromium(tmp_path, *args):
+    profile = tmp_path / "profile"
+    profile.mkdir(exist_ok=True)
+    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
+                           *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("name", ["sync_item", "dataloader_bound", "healthy"])
+def test_report_renders_with_matching_numbers(tmp_path, name):
+    res = analyze_path(TRACES / name)
+    page = write_report(res.doc, tmp_path / "report.html")
+    r = chromium(tmp_path, "--dump-dom", page.as_uri())
+    assert r.returncode == 0, r.stderr[-2000:]
+    console = [ln for ln in r.stderr.splitlines() if "CONSOLE" in ln]
+    assert console == [], console
+    dom = r.stdout
+    # charts rendered: non-empty SVGs
+    assert len(re.findall(r"<rect", re.search(r"<svg id=\"breakdown-chart\".*?</svg>", dom, re.S).group(0))) > 3
+    assert len(re.findall(r"<rect", re.search(r"<svg id=\"timeline\".*?</svg>", dom, re.S).group(0))) > 3
+    # every metric card shows the JSON value
+    for key, m in res.doc["metrics"].items():
+        if m["value"] is None:
+            continue
+        card = re.search(rf'data-metric="{key}"><div class="v">(.*?)</div>', dom)
+        assert card and html.unescape(card.group(1)) == fmt_metric(m), key
+    embedded = json.loads(html.unescape(re.search(r'id="idlehound-data">(.*?)</script>', dom, re.S).group(1)))
+    assert embedded["metrics"] == res.doc["metrics"]
+    for i, f in enumerate(res.doc["findings"], 1):
+        assert f'data-finding-ms="{i}">{f["recoverable_ms_per_step"]:.3f}<' in dom
+    shot = tmp_path / f"{name}.png"
+    s = chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,2200", page.as_uri())
+    assert s.returncode == 0 and shot.stat().st_size > 10_000
