@@ -216,6 +216,33 @@ def compare(a: Path, b: Path, as_json: bool, output: Optional[Path]) -> None:
 
 
 @main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print findings as JSON.")
+@click.option("--trace", type=click.Path(path_type=Path), default=None,
+              help="A run or trace of this code: join each finding to its measured GPU idle.")
+@_guard
+def lint(paths: tuple[Path, ...], as_json: bool, trace: Optional[Path]) -> None:
+    """Statically check training code for lines that make the GPU wait (exit 1 when any are found)."""
+    from .lint import join_costs, lint_paths, measured_doc
+
+    found = lint_paths(list(paths))
+    doc = measured_doc(trace)
+    costs = join_costs(found, doc) if doc else {}
+    if as_json:
+        rows = [{**f.to_json(), "measured_idle_ms_per_step": costs.get((f.file, f.line))} for f in found]
+        click.echo(json.dumps({"schema": "idlehound/lint", "schema_version": 1, "findings": rows}, indent=2))
+    else:
+        for f in found:
+            cost = costs.get((f.file, f.line))
+            measured = f" [measured: {cost:.3f} ms GPU idle per step]" if cost is not None else ""
+            click.echo(f"{f.file}:{f.line}:{f.col + 1}: {f.rule} {f.info.name}: {f.info.why}{measured}")
+            click.echo(f"    {f.text}\n    fix: {f.info.fix}")
+        click.echo(f"{len(found)} finding(s) in {len({f.file for f in found})} file(s)" if found else
+                   "no findings", err=True)
+    sys.exit(1 if found else 0)
+
+
+@main.command()
 @_guard
 def doctor() -> None:
     """Check the environment: CUDA, versions, CUPTI recording, NVML, TensorBoard."""

@@ -1,0 +1,50 @@
+"""`idlehound lint`: a static check of training code for lines that make the GPU wait."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Union
+
+from ..errors import IdlehoundError
+from ._rules import RULES, LintFinding, check_source
+
+
+def lint_paths(paths: list[Union[str, Path]]) -> list[LintFinding]:
+    """Lint .py files (folders are searched recursively). Raises IdlehoundError on unreadable or invalid files."""
+    out: list[LintFinding] = []
+    for p in map(Path, paths):
+        if not p.exists():
+            raise IdlehoundError(f"{p}: no such file or folder")
+        files = sorted(p.rglob("*.py")) if p.is_dir() else [p]
+        for f in files:
+            try:
+                out += check_source(f.read_text(encoding="utf-8"), str(f))
+            except SyntaxError as e:
+                raise IdlehoundError(f"{f}: not valid Python (line {e.lineno}: {e.msg})") from None
+            except (OSError, UnicodeDecodeError) as e:
+                raise IdlehoundError(f"{f}: cannot read ({e})") from None
+    return out
+
+
+def join_costs(found: list[LintFinding], doc: dict) -> dict[tuple[str, int], float]:
+    """Measured GPU idle (ms per step) at each finding's line, from an analysis report document."""
+    per_line: dict[tuple[str, int], float] = {}
+    rows = [(r["location"], r["idle_ms_per_step"]) for r in doc.get("idle_by_line", [])]
+    rows += [(s["location"], s["idle_after_ms_per_step"]) for s in doc.get("sync_points", [])]
+    for loc, ms in rows:
+        if loc and loc.get("exact"):
+            key = (Path(loc["file"]).name, loc["line"])
+            per_line[key] = max(per_line.get(key, 0.0), ms)
+    return {(f.file, f.line): per_line[(Path(f.file).name, f.line)] for f in found
+            if (Path(f.file).name, f.line) in per_line}
+
+
+def measured_doc(trace: Optional[Path]) -> Optional[dict]:
+    if trace is None:
+        return None
+    from ..pipeline import analyze_path
+
+    return analyze_path(trace).doc
+
+
+__all__ = ["RULES", "LintFinding", "join_costs", "lint_paths", "measured_doc"]
