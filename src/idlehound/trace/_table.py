@@ -71,8 +71,8 @@ class TableBuilder:
     """Accumulates decoded events batch by batch into compact columns."""
 
     def __init__(self) -> None:
-        self._name_ix: dict[str, int] = {}
-        self._cat_ix: dict[str, int] = {}
+        self._name_ix: dict[str, int] = _Interner()
+        self._cat_ix: dict[str, int] = _Interner()
         self._str_ix: dict[str, int] = {}
         self._cols: dict[str, list[np.ndarray]] = {k: [] for k in _COLS}
         self.extra: dict[str, dict[int, Any]] = {
@@ -87,32 +87,35 @@ class TableBuilder:
         # |ts| beyond ~30 years of microseconds cannot be a real profile (and would overflow ns).
         keep = [e for e in events if e.ts is None or -1e15 < e.ts < 1e15]
         self.bad_times += len(events) - len(keep)
-        ni, ci = self._name_ix, self._cat_ix
+        if not keep:
+            return
         c = self._cols
-        c["ph"].append(np.array([PH_CODES.get(e.ph, 9) for e in keep], dtype=np.int8))
-        c["cat"].append(np.array([ci.setdefault(e.cat, len(ci)) for e in keep], dtype=np.int16))
-        c["name"].append(np.array([ni.setdefault(e.name, len(ni)) for e in keep], dtype=np.int32))
-        ident = self._id
-        c["pid"].append(_ints([e.pid if type(e.pid) is int else ident(e.pid) for e in keep]))
-        c["tid"].append(_ints([e.tid if type(e.tid) is int else ident(e.tid) for e in keep]))
-        ts = np.array([e.ts if e.ts is not None else 0.0 for e in keep], dtype=np.float64)
-        c["ts"].append(np.rint(ts * 1000.0).astype(np.int64))
-        dur = np.array([_dur(e.dur) for e in keep], dtype=np.float64)
-        self.negative_durs += int((dur < 0).sum())
-        c["dur"].append(np.rint(np.clip(dur, 0.0, 1e15) * 1000.0).astype(np.int64))
-        args = [e.args for e in keep]
-        c["ext"].append(_int_col(args, "external_id"))
-        c["corr"].append(_int_col(args, "correlation"))
-        c["py_id"].append(_int_col(args, "python_id"))
-        c["py_parent"].append(_int_col(args, "python_parent_id"))
-        nan = np.nan
-        c["nbytes"].append(np.array(
-            [nan if a is None else a.nbytes if a.nbytes is not None else a.mem_bytes if a.mem_bytes is not None
-             else nan for a in args], dtype=np.float64))
+        # Transpose with C-level attrgetter/zip; intern strings with dict subclasses that number new keys.
+        ph, cat, name, pid, tid, ts, dur, args = zip(*map(_EVENT_FIELDS, keep))
+        c["ph"].append(np.array(list(map(_PH.__getitem__, ph)), dtype=np.int8))
+        c["cat"].append(np.array(list(map(self._cat_ix.__getitem__, cat)), dtype=np.int16))
+        c["name"].append(np.array(list(map(self._name_ix.__getitem__, name)), dtype=np.int32))
+        c["pid"].append(self._id_col(pid))
+        c["tid"].append(self._id_col(tid))
+        c["ts"].append(np.rint(_floats(ts, 0.0) * 1000.0).astype(np.int64))
+        d = _floats(dur, 0.0)
+        self.negative_durs += int((d < 0).sum())
+        c["dur"].append(np.rint(np.clip(d, 0.0, 1e15) * 1000.0).astype(np.int64))
+        cols = zip(*[_NO_ARGS if a is None else _ARG_FIELDS(a) for a in args])
+        ext, corr, py_id, py_parent, nbytes, mem_bytes = (np.array(col, dtype=np.float64) for col in cols)
+        for key, col in (("ext", ext), ("corr", corr), ("py_id", py_id), ("py_parent", py_parent)):
+            c[key].append(_id_ints(col))
+        c["nbytes"].append(np.where(np.isnan(nbytes), mem_bytes, nbytes))
         self._extras(keep, args)
         self.n += len(keep)
 
-    def _extras(self, keep: list, args: list) -> None:
+    def _id_col(self, vals: tuple) -> np.ndarray:
+        try:
+            return np.array(vals, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):  # strings ("Spans"), None, or huge numbers
+            return _ints([v if type(v) is int else self._id(v) for v in vals])
+
+    def _extras(self, keep: list, args: tuple) -> None:
         x = self.extra
         for i, a in enumerate(args):
             if a is None or (a.blocks_per_sm is None and a.occupancy is None and not a.input_type
@@ -154,17 +157,35 @@ _COLS = {
 }
 
 
-def _dur(d) -> float:
-    if d is None or d != d:
-        return 0.0
-    return float(d)
+class _Interner(dict):
+    """name -> small int; a new name gets the next number (lookups stay in C for known names)."""
+
+    def __missing__(self, key):
+        v = self[key] = len(self)
+        return v
 
 
-def _int_col(args: list, attr: str) -> np.ndarray:
-    get = operator.attrgetter(attr)
-    vals = [NONE if a is None else get(a) for a in args]
-    vals = [NONE if v is None else v for v in vals]
-    return _ints(vals)
+class _PhCodes(dict):
+    def __missing__(self, key):
+        return 9
+
+
+_PH = _PhCodes(PH_CODES)
+_EVENT_FIELDS = operator.attrgetter("ph", "cat", "name", "pid", "tid", "ts", "dur", "args")
+_ARG_FIELDS = operator.attrgetter("external_id", "correlation", "python_id", "python_parent_id", "nbytes",
+                                  "mem_bytes")
+_NO_ARGS = (None,) * 6
+
+
+def _floats(vals: tuple, missing: float) -> np.ndarray:
+    x = np.array(vals, dtype=np.float64)  # None becomes nan
+    return np.where(np.isnan(x), missing, x)
+
+
+def _id_ints(x: np.ndarray) -> np.ndarray:
+    """Ids decoded as float64 (None -> nan) back to int64, -1 for missing or out of range."""
+    ok = ~np.isnan(x) & (np.abs(x) < 2.0**62)
+    return np.where(ok, x, NONE).astype(np.int64)
 
 
 def _ints(vals: list) -> np.ndarray:
