@@ -32,7 +32,7 @@ def chromium(tmp_path, *args):
                            *args], capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("name", ["sync_item", "dataloader_bound", "healthy"])
+@pytest.mark.parametrize("name", ["sync_item", "dataloader_bound", "healthy", "memory_churn"])
 def test_report_renders_with_matching_numbers(tmp_path, name):
     res = analyze_path(TRACES / name)
     page = write_report(res.doc, tmp_path / "report.html")
@@ -57,3 +57,30 @@ def test_report_renders_with_matching_numbers(tmp_path, name):
     shot = tmp_path / f"{name}.png"
     s = chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,2200", page.as_uri())
     assert s.returncode == 0 and shot.stat().st_size > 10_000
+
+
+def test_memory_curve_drawn_when_recorded(tmp_path):
+    res = analyze_path(TRACES / "memory_churn")
+    page = write_report(res.doc, tmp_path / "report.html")
+    dom = chromium(tmp_path, "--dump-dom", page.as_uri()).stdout
+    points = re.search(r'<svg id="memory-curve".*?points="([^"]+)"', dom, re.S).group(1).split()
+    assert len(points) == len(res.doc["memory"]["curve"]) > 10
+
+
+def test_ladder_page_bars_against_ceiling(tmp_path):
+    from idlehound.report.html import render_ladder_html
+
+    doc = {"device": "cuda", "rungs": [
+        {"name": "baseline", "label": "0. baseline", "status": "ok", "reason": "", "samples_per_s": 481.0,
+         "ms_per_step": 66.5, "gpu_busy_pct": 17.2, "nvml_util": 8.0, "peak_mem_gib": 0.85, "speedup": 1.0,
+         "pct_of_ceiling": 2.7, "top_finding": "Data loading starves the GPU"},
+        {"name": "amp", "label": "2. AMP", "status": "skipped", "reason": "needs CUDA", "samples_per_s": None},
+        {"name": "ceiling", "label": "ceiling", "status": "ok", "reason": "", "samples_per_s": 17950.0,
+         "ms_per_step": 14.3, "gpu_busy_pct": None, "nvml_util": 40.0, "peak_mem_gib": 2.95, "speedup": 37.3,
+         "pct_of_ceiling": 100.0, "top_finding": ""}]}
+    page = tmp_path / "ladder.html"
+    page.write_text(render_ladder_html(doc))
+    r = chromium(tmp_path, "--dump-dom", page.as_uri())
+    assert [ln for ln in r.stderr.splitlines() if "CONSOLE" in ln] == []
+    chart = re.search(r'<svg id="ladder-chart".*?</svg>', r.stdout, re.S).group(0)
+    assert chart.count("<rect") == 1 and "ceiling 17,950/s" in chart and "needs CUDA" in chart

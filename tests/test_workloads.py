@@ -57,3 +57,4 @@ def test_ladder_tiny_on_cpu_reports_skips_with_reasons(tmp_path, run_cli):
     assert rungs["ceiling"]["status"] == "skipped"
     folder = next((tmp_path / "log").iterdir())
     assert (folder / "ladder.md").exists() and (folder / "baseline").is_dir()
+    assert "<svg id='ladder-chart'" in (folder / "ladder.html").read_text()

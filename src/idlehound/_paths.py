@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -12,16 +13,22 @@ _OWN_PKG = str(Path(__file__).resolve().parent)
 _BUILTIN_WORKLOADS = ("idlehound/workloads/", "idlehound/demo.py")
 
 
-@functools.lru_cache(maxsize=1)
-def _library_roots() -> frozenset[str]:
-    roots = set(getattr(sys, "stdlib_module_names", ())) | {"torch", "torchvision", "idlehound", "runpy"}
-    try:
-        from importlib.metadata import packages_distributions
+_ALWAYS_LIBRARY = frozenset({"torch", "torchvision", "idlehound", "runpy"})
 
-        roots |= set(packages_distributions())
-    except Exception:  # older Pythons: the stdlib list and the names above still apply
-        pass
-    return frozenset(roots)
+
+@functools.lru_cache(maxsize=1024)
+def _is_library_root(root: str) -> bool:
+    """Whether a top-level module name belongs to Python or an installed package (not the user's code)."""
+    if root in _ALWAYS_LIBRARY or root in getattr(sys, "stdlib_module_names", ()):
+        return True
+    try:
+        spec = importlib.util.find_spec(root)
+    except (ImportError, ValueError):
+        return False
+    if spec is None:
+        return False
+    origin = spec.origin or next(iter(spec.submodule_search_locations or []), "")
+    return origin in ("built-in", "frozen") or any(m in origin for m in ("site-packages", "dist-packages"))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -38,4 +45,4 @@ def is_user_file(path: str) -> bool:
         return not (path.startswith(_OWN_PKG) or any(m in path for m in _LIB_MARKERS))
     first = path.replace("\\", "/").split("/", 1)[0]
     root = first[:-3] if first.endswith(".py") else first
-    return root not in _library_roots()
+    return not _is_library_root(root)

@@ -121,6 +121,9 @@ def _save(results: list[RungResult], device: str, run_dir: Path) -> None:
     doc = ladder_doc(results, device)
     (run_dir / "ladder.json").write_text(json.dumps(doc, indent=2))
     (run_dir / "ladder.md").write_text(ladder_markdown(doc))
+    from .report.html import render_ladder_html
+
+    (run_dir / "ladder.html").write_text(render_ladder_html(doc), encoding="utf-8")
     from .report.tensorboard import write_ladder_scalars
 
     for old in run_dir.glob("events.out.tfevents.*"):  # rewritten whole after each rung
@@ -170,7 +173,7 @@ def _pick_workers(best: TrainConfig, opts: LadderOptions, device: str):
         cands = sorted(set(opts.workers))
     else:
         lo, hi = max(1, int(cores * 0.5)), max(1, int(cores * 0.75))
-        cands = sorted({lo, (lo + hi) // 2, hi})
+        cands = sorted({max(1, lo - 2), lo, (lo + hi) // 2, hi, hi + 2})  # 50-75% of cores and neighbours
     batch = 128 if device != "cpu" else best.batch_size
     pinned = device != "cpu"
     return _pick(best, opts, [replace(best, batch_size=batch, num_workers=w, pin_memory=pinned,
@@ -291,19 +294,10 @@ def ladder_doc(results: list[RungResult], device: str) -> dict[str, Any]:
 
 
 def ladder_markdown(doc: dict[str, Any]) -> str:
+    from .report.ladder import ladder_table_rows
+
     head = ("| rung | samples/s | ms/step | GPU busy | NVML util | peak GiB | speed-up | % of ceiling | "
             "top remaining finding |")
     rows = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for r in doc["rungs"]:
-        if r["status"] != "ok":
-            rows.append(f"| {r['label']} | {r['status']}: {r['reason']} |  |  |  |  |  |  |  |")
-            continue
-        rows.append("| " + " | ".join([
-            r["label"], _n(r["samples_per_s"], 0), _n(r["ms_per_step"], 2), _n(r["gpu_busy_pct"], 1, "%"),
-            _n(r["nvml_util"], 0, "%"), _n(r["peak_mem_gib"], 2), _n(r["speedup"], 2, "×"),
-            _n(r["pct_of_ceiling"], 1, "%"), r["top_finding"]]) + " |")
+    rows += ["| " + " | ".join(row) + " |" for row in ladder_table_rows(doc)]
     return "\n".join(rows) + "\n"
-
-
-def _n(v: Optional[float], nd: int, unit: str = "") -> str:
-    return "—" if v is None else f"{v:,.{nd}f}{unit}"

@@ -177,3 +177,24 @@ def test_fp32_gemm_without_tensor_cores_is_a_finding():
     assert a.kernels.fp32_matmul_ops == ["aten::mm"]
     assert findings[0].cause == "fp32_math"
     assert findings[0].kind == "slow"
+
+
+def test_shortened_file_names_resolve_against_recorded_sys_path(tmp_path):
+    from idlehound.analysis import SourceMap
+
+    (tmp_path / "train.py").write_text("x = 1\n" * 30)
+    tb = TraceBuilder(cuda=False)
+    tb.step(1, 0, 100)
+    root = tb.python("train.py(10): main", 0, 100)
+    tb.python("<built-in method item of Tensor object at 0x7f00>", 20, 5, parent=root)
+    ev = parse_trace_bytes(tb.to_bytes(), "t.json").events
+    start_ns = 20_000
+    sidecar = {"callers": {(start_ns, "<built-in method item of Tensor object at 0x7f00>"):
+                           ("train.py", 17, "main")}, "sys_path": [str(tmp_path)], "script": None}
+    smap = SourceMap(ev, sidecar)
+    import numpy as np
+
+    (loc,) = smap.locate(np.array([1]), np.array([22_000]))
+    assert (loc.file, loc.line, loc.exact, loc.path) == ("train.py", 17, True, str(tmp_path / "train.py"))
+    (outer,) = smap.locate(np.array([1]), np.array([50_000]))
+    assert (outer.line, outer.exact) == (10, False)

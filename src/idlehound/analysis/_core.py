@@ -115,7 +115,7 @@ def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = 
         idle_ns={k: sum(s.idle_ns.get(k, 0) for s in steps) for k in IDLE_CAUSES},
         sync_sites=sync_sites, idle_lines=idle_lines,
         copies=_copies(ctx, win_s, win_e), kernels=_kernels(ctx, win_s, win_e, device),
-        memory=_memory(ctx, trace, win_s, win_e, device, smap),
+        memory=_memory(ctx, trace, win_s, win_e, device, smap, steps),
         dataloader=_dataloader(ctx, smap, win_s, win_e),
         gap_count=gaps.count if gaps else 0, short_gap_ns=gaps.short_ns if gaps else 0,
         notes=notes, run_info=dict(run_info or {}),
@@ -700,7 +700,7 @@ def _sm_metrics(ev: EventTable, k: np.ndarray, s0: np.ndarray, s1: np.ndarray, s
 
 
 def _memory(ctx: _Context, trace: Trace, s0: np.ndarray, s1: np.ndarray, device: DeviceInfo,
-            smap: SourceMap) -> MemoryStats:
+            smap: SourceMap, steps: list[Step]) -> MemoryStats:
     ev = ctx.ev
     m = MemoryStats(capacity=device.memory_bytes)
     mem = np.flatnonzero((ev.ph == 1) & (ev.name == (ev.names.index("[memory]") if "[memory]" in ev.names else -9)))
@@ -712,6 +712,10 @@ def _memory(ctx: _Context, trace: Trace, s0: np.ndarray, s1: np.ndarray, device:
         m.peak_reserved = float(max(ev.extra["total_reserved"][int(j)] or 0 for j in cuda))
         inside = _in_steps(ev, cuda, s0, s1)
         m.allocs_per_step = float((ev.nbytes[inside] > 0).sum()) / max(s0.size, 1)
+        pts = inside[np.argsort(ev.ts[inside], kind="stable")]
+        pts = pts[:: max(1, pts.size // 2000)]  # enough points to draw; bounded for huge traces
+        t0 = steps[0].start_ns if steps else 0
+        m.curve = [[int(ev.ts[j] - t0), float(ev.extra["total_allocated"].get(int(j)) or 0)] for j in pts]
     rn = ev.names
     m.empty_cache_calls = int(sum(1 for j in ctx.python if "empty_cache" in rn[ev.name[j]]))
     m.allocator_calls = int(_in_steps(ev, ctx.allocator, s0, s1).size)

@@ -100,6 +100,7 @@ class MemoryStats:
     allocs_per_step: Optional[float] = None
     empty_cache_calls: int = 0
     allocator_calls: int = 0  # cudaMalloc/cudaFree inside the steps
+    curve: list[list[float]] = field(default_factory=list)  # [ns since the first step, bytes allocated]
 
 
 @dataclass

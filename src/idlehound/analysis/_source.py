@@ -26,12 +26,14 @@ class SourceLoc:
     line: int
     function: str
     exact: bool
+    path: Optional[str] = None  # the file on disk, when the shortened name could be resolved
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}" + ("" if self.exact else f" (in {self.function}, def line)")
 
     def to_json(self) -> dict:
-        return {"file": self.file, "line": self.line, "function": self.function, "exact": self.exact}
+        return {"file": self.file, "line": self.line, "function": self.function, "exact": self.exact,
+                "path": self.path}
 
 
 @functools.lru_cache(maxsize=65536)
@@ -71,10 +73,12 @@ class SourceMap:
     def _anchors(self, sidecar: dict) -> np.ndarray:
         """anchor[i]: nearest ancestor-or-self frame whose location is in user code, or -1."""
         callers = sidecar.get("callers", {})
+        self._roots = [Path(p) for p in sidecar.get("sys_path", []) if p] + (
+            [Path(sidecar["script"]).parent] if sidecar.get("script") else [])
         by_name: dict[str, Optional[SourceLoc]] = {}  # def-line locations depend on the name only
         for name in set(self._names):
             parsed = parse_frame(name)
-            by_name[name] = SourceLoc(parsed[0], parsed[1], parsed[2], exact=False) \
+            by_name[name] = SourceLoc(parsed[0], parsed[1], parsed[2], False, self._resolve(parsed[0])) \
                 if parsed and is_user_file(parsed[0]) else None
         self.loc = [by_name[nm] for nm in self._names]
         if callers:
@@ -93,12 +97,22 @@ class SourceMap:
             nxt = step
         return nxt
 
-    @staticmethod
-    def _exact(callers: dict, ts: int, name: str) -> Optional[SourceLoc]:
+    def _exact(self, callers: dict, ts: int, name: str) -> Optional[SourceLoc]:
         c = callers.get((ts, name))
         if c is None or not is_user_file(c[0]):
             return None
-        return SourceLoc(c[0], int(c[1]), c[2], exact=True)
+        return SourceLoc(c[0], int(c[1]), c[2], True, self._resolve(c[0]))
+
+    @functools.lru_cache(maxsize=1024)  # noqa: B019 - one SourceMap per analysis; few distinct files
+    def _resolve(self, file: str) -> Optional[str]:
+        """The profiler strips sys.path prefixes from file names: put them back where the file exists."""
+        p = Path(file)
+        if p.is_absolute():
+            return file if p.exists() else None
+        for root in self._roots:
+            if (root / p).is_file():
+                return str(root / p)
+        return str(p.resolve()) if p.is_file() else None
 
     def innermost(self, tids: np.ndarray, times: np.ndarray) -> np.ndarray:
         """Index of the innermost frame on tids[i] that contains times[i], or -1."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 
 @dataclass(frozen=True)
@@ -131,9 +131,6 @@ class _Checker(ast.NodeVisitor):
                 for t in node.targets:
                     if isinstance(t, ast.Name):
                         self.tensors.add(t.id)
-            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and \
-                    node.target.id in self.tensors:
-                pass
 
     @staticmethod
     def _tensor_valued(v: ast.expr) -> bool:
@@ -152,10 +149,8 @@ class _Checker(ast.NodeVisitor):
             return any(self._tensor_expr(x) for x in node.values)
         if isinstance(node, ast.UnaryOp):
             return self._tensor_expr(node.operand)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
-                "any", "all", "isnan", "isinf") :
-            return True
-        return False
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+            "any", "all", "isnan", "isinf")
 
     def visit_If(self, node: ast.If) -> None:
         if self.loop_depth and self._tensor_expr(node.test):
@@ -204,11 +199,15 @@ class _Checker(ast.NodeVisitor):
                 self.add("IH011", node)
         elif attr == "zero_grad" and _const(_kw(node, "set_to_none")) is False:
             self.add("IH013", node)
-        elif name in ("Adam", "AdamW", "SGD") and dotted.startswith(("torch.optim", "optim", "Adam", "AdamW", "SGD")):
-            if _const(_kw(node, "foreach")) is False or (
-                    self.uses_cuda and name in ("Adam", "AdamW") and _kw(node, "fused") is None
-                    and _kw(node, "foreach") is None):
-                self.add("IH014", node)
+        elif name in ("Adam", "AdamW", "SGD") and dotted.startswith(("torch.optim", "optim", "Adam", "AdamW", "SGD")) \
+                and self._unfused(node, name):
+            self.add("IH014", node)
+
+    def _unfused(self, node: ast.Call, name: str) -> bool:
+        if _const(_kw(node, "foreach")) is False:
+            return True
+        return self.uses_cuda and name in ("Adam", "AdamW") and _kw(node, "fused") is None \
+            and _kw(node, "foreach") is None
 
 
 def check_source(source: str, file: str) -> list[LintFinding]:
@@ -247,5 +246,3 @@ def _suppressed(found: list[LintFinding], lines: list[str]) -> list[LintFinding]
         out.append(f)
     return sorted(out, key=lambda f: (f.file, f.line, f.col, f.rule))
 
-
-Checker = Callable[[str, str], list[LintFinding]]

@@ -135,7 +135,8 @@ def _memory(a: Analysis) -> dict[str, Any]:
     return {"recorded": m.recorded, "peak_allocated_gib": r(m.peak_allocated / gib if m.peak_allocated else None),
             "peak_reserved_gib": r(m.peak_reserved / gib if m.peak_reserved else None),
             "capacity_gib": r(m.capacity / gib if m.capacity else None), "allocs_per_step": r(m.allocs_per_step, 1),
-            "empty_cache_calls": m.empty_cache_calls, "allocator_calls": m.allocator_calls}
+            "empty_cache_calls": m.empty_cache_calls, "allocator_calls": m.allocator_calls,
+            "curve": [[int(t), round(b / gib, 4)] for t, b in m.curve]}
 
 
 CAUSE_WORDS = {

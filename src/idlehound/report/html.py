@@ -133,8 +133,12 @@ def _timeline(doc: dict[str, Any]) -> str:
     svg.append(f"<text x='0' y='{h + 14}'>0</text><text x='{w - 60}' y='{h + 14}'>{span / 1e6:.2f} ms</text></svg>")
     return ("<h2>GPU timeline (first steps): busy in green, idle coloured by cause</h2>"
             f"{_legend(list(IDLE_CAUSES))}"
-            "<div style='overflow-x:auto;resize:horizontal'>" + "".join(svg) + "</div>"
-            "<div class='muted'>Drag the corner to widen; hover a span for its length and cause.</div>")
+            "<div id='timeline-box' style='overflow-x:auto'>" + "".join(svg) + "</div>"
+            "<label class='muted'>zoom <input id='timeline-zoom' type='range' min='1' max='40' value='1'></label> "
+            "<span class='muted'>hover a span for its length and cause; scroll sideways when zoomed.</span>"
+            "<script>(function(){var z=document.getElementById('timeline-zoom'),"
+            "s=document.getElementById('timeline');z.addEventListener('input',function(){"
+            "s.setAttribute('width',(100*z.value)+'%');});})();</script>")
 
 
 def _curve(doc: dict[str, Any]) -> str:
@@ -181,7 +185,7 @@ def _snippet(loc: dict[str, Any]) -> str:
     """The source lines around the location, when the file is readable from here."""
     from pathlib import Path
 
-    p = Path(loc["file"])
+    p = Path(loc.get("path") or loc["file"])
     try:
         lines = p.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -219,9 +223,21 @@ def _memory(doc: dict[str, Any]) -> str:
     m = doc["memory"]
     if not m["recorded"]:
         return ""
-    return (f"<h2>Memory</h2><p>Peak allocated {m['peak_allocated_gib']} GiB, peak reserved "
+    text = (f"<h2>Memory</h2><p>Peak allocated {m['peak_allocated_gib']} GiB, peak reserved "
             f"{m['peak_reserved_gib']} GiB of {m['capacity_gib']} GiB; {m['allocs_per_step']} allocations per step; "
             f"{m['empty_cache_calls']} empty_cache calls.</p>")
+    pts = m.get("curve") or []
+    if len(pts) < 2:
+        return text
+    w, h = 880, 120
+    t_end = pts[-1][0] or 1
+    top = max(p[1] for p in pts) or 1
+    line = " ".join(f"{w * t / t_end:.1f},{h - h * b / top:.1f}" for t, b in pts)
+    return (text + f"<svg id='memory-curve' viewBox='0 0 {w} {h + 14}' width='100%' role='img'>"
+            f"<polyline fill='none' stroke='#6a1b9a' stroke-width='1.2' points='{line}'/>"
+            f"<text x='0' y='{h + 12}'>0 ms</text><text x='{w - 80}' y='{h + 12}'>{t_end / 1e6:.1f} ms</text>"
+            f"<text x='{w - 80}' y='10'>{top:.2f} GiB</text></svg>"
+            "<div class='muted'>Memory allocated by PyTorch over the profiled steps.</div>")
 
 
 def _notes(doc: dict[str, Any]) -> str:
@@ -258,3 +274,36 @@ def _num(v, signed: bool = False) -> str:
     if v is None:
         return "—"
     return f"{v:+,.2f}" if signed else f"{v:,.2f}"
+
+
+def render_ladder_html(doc: dict[str, Any]) -> str:
+    """Throughput per rung as bars against the in-memory ceiling line, and the ladder table."""
+    rungs = [r for r in doc["rungs"] if r["name"] != "ceiling"]
+    ceiling = next((r["samples_per_s"] for r in doc["rungs"] if r["name"] == "ceiling"), None)
+    top = max([r["samples_per_s"] or 0 for r in rungs] + [ceiling or 0]) or 1
+    w, bar, gap = 640, 22, 8
+    h = len(rungs) * (bar + gap) + 20
+    svg = [f"<svg id='ladder-chart' width='{w + 360}' height='{h}' role='img'>"]
+    for i, r in enumerate(rungs):
+        y = 4 + i * (bar + gap)
+        svg.append(f"<text x='0' y='{y + 15}'>{e(r['label'][:46])}</text>")
+        if r["samples_per_s"]:
+            bw = w * r["samples_per_s"] / top
+            svg.append(f"<rect x='330' y='{y}' width='{bw * 0.95:.1f}' height='{bar}' fill='#2e7d32'>"
+                       f"<title>{r['samples_per_s']:,.0f} samples/s</title></rect>"
+                       f"<text x='{334 + bw * 0.95:.1f}' y='{y + 15}'>{r['samples_per_s']:,.0f}/s</text>")
+        else:
+            svg.append(f"<text x='334' y='{y + 15}' fill='#777'>{e(r['status'])}: {e(r['reason'])}</text>")
+    if ceiling:
+        x = 330 + w * 0.95 * ceiling / top
+        svg.append(f"<line x1='{x:.1f}' x2='{x:.1f}' y1='0' y2='{h}' stroke='#c62828' stroke-dasharray='4'/>"
+                   f"<text x='{x + 4:.1f}' y='{h - 4}' fill='#c62828'>ceiling {ceiling:,.0f}/s</text>")
+    svg.append("</svg>")
+    from .ladder import ladder_table_rows
+
+    rows = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in ladder_table_rows(doc))
+    head = "".join(f"<th>{c}</th>" for c in ("rung", "samples/s", "ms/step", "GPU busy", "NVML util", "peak GiB",
+                                              "speed-up", "% of ceiling", "top remaining finding"))
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>idlehound ladder</title>"
+            f"<style>{_CSS}</style></head><body><h1>Optimisation ladder on {e(doc['device'])}</h1>"
+            f"{''.join(svg)}<table><tr>{head}</tr>{rows}</table></body></html>")

@@ -15,13 +15,8 @@ def render_ladder(doc: dict[str, Any], console: Optional[Console] = None) -> Non
                       ("NVML util", "right"), ("peak GiB", "right"), ("speed-up", "right"),
                       ("% ceiling", "right"), ("top remaining finding", "left")]:
         t.add_column(col, justify=just)
-    for r in doc["rungs"]:
-        if r["status"] != "ok":
-            t.add_row(r["label"], f"[dim]{r['status']}: {r['reason']}[/]", "", "", "", "", "", "", "")
-            continue
-        t.add_row(r["label"], _n(r["samples_per_s"], 0), _n(r["ms_per_step"], 2), _n(r["gpu_busy_pct"], 1, "%"),
-                  _n(r["nvml_util"], 0, "%"), _n(r["peak_mem_gib"], 2), _n(r["speedup"], 2, "×"),
-                  _n(r["pct_of_ceiling"], 1, "%"), r["top_finding"])
+    for row in ladder_table_rows(doc):
+        t.add_row(*row)
     c.print(t)
     for r in doc["rungs"]:
         for tr in r.get("tried") or []:
@@ -30,3 +25,16 @@ def render_ladder(doc: dict[str, Any], console: Optional[Console] = None) -> Non
 
 def _n(v, nd, unit=""):
     return "—" if v is None else f"{v:,.{nd}f}{unit}"
+
+
+def ladder_table_rows(doc: dict[str, Any]) -> list[list[str]]:
+    """The ladder table's cells, shared by the terminal, markdown and HTML renderers."""
+    rows = []
+    for r in doc["rungs"]:
+        if r["status"] != "ok":
+            rows.append([r["label"], f"{r['status']}: {r['reason']}", "", "", "", "", "", "", ""])
+            continue
+        rows.append([r["label"], _n(r["samples_per_s"], 0), _n(r["ms_per_step"], 2), _n(r["gpu_busy_pct"], 1, "%"),
+                     _n(r["nvml_util"], 0, "%"), _n(r["peak_mem_gib"], 2), _n(r["speedup"], 2, "×"),
+                     _n(r["pct_of_ceiling"], 1, "%"), r["top_finding"]])
+    return rows
