@@ -54,12 +54,22 @@ def main() -> None:
               help="Exit 1 when a metric is below VALUE, e.g. gpu_util=70 (repeatable).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
               help="Also write the report: .json, .md or .html by extension.")
+@click.option("--ranks", is_flag=True, help="Compare every rank of a distributed run: straggler and waits.")
 @_guard
 def analyze(path: Path, as_json: bool, step: Optional[int], run: Optional[str], worker: Optional[str],
-            fail_under: tuple[str, ...], output: Optional[Path]) -> None:
+            fail_under: tuple[str, ...], output: Optional[Path], ranks: bool) -> None:
     """Analyse a torch.profiler trace (.pt.trace.json[.gz]) or a TensorBoard log dir."""
     from .pipeline import analyze_path, failed_gates, parse_gates
 
+    if ranks:
+        from .distributed import analyze_ranks, render_ranks
+
+        doc = analyze_ranks(path)
+        if as_json:
+            click.echo(json.dumps(doc, indent=2))
+        else:
+            render_ranks(doc)
+        return
     gates = parse_gates(fail_under)
     res = analyze_path(path, run=run, worker=worker, step=step)
     if output is not None:
@@ -92,12 +102,15 @@ def analyze(path: Path, as_json: bool, step: Optional[int], run: Optional[str], 
 @click.option("--no-stack", is_flag=True, help="Do not record Python stacks (less overhead, no source lines).")
 @click.option("--memory", "profile_memory", is_flag=True, help="Record memory allocations.")
 @click.option("--no-report", is_flag=True, help="Do not print the analysis at the end.")
+@click.option("--nproc", type=int, default=None, help="Launch N processes through torchrun (torch.distributed).")
+@click.option("--run-dir", type=click.Path(path_type=Path), default=None, hidden=True)
 @click.argument("script_and_args", nargs=-1, type=click.UNPROCESSED)
 def run(module: Optional[str], logdir: Path, run_name: Optional[str], skip: int, warmup: int, active: int,
         step_on: str, stop_after: bool, no_stack: bool, profile_memory: bool, no_report: bool,
-        script_and_args: tuple[str, ...]) -> None:
+        nproc: Optional[int], run_dir: Optional[Path], script_and_args: tuple[str, ...]) -> None:
     """Profile an unmodified training script: idlehound run train.py [args...]."""
     from .capture import CaptureOptions, run_script
+    from .capture._runner import run_distributed, wait_for_ranks
     from .capture.report_run import analyze_run
 
     try:
@@ -108,16 +121,44 @@ def run(module: Optional[str], logdir: Path, run_name: Optional[str], skip: int,
         target, args = (module, list(script_and_args)) if module else (script_and_args[0], list(script_and_args[1:]))
         opts = CaptureOptions(logdir=logdir, run_name=run_name, skip=skip, warmup=warmup, active=active,
                               step_on=step_on, stop_after=stop_after, with_stack=not no_stack,
-                              profile_memory=profile_memory)
-        res = run_script(target, args, module=module is not None, opts=opts)
+                              profile_memory=profile_memory, run_dir=run_dir)
+        if nproc is not None and nproc > 1:
+            flags = ["--skip", str(skip), "--warmup", str(warmup), "--active", str(active), "--step-on", step_on]
+            flags += ["--stop-after"] * stop_after + ["--no-stack"] * no_stack + ["--memory"] * profile_memory
+            res = run_distributed(target, args, nproc, module is not None, opts, flags)
+        else:
+            res = run_script(target, args, module=module is not None, opts=opts)
     except IdlehoundError as e:
         _fail(str(e))
+    distributed = (nproc or 1) > 1 or res.rank is not None
+    if distributed:
+        if res.rank in (None, 0) and run_dir is None and not no_report:
+            if res.rank == 0:  # launched by the user's torchrun: wait for the other ranks' traces
+                wait_for_ranks(res.run_dir, int(os.environ.get("WORLD_SIZE", "1")))
+            _report_ranks(res.run_dir)
+        sys.exit(res.exit_code)
     if not res.traces:
         click.echo(f"idlehound: no trace was captured: the script made {_steps_seen(res.run_dir)} step(s); the "
                    f"window starts after {skip + warmup} (lower --skip/--warmup, or check --step-on)", err=True)
     elif not no_report:
         analyze_run(res.run_dir)
     sys.exit(res.exit_code)
+
+
+def _report_ranks(run_dir: Path) -> None:
+    from .distributed import analyze_ranks, render_ranks
+
+    try:
+        doc = analyze_ranks(run_dir)
+    except IdlehoundError as e:
+        click.echo(f"idlehound: {e}", err=True)
+        return
+    from .distributed import render_ranks_html
+
+    (run_dir / "ranks.json").write_text(json.dumps(doc, indent=2))
+    (run_dir / "ranks.html").write_text(render_ranks_html(doc), encoding="utf-8")
+    render_ranks(doc)
+    click.echo(f"idlehound: run folder {run_dir}", err=True)
 
 
 def _steps_seen(run_dir: Path) -> int:

@@ -37,7 +37,7 @@ def analyze_path(path: Union[str, Path], run: Optional[str] = None, worker: Opti
     sc = sidecar_path(trace.path)
     base = trace.metadata.get("baseTimeNanoseconds")
     sidecar = load_sidecar(sc, int(base) if isinstance(base, (int, float)) else 0) if sc.exists() else None
-    run_info = _run_info(trace.path.parent)
+    run_info = _run_info(trace.path.parent, _worker_rank(trace.worker))
     a = analyze(trace, sidecar=sidecar, step=step, run_info=run_info)
     if sidecar is None and trace.with_stack:
         a.notes.append("source lines are function def lines (approximate); `idlehound run` records exact lines")
@@ -45,8 +45,14 @@ def analyze_path(path: Union[str, Path], run: Optional[str] = None, worker: Opti
     return Result(a, findings, build(a, findings))
 
 
-def _run_info(folder: Path) -> dict[str, Any]:
-    p = folder / "run.json"
+def _worker_rank(worker: str) -> Optional[int]:
+    m = re.match(r"rank(\d+)_", worker)
+    return int(m.group(1)) if m else None
+
+
+def _run_info(folder: Path, rank: Optional[int] = None) -> dict[str, Any]:
+    suffix = "" if rank is None else f".rank{rank}"
+    p = folder / f"run{suffix}.json"
     if not p.exists():
         return {}
     try:
@@ -55,7 +61,7 @@ def _run_info(folder: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         return {}
-    samples = folder / "samples.json"
+    samples = folder / f"samples{suffix}.json"
     if samples.exists():
         try:
             s = json.loads(samples.read_text())

@@ -55,6 +55,7 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
     run_info: dict[str, Any] = field(default_factory=dict)
     timeline: dict[str, Any] = field(default_factory=dict)  # busy spans and idle gaps of the first steps
+    ranks: dict[str, Any] = field(default_factory=dict)  # communication and per-line time, for multi-rank runs
 
     @property
     def n_steps(self) -> int:
@@ -121,7 +122,28 @@ def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = 
         notes=notes, run_info=dict(run_info or {}),
         timeline=_timeline(steps, busy, gaps),
     )
+    a.ranks = _rank_figures(ctx, smap, steps, device.index, busy)
     return a
+
+
+def _rank_figures(ctx: _Context, smap: SourceMap, steps: list[Step], device: Optional[int],
+                  busy: iv.Set) -> dict[str, Any]:
+    """What a multi-rank comparison needs from one rank: communication time, how much of it the GPU's compute
+    hid, and the time spent in calls made from each user line (per step)."""
+    ev = ctx.ev
+    s0 = np.array([s.start_ns for s in steps], np.int64)
+    s1 = np.array([s.end_ns for s in steps], np.int64)
+    window = iv.union(s0, s1)
+    g = ctx.gpu_on(device)
+    gsel = np.isin(ctx.gpu, g)
+    comm = iv.union(*_cat_arrays(ev, g[ctx.is_comm[gsel]], ctx.comm_ops))
+    comm = iv.intersect(comm, window)
+    compute = _set(ev, g[ctx.is_kernel[gsel] & ~ctx.is_comm[gsel]])
+    exposed = iv.subtract(comm, compute) if g.size else comm
+    n = max(len(steps), 1)
+    return {"comm_ms": iv.total(comm) / n / 1e6, "exposed_comm_ms": iv.total(exposed) / n / 1e6,
+            "lines": smap.time_by_line(s0, s1, n)}
+
 
 
 def _run_notes(run: dict[str, Any]) -> list[str]:
@@ -186,7 +208,9 @@ class _Context:
         kernel_cat = ev.cat_id("kernel"), ev.cat_id("Kernel")
         self.is_kernel = np.isin(ev.cat[self.gpu], kernel_cat)
         self.is_comm = np.isin(gn, ev.name_ids(roles.is_comm_kernel))
-        self.comm_ops = self.cpu_ops[np.isin(ev.name[self.cpu_ops], ev.name_ids(roles.is_comm_op))]
+        host_ops = np.concatenate([self.cpu_ops, self.annotations])
+        # Collectives: `nccl:all_reduce`/`gloo:all_reduce` annotations (often on a comm thread) and c10d ops.
+        self.comm_ops = host_ops[np.isin(ev.name[host_ops], ev.name_ids(roles.is_comm_op))]
         # correlation id -> runtime event, for GPU op -> launch lookups
         rc = ev.corr[self.runtime]
         order = np.argsort(rc, kind="stable")

@@ -114,6 +114,29 @@ class SourceMap:
                 return str(root / p)
         return str(p.resolve()) if p.is_file() else None
 
+    def time_by_line(self, s0: np.ndarray, s1: np.ndarray, n_steps: int, top: int = 40) -> list[list]:
+        """Time (ms per step) spent inside calls made from each user line, within the steps.
+
+        Only outermost anchors count, so a call and the calls inside it are not counted twice.
+        """
+        if self.n == 0:
+            return []
+        anchors = np.flatnonzero(self.anchor == np.arange(self.n))
+        parent_anchor = np.where(self.parent[anchors] >= 0, self.anchor[np.clip(self.parent[anchors], 0, None)], -1)
+        # keep anchors whose enclosing anchor is a different line (a loop body frame contains its calls)
+        totals: dict[tuple, float] = {}
+        lo, hi = s0.min() if s0.size else 0, s1.max() if s1.size else 0
+        for k, pa in zip(anchors, parent_anchor):
+            loc = self.loc[k]
+            if loc is None or not loc.exact or (pa >= 0 and self.loc[pa] is not None and self.loc[pa].exact):
+                continue
+            a, b = max(int(self.start[k]), lo), min(int(self.end[k]), hi)
+            if b > a:
+                key = (loc.file, loc.line, loc.function)
+                totals[key] = totals.get(key, 0.0) + (b - a) / 1e6 / n_steps
+        rows = sorted(([f, ln, fn, round(ms, 4)] for (f, ln, fn), ms in totals.items()), key=lambda r: -r[3])
+        return rows[:top]
+
     def innermost(self, tids: np.ndarray, times: np.ndarray) -> np.ndarray:
         """Index of the innermost frame on tids[i] that contains times[i], or -1."""
         out = np.full(times.shape, -1, dtype=np.int64)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import runpy
 import sys
@@ -19,6 +20,7 @@ class RunResult:
     run_dir: Path
     exit_code: int
     traces: list[str]
+    rank: Optional[int] = None
 
 
 def run_script(target: str, args: list[str], module: bool = False,
@@ -29,6 +31,7 @@ def run_script(target: str, args: list[str], module: bool = False,
         raise CaptureError(f"{target}: no such script")
     label = Path(target).stem if not module else target.rsplit(".", 1)[-1]
     session = Session(opts, label, [target, *args] if not module else ["-m", target, *args])
+    rank = session.rank
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
     code: int = 0
     error: Optional[str] = None
@@ -57,7 +60,7 @@ def run_script(target: str, args: list[str], module: bool = False,
         if saved_path0 is not None and sys.path and sys.path[0] != saved_path0:
             sys.path.pop(0)
         session.stop(code, error)
-    return RunResult(session.run_dir, code, session.traces)
+    return RunResult(session.run_dir, code, session.traces, rank)
 
 
 def _exit_code(c) -> int:
@@ -67,3 +70,41 @@ def _exit_code(c) -> int:
         return c
     sys.stderr.write(f"{c}\n")
     return 1
+
+
+def run_distributed(target: str, args: list[str], nproc: int, module: bool, opts: CaptureOptions,
+                    inner_flags: list[str]) -> RunResult:
+    """Launch target on nproc processes through torchrun; every rank profiles itself into one run folder."""
+    import json
+    import subprocess
+
+    from ._session import new_run_dir
+
+    label = Path(target).stem if not module else target.rsplit(".", 1)[-1]
+    run_dir = new_run_dir(Path(opts.logdir), opts.run_name or label)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
+           "-m", "idlehound", "run", "--run-dir", str(run_dir), "--no-report", *inner_flags,
+           *(["-m", target] if module else [target]), *args]
+    code = subprocess.call(cmd)
+    traces = sorted(p.name for p in run_dir.glob("*.pt.trace.json.gz"))
+    (run_dir / "run.json").write_text(json.dumps({
+        "idlehound_run": 1, "status": "done", "command": cmd, "nproc": nproc, "exit_code": code,
+        "traces": traces, "rank_runs": sorted(p.name for p in run_dir.glob("run.rank*.json"))}, indent=2))
+    return RunResult(run_dir, code, traces)
+
+
+def wait_for_ranks(run_dir: Path, world_size: int, timeout_s: float = 120.0) -> bool:
+    """Rank 0 of a user-launched torchrun job waits until every rank has written its run.rankN.json."""
+    import json
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        done = 0
+        for p in run_dir.glob("run.rank*.json"):
+            with contextlib.suppress(OSError, ValueError):  # a rank may be writing it right now
+                done += json.loads(p.read_text()).get("status") == "done"
+        if done >= world_size:
+            return True
+        time.sleep(0.5)
+    return False

@@ -36,6 +36,7 @@ class CaptureOptions:
     profile_memory: bool = False
     sample_hz: float = 15.0
     progress: bool = True
+    run_dir: Optional[Path] = None  # an existing folder to write into (ranks of one job share one)
     extra: dict[str, Any] = field(default_factory=dict)  # merged into run.json
 
 
@@ -68,7 +69,8 @@ class Session:
         except ImportError:
             raise CaptureError("capture needs PyTorch: pip install 'idlehound[torch]'") from None
         self.opts = opts
-        self.run_dir = new_run_dir(Path(opts.logdir), opts.run_name or label)
+        self.rank = distributed_rank()
+        self.run_dir = _session_dir(opts, label, self.rank)
         self.command = command
         self.worker = _worker_name()
         self.traces: list[str] = []
@@ -152,7 +154,7 @@ class Session:
         if self.opts.progress:
             sys.stderr.write("\n" if _isatty() else "")
         samples = self.sampler.stop() if self.sampler else {"source": "none", "samples": []}
-        (self.run_dir / "samples.json").write_text(json.dumps(samples))
+        run_file(self.run_dir, self.rank, "samples").write_text(json.dumps(samples))
         self._write_run_json(status="done", exit_code=exit_code, error=error, samples=samples)
         return self.run_dir
 
@@ -260,7 +262,8 @@ class Session:
             "wall_time_s": round(time.time() - self._wall0, 3), "exit_code": exit_code, "error": error,
             "schedule": {"skip": self.opts.skip, "warmup": self.opts.warmup, "active": self.opts.active,
                          "step_on": self.opts.step_on, "stop_after": self.opts.stop_after},
-            "worker": self.worker, "traces": self.traces, "dataloaders": self.loaders,
+            "worker": self.worker, "rank": self.rank, "world_size": int(os.environ.get("WORLD_SIZE", "1")),
+            "traces": self.traces, "dataloaders": self.loaders,
             "dataloader": self.loaders[0] if self.loaders else None,
             "environment": _environment(), **self.flags, **self.step_timing(), **self.opts.extra,
         }
@@ -269,7 +272,39 @@ class Session:
             info["sampler"] = _sampler.summarize(samples, window)
             if samples.get("note"):
                 info["sampler"]["note"] = samples["note"]
-        (self.run_dir / "run.json").write_text(json.dumps(info, indent=2, default=str))
+        run_file(self.run_dir, self.rank, "run").write_text(json.dumps(info, indent=2, default=str))
+
+
+def distributed_rank() -> Optional[int]:
+    """This process's rank when launched by torchrun with more than one process, else None."""
+    try:
+        return int(os.environ["RANK"]) if int(os.environ.get("WORLD_SIZE", "1")) > 1 else None
+    except (KeyError, ValueError):
+        return None
+
+
+def shared_run_dir(logdir: Path, label: str) -> Path:
+    """The folder all local ranks of one torchrun launch share: named after the launching agent's pid."""
+    stamp = _dt.datetime.now().strftime("%Y%m%d")
+    run_id = os.environ.get("TORCHELASTIC_RUN_ID", "none")
+    tag = run_id if run_id not in ("", "none") else f"agent{os.getppid()}"
+    p = Path(logdir) / f"{label}-{stamp}-{tag}"
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def _session_dir(opts: CaptureOptions, label: str, rank: Optional[int]) -> Path:
+    if opts.run_dir is not None:
+        Path(opts.run_dir).mkdir(parents=True, exist_ok=True)
+        return Path(opts.run_dir)
+    if rank is not None:
+        return shared_run_dir(Path(opts.logdir), opts.run_name or label)
+    return new_run_dir(Path(opts.logdir), opts.run_name or label)
+
+
+def run_file(run_dir: Path, rank: Optional[int], stem: str) -> Path:
+    """run.json / samples.json, or run.rank3.json for rank 3 of a multi-process job."""
+    return run_dir / (f"{stem}.json" if rank is None else f"{stem}.rank{rank}.json")
 
 
 def _teardown_cupti_after(torch) -> None:
