@@ -198,3 +198,20 @@ def test_shortened_file_names_resolve_against_recorded_sys_path(tmp_path):
     assert (loc.file, loc.line, loc.exact, loc.path) == ("train.py", 17, True, str(tmp_path / "train.py"))
     (outer,) = smap.locate(np.array([1]), np.array([50_000]))
     assert (outer.line, outer.exact) == (10, False)
+
+
+def test_nccl_communication_exposed_and_overlapped():
+    tb = TraceBuilder()
+    for i in range(2):
+        t0 = i * 1000
+        tb.step(i, ts=t0, dur=1000)
+        ext = tb.op("aten::mm", t0, 20)
+        tb.kernel("gemm_bf16", ts=t0 + 100, dur=500, launch_ts=t0 + 5, ext=ext)
+        comm = tb.op("nccl:all_reduce", t0 + 30, 20)
+        tb.kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", ts=t0 + 400, dur=400, launch_ts=t0 + 35, ext=comm,
+                  stream=20)
+    a, _ = analyse(tb)
+    # per step: collectives [30,50) on the host and [400,800) on the GPU; compute [100,600) hides 200 of it
+    assert a.ranks["comm_ms"] == pytest.approx(0.42)
+    assert a.ranks["exposed_comm_ms"] == pytest.approx(0.22)
+    assert a.steps[0].breakdown_ns["Communication"] == 200_000 + 20_000
