@@ -283,6 +283,34 @@ def lint(paths: tuple[Path, ...], as_json: bool, trace: Optional[Path]) -> None:
     sys.exit(1 if found else 0)
 
 
+@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--steps", type=int, default=30, show_default=True, help="Timed optimizer steps per variant.")
+@click.option("--skip", type=int, default=10, show_default=True, help="Untimed warm-up steps per variant.")
+@click.option("--try", "try_", default="", help="Comma-separated candidates to try (default: from the diagnosis).")
+@click.option("--skip-candidate", default="", help="Comma-separated candidates not to try.")
+@click.option("--no-diagnose", is_flag=True, help="Do not profile first; try only --try candidates.")
+@click.option("--logdir", type=click.Path(path_type=Path), default=Path("log"), show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.argument("script_and_args", nargs=-1, required=True, type=click.UNPROCESSED)
+@_guard
+def tune(steps, skip, try_, skip_candidate, no_diagnose, logdir, as_json, script_and_args) -> None:
+    """Apply the fixes to an unmodified script, measure each side by side, and check the losses still match."""
+    from .tune import TuneOptions, run_tune
+    from .tune.report import render_tune
+
+    if steps < 2 or skip < 1:
+        raise IdlehoundError("tune: --steps must be >= 2 and --skip >= 1")
+    opts = TuneOptions(steps=steps, skip=skip, try_=[t for t in try_.split(",") if t],
+                       skip_candidates=[t for t in skip_candidate.split(",") if t], logdir=logdir,
+                       diagnose=not no_diagnose)
+    doc = run_tune(script_and_args[0], list(script_and_args[1:]), opts)
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        render_tune(doc)
+    click.echo(f"idlehound: tune folder {doc['run_dir']}", err=True)
+
+
 @main.command()
 @_guard
 def doctor() -> None:

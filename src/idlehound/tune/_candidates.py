@@ -1,0 +1,59 @@
+"""Tuning candidates: what each changes, how it is injected at start-up, and how its losses are checked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str
+    label: str
+    settings: dict[str, Any]  # applied by the child at start-up (see _child.apply)
+    math: str  # "same": losses must match the baseline; "precision": within tolerance
+    needs_loader: bool = False
+    needs_cuda: bool = False
+    causes: tuple[str, ...] = ()  # diagnosis causes that propose it
+    why: str = ""
+
+
+def worker_counts(cores: int) -> list[int]:
+    """A small sweep: 2, then 25%, 50% and 75% of the cores."""
+    return sorted({2, max(2, cores // 4), max(2, cores // 2), max(2, cores * 3 // 4)})
+
+
+def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
+    loader = [Candidate(f"workers{n}", f"DataLoader num_workers={n}, persistent", {
+        "loader": {"num_workers": n, "persistent_workers": True, "pin_memory": cuda, "prefetch_factor": 4}},
+        "same", needs_loader=True, causes=("data_loading", "pageable_copy"),
+        why="load batches in worker processes while the GPU computes") for n in worker_counts(cores)]
+    return loader + [
+        Candidate("pin_memory", "DataLoader pin_memory=True", {"loader": {"pin_memory": True}}, "same",
+                  needs_loader=True, needs_cuda=True, causes=("pageable_copy", "data_loading"),
+                  why="copy batches from page-locked memory"),
+        Candidate("cudnn_benchmark", "torch.backends.cudnn.benchmark = True", {"cudnn_benchmark": True},
+                  "precision", needs_cuda=True, causes=("cudnn_benchmark", "fp32_math"),
+                  why="let cuDNN pick the fastest convolution algorithm"),
+        Candidate("tf32", "TF32 matmul and convolutions", {"tf32": True}, "precision", needs_cuda=True,
+                  causes=("fp32_math",), why="run fp32 matrix math on tensor cores"),
+        Candidate("bf16", "bf16 autocast around the model's forward", {"autocast": "bfloat16"}, "precision",
+                  causes=("fp32_math",), why="half the bytes, tensor cores"),
+        Candidate("fused_optimizer", "fused / foreach optimizer", {"fused_optimizer": True}, "precision",
+                  causes=("launch_bound", "host_bound"), why="one kernel for all parameters"),
+    ]
+
+
+@dataclass
+class Outcome:
+    candidate: str
+    label: str
+    status: str = "ok"  # ok, rejected, skipped, failed
+    reason: str = ""
+    samples_per_s: float | None = None
+    steps_per_s: float | None = None
+    speedup: float | None = None
+    gpu_util: float | None = None
+    loss_check: str = ""
+    max_rel_diff: float | None = None
+    settings: dict[str, Any] = field(default_factory=dict)

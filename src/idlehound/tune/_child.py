@@ -1,0 +1,215 @@
+"""Runs the user's script once for `idlehound tune`: applies one variant's settings at start-up, seeds
+everything, times a fixed number of steps after a warm-up, records each step's loss, then stops the script.
+
+    python -m idlehound.tune._child RESULT.json SETTINGS_JSON SKIP STEPS script.py [args...]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import runpy
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+class _Done(SystemExit):
+    pass
+
+
+class Recorder:
+    def __init__(self, skip: int, steps: int) -> None:
+        import torch
+
+        self.torch = torch
+        self.skip, self.steps = skip, steps
+        self.cuda = torch.cuda.is_available()
+        self.n = 0
+        self.marks: list[Any] = []
+        self.losses: list[Any] = []
+        self.first_opt: int | None = None
+        self.loaders: list[dict] = []
+
+    def on_backward(self, tensor) -> None:
+        if tensor.numel() == 1 and len(self.losses) < self.skip + self.steps + 1:
+            self.losses.append(tensor.detach().float().clone())  # no sync: read at the end
+
+    def on_step(self, opt) -> None:
+        if self.first_opt is None:
+            self.first_opt = id(opt)
+        if id(opt) != self.first_opt:
+            return
+        self.n += 1
+        if self.n >= self.skip:
+            if self.cuda:
+                ev = self.torch.cuda.Event(enable_timing=True)
+                ev.record()
+                self.marks.append(ev)
+            else:
+                self.marks.append(time.perf_counter())
+        if self.n >= self.skip + self.steps:
+            raise _Done(0)
+
+    def result(self) -> dict[str, Any]:
+        if self.cuda:
+            self.torch.cuda.synchronize()
+            total_ms = self.marks[0].elapsed_time(self.marks[-1]) if len(self.marks) > 1 else None
+        else:
+            total_ms = (self.marks[-1] - self.marks[0]) * 1e3 if len(self.marks) > 1 else None
+        steps = len(self.marks) - 1
+        return {"steps_timed": steps, "ms_per_step": total_ms / steps if total_ms and steps > 0 else None,
+                "losses": [float(x) for x in self.losses], "optimizer_steps": self.n, "loaders": self.loaders}
+
+
+def apply(settings: dict[str, Any], rec: Recorder) -> None:
+    """Inject the variant's settings without touching the script."""
+    import torch
+
+    seed_everything(0)
+    _wrap_loader(settings.get("loader") or {}, rec)
+    if settings.get("cudnn_benchmark"):
+        torch.backends.cudnn.benchmark = True
+    if settings.get("tf32"):
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+        torch.set_float32_matmul_precision("high")
+    if settings.get("autocast"):
+        _autocast_outer_forward(getattr(torch, settings["autocast"]))
+    if settings.get("fused_optimizer"):
+        _fused_optimizers()
+
+
+def seed_everything(seed: int) -> None:
+    import torch
+
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy as np
+
+        np.random.seed(seed)
+    except ImportError:
+        pass
+
+
+def _wrap_loader(overrides: dict[str, Any], rec: Recorder) -> None:
+    from torch.utils.data import DataLoader
+
+    original = DataLoader.__init__
+
+    def __init__(self, *args, **kwargs):
+        kw = dict(kwargs)
+        if overrides:
+            kw.update(overrides)
+            if kw.get("num_workers", 0) == 0:
+                kw.pop("persistent_workers", None)
+                kw.pop("prefetch_factor", None)
+        original(self, *args, **kw)
+        rec.loaders.append({"num_workers": self.num_workers, "pin_memory": self.pin_memory,
+                            "batch_size": self.batch_size})
+
+    DataLoader.__init__ = __init__
+
+
+def _autocast_outer_forward(dtype) -> None:
+    """Enter autocast when the outermost module call starts and leave it when that call returns."""
+    import torch
+    from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+    state = {"depth": 0, "ctx": None}
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+
+    def pre(module, args):
+        if state["depth"] == 0:
+            state["ctx"] = torch.autocast(device, dtype=dtype)
+            state["ctx"].__enter__()
+        state["depth"] += 1
+
+    def post(module, args, out):
+        state["depth"] -= 1
+        if state["depth"] == 0 and state["ctx"] is not None:
+            state["ctx"].__exit__(None, None, None)
+            state["ctx"] = None
+        return out
+
+    register_module_forward_pre_hook(pre)
+    register_module_forward_hook(post)
+
+
+def _fused_optimizers() -> None:
+    import torch
+
+    cuda = torch.cuda.is_available()
+    for name in ("Adam", "AdamW", "SGD"):
+        cls = getattr(torch.optim, name)
+        original = cls.__init__
+
+        def __init__(self, *args, __orig=original, **kwargs):
+            if "fused" not in kwargs and "foreach" not in kwargs:
+                kwargs["fused" if cuda else "foreach"] = True
+            __orig(self, *args, **kwargs)
+
+        cls.__init__ = __init__
+
+
+def _describe(e: BaseException) -> str:
+    """First and last line of the message: a worker's error arrives wrapped, its cause on the last line."""
+    lines = [ln for ln in str(e).splitlines() if ln.strip()]
+    text = lines[0] if lines else ""
+    if len(lines) > 1 and lines[-1] != lines[0]:
+        text += " ... " + lines[-1].strip()
+    return f"{type(e).__name__}: {text}"[:400]
+
+
+def main() -> None:
+    out, settings_json, skip, steps, script, *args = sys.argv[1:]
+    settings = json.loads(settings_json)
+    import torch
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    rec = Recorder(int(skip), int(steps))
+    apply(settings, rec)
+    register_optimizer_step_post_hook(lambda opt, a, k: rec.on_step(opt))
+    original_backward = torch.Tensor.backward
+
+    def backward(self, *a, **k):
+        rec.on_backward(self)
+        return original_backward(self, *a, **k)
+
+    torch.Tensor.backward = backward
+    sampler = None
+    try:
+        from ..capture._sampler import Sampler
+
+        sampler = Sampler(hz=10).start() if rec.cuda else None
+    except Exception:
+        sampler = None
+    status, error = "ok", ""
+    sys.argv[:] = [script, *args]
+    sys.path.insert(0, str(Path(script).resolve().parent))
+    try:
+        runpy.run_path(script, run_name="__main__")
+        if rec.n < rec.skip + rec.steps:
+            status, error = "short", f"the script made {rec.n} optimizer steps, fewer than {rec.skip + rec.steps}"
+    except _Done:
+        pass
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            status, error = "failed", f"exited with code {e.code}"
+    except BaseException as e:  # the variant crashed (or ran out of memory): report, do not hide
+        status, error = "failed", _describe(e)
+    result = rec.result() if status in ("ok", "short") else {"losses": [], "loaders": rec.loaders}
+    if sampler is not None:
+        s = sampler.stop()
+        util = [u for _, u, _ in s["samples"]]
+        result["gpu_util"] = sum(util) / len(util) if util else None
+    result.update(status=status, error=error)
+    Path(out).write_text(json.dumps(result))
+    os._exit(0)  # do not wait for the script's leftover threads or worker processes
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""The code change that makes a winning combination permanent: a unified diff where the lines can be found."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from pathlib import Path
+from typing import Any
+
+
+def _kw_text(v: Any) -> str:
+    return repr(v)
+
+
+def _rewrite_call(source: str, call: ast.Call, overrides: dict[str, Any]) -> tuple[int, int, str]:
+    """(start offset, end offset, new text) for a call with its keywords replaced or added."""
+    lines = source.splitlines(keepends=True)
+    offsets = [0]
+    for ln in lines:
+        offsets.append(offsets[-1] + len(ln))
+    start = offsets[call.lineno - 1] + call.col_offset
+    end = offsets[call.end_lineno - 1] + call.end_col_offset
+    func = ast.get_source_segment(source, call.func)
+    args = [ast.get_source_segment(source, a) for a in call.args]
+    kws = {k.arg: ast.get_source_segment(source, k.value) for k in call.keywords if k.arg}
+    extra = [f"**{ast.get_source_segment(source, k.value)}" for k in call.keywords if k.arg is None]
+    for k, v in overrides.items():
+        kws[k] = _kw_text(v)
+    parts = args + [f"{k}={v}" for k, v in kws.items()] + extra
+    return start, end, f"{func}({', '.join(parts)})"
+
+
+def _calls(tree: ast.AST, names: tuple[str, ...]) -> list[ast.Call]:
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if name in names:
+                out.append(node)
+    return sorted(out, key=lambda c: (c.lineno, c.col_offset))
+
+
+def make_diff(script: Path, settings: dict[str, Any]) -> tuple[str, list[str]]:
+    """(unified diff, snippets for what could not be placed in the file)."""
+    source = script.read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    edits: list[tuple[int, int, str]] = []
+    snippets: list[str] = []
+    loader = settings.get("loader") or {}
+    if loader:
+        calls = _calls(tree, ("DataLoader",))
+        if calls:
+            edits += [_rewrite_call(source, c, loader) for c in calls]
+        else:
+            snippets.append("DataLoader(..., " + ", ".join(f"{k}={v!r}" for k, v in loader.items()) + ")")
+    if settings.get("fused_optimizer"):
+        for c in _calls(tree, ("Adam", "AdamW", "SGD")):
+            if not any(k.arg in ("fused", "foreach") for k in c.keywords):
+                edits.append(_rewrite_call(source, c, {"fused": True}))
+    header = []
+    if settings.get("cudnn_benchmark"):
+        header.append("torch.backends.cudnn.benchmark = True")
+    if settings.get("tf32"):
+        header.append("torch.backends.cuda.matmul.allow_tf32 = True")
+        header.append("torch.backends.cudnn.allow_tf32 = True")
+    if settings.get("autocast"):
+        snippets.append(f"with torch.autocast('cuda', dtype=torch.{settings['autocast']}):\n"
+                        "    output = model(inputs)   # wrap the model's forward (and the loss) in the loop")
+    new = source
+    for start, end, text in sorted(edits, reverse=True):
+        new = new[:start] + text + new[end:]
+    if header:
+        imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        at = imports[-1].end_lineno if imports else 0
+        lines = new.splitlines(keepends=True)
+        lines[at:at] = [h + "  # idlehound tune\n" for h in header]
+        new = "".join(lines)
+    diff = "".join(difflib.unified_diff(source.splitlines(keepends=True), new.splitlines(keepends=True),
+                                        fromfile=f"a/{script.name}", tofile=f"b/{script.name}"))
+    return diff, snippets

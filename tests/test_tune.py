@@ -1,0 +1,60 @@
+"""`idlehound tune` on real small scripts (CPU): each variant in its own process, checked against the baseline."""
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+
+from idlehound.tune import check_losses  # noqa: E402
+
+from .conftest import SCRIPTS  # noqa: E402
+
+TUNE = SCRIPTS / "tune"
+FAST = ["--skip", "3", "--steps", "10"]
+
+
+def _tune(run_cli, tmp_path, script, *extra):
+    r = run_cli("tune", *FAST, "--json", "--logdir", tmp_path, *extra, TUNE / script)
+    assert r.returncode == 0, r.stderr[-2000:]
+    doc = json.loads(r.stdout)
+    return doc, {v["candidate"]: v for v in doc["variants"]}
+
+
+def test_data_bound_script_more_workers_win_with_equal_losses(run_cli, tmp_path):
+    doc, v = _tune(run_cli, tmp_path, "data_bound.py")
+    assert "data_loading" in doc["diagnosed_causes"]
+    w = v["workers2"]
+    assert w["status"] == "ok" and w["speedup"] > 1.3
+    assert w["loss_check"].startswith("bitwise equal: ok")
+    assert doc["best"]["candidate"] == "workers2"
+    assert "num_workers=2" in doc["diff"] and doc["diff"].startswith("--- a/data_bound.py")
+    assert (tmp_path / doc["run_dir"].split("/")[-1] / "tune.html").exists()
+
+
+def test_random_augmentation_makes_workers_change_the_math_and_the_guard_rejects_it(run_cli, tmp_path):
+    _, v = _tune(run_cli, tmp_path, "random_aug.py", "--try", "workers2")
+    assert v["workers2"]["status"] == "rejected"
+    assert "diverged at step" in v["workers2"]["reason"]
+
+
+def test_a_variant_that_crashes_is_reported_failed(run_cli, tmp_path):
+    doc, v = _tune(run_cli, tmp_path, "crash_in_worker.py", "--try", "workers2,fused_optimizer")
+    assert v["workers2"]["status"] == "failed" and "main process" in v["workers2"]["reason"]
+    assert v["fused_optimizer"]["status"] == "ok"
+
+
+def test_no_dataloader_skips_loader_candidates_with_the_reason(run_cli, tmp_path):
+    _, v = _tune(run_cli, tmp_path, "no_loader.py", "--try", "workers2,fused_optimizer", "--no-diagnose")
+    assert v["workers2"]["status"] == "skipped" and v["workers2"]["reason"] == "the script builds no DataLoader"
+    assert v["fused_optimizer"]["status"] == "ok" and v["fused_optimizer"]["loss_check"].endswith("ok (13 steps)")
+
+
+def test_loss_check_rules():
+    ref = [1.0, 0.9, 0.8]
+    assert check_losses(ref, list(ref), "same", cuda=False)[0]
+    assert not check_losses(ref, [1.0, 0.9, 0.8000001], "same", cuda=False)[0]
+    assert check_losses(ref, [1.0, 0.9, 0.8000001], "same", cuda=True)[0]
+    assert check_losses(ref, [1.02, 0.91, 0.79], "precision", cuda=True)[0]
+    ok, _, why = check_losses(ref, [1.0, 0.9, 0.5], "precision", cuda=True)
+    assert not ok and "diverged at step 2" in why
