@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .report._data import r
+from .report._format import num
 
 
 def samples_per_s(doc: dict[str, Any]) -> Optional[float]:
@@ -65,17 +66,11 @@ def render_compare_markdown(c: dict[str, Any]) -> str:
         if not c[key]:
             continue
         out += [f"## {title}", "", "| | A | B | Δ | Δ % |", "|---|---:|---:|---:|---:|"]
-        out += [f"| {x['label']} | {_f(x['a'])} | {_f(x['b'])} | {_f(x['delta'], True)} | "
-                f"{_f(x['delta_pct'], True)} |" for x in c[key]]
+        out += [f"| {x['label']} | {num(x['a'])} | {num(x['b'])} | {num(x['delta'], signed=True)} | "
+                f"{num(x['delta_pct'], signed=True)} |" for x in c[key]]
         out.append("")
     out += ["## Findings", ""]
     out += [f"- gone: {f['title']} ({f['ms']:.3f} ms per step in A)" for f in c["findings_gone"]]
     out += [f"- new: {f['title']} ({f['ms']:.3f} ms per step in B)" for f in c["findings_new"]]
     out += [f"- still there: {f['title']} ({f['a_ms']:.3f} → {f['b_ms']:.3f} ms per step)" for f in c["findings_kept"]]
     return "\n".join(out) + "\n"
-
-
-def _f(v: Optional[float], signed: bool = False) -> str:
-    if v is None:
-        return "—"
-    return f"{v:+,.2f}" if signed else f"{v:,.2f}"

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..metrics import BREAKDOWN_DEFINITION, IDLE_CAUSES, METRICS
 from ._data import CAUSE_WORDS
+from ._format import num
 
 COLORS = {
     "Kernel": "#2e7d32", "Memcpy": "#1565c0", "Memset": "#5e35b1", "Communication": "#00838f",
@@ -257,8 +258,8 @@ def render_compare_html(c: dict[str, Any]) -> str:
                        ("Memory", "memory")):
         if not c[key]:
             continue
-        rows = "".join(f"<tr><td>{e(x['label'])}</td><td class='n'>{_num(x['a'])}</td><td class='n'>{_num(x['b'])}"
-                       f"</td><td class='n'>{_num(x['delta'], True)}</td><td class='n'>{_num(x['delta_pct'], True)}"
+        rows = "".join(f"<tr><td>{e(x['label'])}</td><td class='n'>{num(x['a'])}</td><td class='n'>{num(x['b'])}"
+                       f"</td><td class='n'>{num(x['delta'], signed=True)}</td><td class='n'>{num(x['delta_pct'], signed=True)}"
                        "</td></tr>" for x in c[key])
         parts.append(f"<h2>{title}</h2><table><tr><th></th><th>A</th><th>B</th><th>Δ</th><th>Δ %</th></tr>{rows}"
                      "</table>")
@@ -268,12 +269,6 @@ def render_compare_html(c: dict[str, Any]) -> str:
               for f in c["findings_kept"]]
     parts.append("<h2>Findings</h2><ul>" + "".join(items) + "</ul></body></html>")
     return "\n".join(parts)
-
-
-def _num(v, signed: bool = False) -> str:
-    if v is None:
-        return "—"
-    return f"{v:+,.2f}" if signed else f"{v:,.2f}"
 
 
 def render_ladder_html(doc: dict[str, Any]) -> str:

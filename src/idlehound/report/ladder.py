@@ -7,6 +7,8 @@ from typing import Any, Optional
 from rich.console import Console
 from rich.table import Table
 
+from ._format import num as _n
+
 
 def render_ladder(doc: dict[str, Any], console: Optional[Console] = None) -> None:
     c = console or Console()
@@ -21,10 +23,6 @@ def render_ladder(doc: dict[str, Any], console: Optional[Console] = None) -> Non
     for r in doc["rungs"]:
         for tr in r.get("tried") or []:
             c.print(f"  [dim]{r['name']} tried: {tr}[/]")
-
-
-def _n(v, nd, unit=""):
-    return "—" if v is None else f"{v:,.{nd}f}{unit}"
 
 
 def ladder_table_rows(doc: dict[str, Any]) -> list[list[str]]:

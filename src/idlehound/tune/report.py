@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..report._format import num as _n
+
 _COLS = ("candidate", "samples/s", "steps/s", "speed-up", "GPU busy", "loss check", "verdict")
 
 
@@ -18,10 +20,6 @@ def rows(doc: dict[str, Any]) -> list[list[str]]:
         out.append([v["label"], _n(v["samples_per_s"], 0), _n(v["steps_per_s"], 2), _n(v["speedup"], 2, "×"),
                     _n(v["gpu_util"], 0, "%"), v["loss_check"], verdict])
     return out
-
-
-def _n(v, nd, unit=""):
-    return "—" if v is None else f"{v:,.{nd}f}{unit}"
 
 
 def render_tune(doc: dict[str, Any], console=None) -> None:
