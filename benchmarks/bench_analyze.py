@@ -91,10 +91,10 @@ def build(source: Path, target_mb: int, out: Path) -> int:
     return out.stat().st_size
 
 
-def measure(path: Path, tool: str, timeout: int) -> tuple:
+def measure(path: Path, tool: str, timeout: int, python: str = sys.executable) -> tuple:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
     try:
-        r = subprocess.run([sys.executable, "-c", CHILD, str(path), tool], capture_output=True, text=True,
+        r = subprocess.run([python, "-c", CHILD, str(path), tool], capture_output=True, text=True,
                            timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return None, None, f"timed out after {timeout} s"
@@ -110,6 +110,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="100,1000", help="trace sizes in MB")
     ap.add_argument("--source", default=str(ROOT / "tests" / "traces" / "demo"))
     ap.add_argument("--hta", action="store_true", help="also run HTA (pip install traceinsight==0.6.1)")
+    ap.add_argument("--hta-python", default=sys.executable, help="interpreter that has HTA installed")
     ap.add_argument("--timeout", type=int, default=900)
     args = ap.parse_args()
     rows = []
@@ -117,9 +118,9 @@ def main() -> None:
         for mb in (int(s) for s in args.sizes.split(",")):
             path = Path(tmp) / f"bench_{mb}mb.pt.trace.json"
             size = build(Path(args.source), mb, path)
-            tools = ["idlehound", "json"] + (["hta"] if args.hta and mb <= 200 else [])
+            tools = ["idlehound", "json"] + (["hta"] if args.hta and mb <= 200 else [])  # HTA: minutes per 100 MB
             for tool in tools:
-                dt, rss, extra = measure(path, tool, args.timeout)
+                dt, rss, extra = measure(path, tool, args.timeout, args.hta_python if tool == "hta" else sys.executable)
                 rows.append((size / 1e6, tool, dt, rss, extra))
                 speed = f"{size / 1e6 / dt:8.1f} MB/s" if dt else "       —"
                 mem = f"{rss / 1e6:8.0f} MB ({rss / size:.2f}x file)" if rss else ""
