@@ -27,6 +27,8 @@ def test_nproc_names_the_straggler_and_the_line(tmp_path, run_cli):
     run = _only(tmp_path)
     assert len(list(run.glob("rank*.pt.trace.json.gz"))) == 2
     assert json.loads((run / "run.rank1.json").read_text())["world_size"] == 2
+    outer = json.loads((run / "run.json").read_text())
+    assert (outer["world_size"], outer["backend"], outer["straggler"], outer["exit_code"]) == (2, "gloo", 1, 0)
     doc = json.loads((run / "ranks.json").read_text())
     assert doc["world_size"] == 2 and doc["backend"] == "gloo"
     s = doc["straggler"]

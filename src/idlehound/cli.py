@@ -157,6 +157,12 @@ def _report_ranks(run_dir: Path) -> None:
 
     (run_dir / "ranks.json").write_text(json.dumps(doc, indent=2))
     (run_dir / "ranks.html").write_text(render_ranks_html(doc), encoding="utf-8")
+    run_json = run_dir / "run.json"
+    if run_json.exists():  # the launcher's run.json: add what only the traces know
+        info = json.loads(run_json.read_text())
+        info.update(world_size=doc["world_size"], backend=doc["backend"],
+                    straggler=(doc["straggler"] or {}).get("rank"))
+        run_json.write_text(json.dumps(info, indent=2))
     render_ranks(doc)
     click.echo(f"idlehound: run folder {run_dir}", err=True)
 
