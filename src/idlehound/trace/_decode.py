@@ -48,6 +48,7 @@ class Event(msgspec.Struct, gc=False):
 _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 _BATCH = msgspec.json.Decoder(list[Event])
+_ALL = _BATCH
 _ONE = msgspec.json.Decoder(Event)
 _ANY = msgspec.json.Decoder()
 
@@ -65,6 +66,24 @@ def split_events(raw: msgspec.Raw) -> list[msgspec.Raw]:
 
 def decode_value(raw: msgspec.Raw) -> Any:
     return _ANY.decode(raw)
+
+
+DIRECT_LIMIT = 256 * 2**20  # below this many bytes of events, decode them in one pass (memory stays small)
+
+
+def event_batches(raw: msgspec.Raw, stats: dict[str, int]):
+    """Batches of decoded events: one typed pass for small inputs; raw slices for large ones (bounded memory)
+    or when the one pass meets odd-typed fields."""
+    if len(raw) <= DIRECT_LIMIT:
+        try:
+            events = _ALL.decode(raw)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            events = None
+        if events is not None:
+            for lo in range(0, len(events), BATCH_SIZE):
+                yield events[lo:lo + BATCH_SIZE]
+            return
+    yield from iter_event_batches(split_events(raw), stats)
 
 
 def iter_event_batches(raws: list[msgspec.Raw], stats: dict[str, int]):

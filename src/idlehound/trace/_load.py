@@ -98,25 +98,26 @@ def parse_trace_bytes(buf: bytes, path: Union[str, Path] = "<bytes>") -> Trace:
         raise TraceError(path, f"invalid or truncated JSON ({e})") from None
     if "traceEvents" not in top:
         raise TraceError(path, "no 'traceEvents' key: not a torch.profiler (Kineto) trace")
-    try:
-        raws = _decode.split_events(top.pop("traceEvents"))
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        raise TraceError(path, "'traceEvents' is not a list of events") from None
-    if not raws:
-        raise TraceError(path, "'traceEvents' is empty: the profiler recorded nothing")
+    raw_events = top.pop("traceEvents")
+    if bytes(memoryview(raw_events)[:1]) != b"[":
+        raise TraceError(path, "'traceEvents' is not a list of events")
     stats: dict[str, int] = {}
     builder = TableBuilder()
     # Millions of short-lived objects, none in cycles: the cyclic GC would only rescan them again and again.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for batch in _decode.iter_event_batches(raws, stats):
+        for batch in _decode.event_batches(raw_events, stats):
             builder.add(batch)
-        del raws
+        del raw_events
         events = builder.build()
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        raise TraceError(path, "'traceEvents' is not a list of events") from None
     finally:
         if was_enabled:
             gc.enable()
+    if builder.n == 0 and not stats.get("malformed") and not builder.bad_times:
+        raise TraceError(path, "'traceEvents' is empty: the profiler recorded nothing")
     if not KINETO_CATS.intersection(events.cats):
         raise TraceError(path, "no torch.profiler events (cpu_op, kernel, ...): "
                                "this looks like a Chrome trace from another tool")

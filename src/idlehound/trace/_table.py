@@ -84,20 +84,28 @@ class TableBuilder:
         self.negative_durs = 0
 
     def add(self, events: list) -> None:
-        # |ts| beyond ~30 years of microseconds cannot be a real profile (and would overflow ns).
-        keep = [e for e in events if e.ts is None or -1e15 < e.ts < 1e15]
-        self.bad_times += len(events) - len(keep)
-        if not keep:
+        if not events:
             return
         c = self._cols
         # Transpose with C-level attrgetter/zip; intern strings with dict subclasses that number new keys.
-        ph, cat, name, pid, tid, ts, dur, args = zip(*map(_EVENT_FIELDS, keep))
+        ph, cat, name, pid, tid, ts, dur, args = zip(*map(_EVENT_FIELDS, events))
+        t = np.array(ts, dtype=np.float64)
+        # |ts| beyond ~30 years of microseconds cannot be a real profile (and would overflow ns).
+        bad = np.abs(t) >= 1e15
+        if bad.any():
+            keep = [e for e, b in zip(events, bad) if not b]
+            self.bad_times += len(events) - len(keep)
+            if not keep:
+                return
+            self.add(keep)
+            return
+        keep = events
         c["ph"].append(np.array(list(map(_PH.__getitem__, ph)), dtype=np.int8))
         c["cat"].append(np.array(list(map(self._cat_ix.__getitem__, cat)), dtype=np.int16))
         c["name"].append(np.array(list(map(self._name_ix.__getitem__, name)), dtype=np.int32))
         c["pid"].append(self._id_col(pid))
         c["tid"].append(self._id_col(tid))
-        c["ts"].append(np.rint(_floats(ts, 0.0) * 1000.0).astype(np.int64))
+        c["ts"].append(np.rint(np.where(np.isnan(t), 0.0, t) * 1000.0).astype(np.int64))
         d = _floats(dur, 0.0)
         self.negative_durs += int((d < 0).sum())
         c["dur"].append(np.rint(np.clip(d, 0.0, 1e15) * 1000.0).astype(np.int64))
