@@ -92,6 +92,7 @@ class Session:
         self._cuda = torch.cuda.is_available()
         self.gpu_marks: list[tuple[Any, str]] = []
         self._timing: Optional[dict[str, Any]] = None
+        self._stopped = False
 
     # ---- lifecycle
     def start(self) -> Session:
@@ -129,10 +130,21 @@ class Session:
             self.window.append(now - self._t_start)
             self.flags = _torch_flags()
         self.step_num += 1
-        self._prof.step()
+        if self._prof is not None:
+            self._prof.step()
+            if self.step_num >= self.window_end:
+                self._release_profiler()
         self._progress()
         if self.opts.stop_after and self.step_num >= self.window_end:
             raise StopRun(0)
+
+    def _release_profiler(self) -> None:
+        """The window is saved: stop the profiler so the rest of the run pays nothing for it."""
+        try:
+            self._prof.stop()
+        except Exception as e:  # the trace is already written; say so and run on
+            sys.stderr.write(f"idlehound: profiler stop after the window failed: {e}\n")
+        self._prof = None
 
     @property
     def window_end(self) -> int:
@@ -143,14 +155,15 @@ class Session:
         for undo in reversed(self._undo):
             undo()
         self._undo.clear()
+        if not self.flags:
+            self.flags = _torch_flags()
         if self._prof is not None:
-            if not self.flags:
-                self.flags = _torch_flags()
             try:
                 self._prof.stop()
             except Exception as e:  # keep the run's own exit code; report the profiler's failure
                 error = error or f"profiler stop failed: {e}"
             self._prof = None
+        self._stopped = True
         if self.opts.progress:
             sys.stderr.write("\n" if _isatty() else "")
         samples = self.sampler.stop() if self.sampler else {"source": "none", "samples": []}
@@ -232,7 +245,7 @@ class Session:
         """
         if self._timing is not None:
             return self._timing
-        if self._cuda and len(self.gpu_marks) > 1 and self._prof is None:
+        if self._cuda and len(self.gpu_marks) > 1 and self._stopped:
             self._torch.cuda.synchronize()
             pairs = [(a0, e0.elapsed_time(e1)) for (e0, a0), (e1, _) in zip(self.gpu_marks, self.gpu_marks[1:])]
             clock = "cuda_events"
@@ -250,7 +263,7 @@ class Session:
             out["profiled_step_ms"] = round(statistics.median(inside), 3)
         if outside and inside:
             out["profiler_overhead"] = round(out["profiled_step_ms"] / max(out["unprofiled_step_ms"], 1e-9), 3)
-        if self._prof is None:
+        if self._stopped:
             self._timing = out
         return out
 

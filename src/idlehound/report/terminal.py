@@ -117,7 +117,8 @@ def _findings(c: Console, findings: list[dict]) -> None:
         parts.append(Text(f"   Fix: {f['fix']}", style="green"))
         c.print(Group(*parts))
         if f["code"]:
-            c.print(Syntax(f["code"], "python", theme="ansi_dark", padding=(0, 3), background_color="default"))
+            c.print(Syntax(f["code"], "python", theme="ansi_dark", padding=(0, 3), background_color="default",
+                           word_wrap=True))
 
 
 def _lines(rows: list[dict]) -> Table:

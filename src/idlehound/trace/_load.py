@@ -66,7 +66,7 @@ def load_trace(path: Union[str, Path], run: Optional[str] = None, worker: Option
     if len(workers) > 1:
         trace.warnings.append(
             f"{len(workers)} workers in run {tf.run!r} ({', '.join(workers)}); analysing {tf.worker!r} "
-            "(choose with --worker)")
+            "(choose with --worker, or compare the ranks with --ranks)")
     return trace
 
 
