@@ -1,0 +1,56 @@
+"""The exclusive step-time breakdown, claimed in priority order so the parts sum to the step."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..trace import EventTable
+from . import _intervals as iv
+from . import _roles as roles
+from ._context import _Context
+from ._model import BREAKDOWN, Step
+
+
+def _breakdown(ctx: _Context, steps: list[Step], device: Optional[int]) -> None:
+    """Exposed time per category, claimed in priority order so the parts sum to the step."""
+    ev = ctx.ev
+    g = ctx.gpu_on(device)
+    gsel = np.isin(ctx.gpu, g)
+    kcat = ctx.is_kernel[gsel]
+    comm = ctx.is_comm[gsel]
+    memcpy = np.isin(ev.cat[g], [ev.cat_id("gpu_memcpy"), ev.cat_id("Memcpy")])
+    memset = np.isin(ev.cat[g], [ev.cat_id("gpu_memset"), ev.cat_id("Memset")])
+    step_like = ev.mask_names(lambda n: roles.step_number(n) is not None)
+    host_cpu = ctx.x_cpu[~step_like[ctx.x_cpu] & ~np.isin(ctx.x_cpu, ctx.runtime)
+                         & ~np.isin(ctx.x_cpu, ctx.dataloader)]
+    sets = {
+        "Kernel": _set(ev, g[kcat & ~comm]),
+        "Memcpy": _set(ev, g[memcpy]),
+        "Memset": _set(ev, g[memset]),
+        "Communication": iv.union(*_cat_arrays(ev, g[comm], ctx.comm_ops)),
+        "Runtime": _set(ev, ctx.runtime),
+        "DataLoader": _set(ev, ctx.dataloader),
+        "CPU Exec": _set(ev, host_cpu),
+    }
+    s0 = np.array([s.start_ns for s in steps], np.int64)
+    s1 = np.array([s.end_ns for s in steps], np.int64)
+    remaining = iv.union(s0, s1)
+    per = {}
+    for name in BREAKDOWN[:-1]:
+        claimed = iv.intersect(remaining, sets[name])
+        per[name] = iv.measure_in(claimed, s0, s1)
+        remaining = iv.subtract(remaining, sets[name])
+    per["Other"] = iv.measure_in(remaining, s0, s1)
+    for i, s in enumerate(steps):
+        s.breakdown_ns = {k: int(per[k][i]) for k in BREAKDOWN}
+
+
+def _set(ev: EventTable, idx: np.ndarray) -> iv.Set:
+    return iv.union(ev.ts[idx], ev.ts[idx] + ev.dur[idx])
+
+
+def _cat_arrays(ev: EventTable, *groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    idx = np.concatenate(groups) if groups else np.zeros(0, np.int64)
+    return ev.ts[idx], ev.ts[idx] + ev.dur[idx]

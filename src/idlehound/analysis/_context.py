@@ -1,0 +1,78 @@
+"""Index arrays of the events each analysis needs, computed once per trace."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..trace import EventTable
+from . import _intervals as iv
+from . import _roles as roles
+
+
+class _Context:
+    """Index arrays of the events each analysis needs, computed once."""
+
+    def __init__(self, ev: EventTable) -> None:
+        self.ev = ev
+        x = ev.ph == 0
+        self.gpu = np.flatnonzero(ev.mask_cat(*roles.GPU_CATS) & (ev.pid >= 0))
+        self.gpu = self.gpu[np.argsort(ev.ts[self.gpu], kind="stable")]
+        self.runtime = np.flatnonzero(ev.mask_cat(*roles.RUNTIME_CATS))
+        self.cpu_ops = np.flatnonzero(ev.mask_cat(*roles.CPU_OP_CATS))
+        self.annotations = np.flatnonzero(ev.mask_cat("user_annotation"))
+        self.python = np.flatnonzero(ev.mask_cat("python_function"))
+        self.x_cpu = np.flatnonzero(x & ~np.isin(np.arange(len(ev)), self.gpu) & (ev.pid >= 0)
+                                    & ~ev.mask_cat("gpu_user_annotation", "cuda_sync"))
+        rn = ev.name[self.runtime]
+        self.launch = self.runtime[np.isin(rn, ev.name_ids(roles.is_launch))]
+        self.sync = self.runtime[np.isin(rn, ev.name_ids(roles.is_sync_call))]
+        self.sync = self.sync[np.argsort(ev.ts[self.sync], kind="stable")]
+        self.allocator = self.runtime[np.isin(rn, ev.name_ids(roles.is_allocator_call))]
+        an = ev.name[self.annotations]
+        self.dataloader = self.annotations[np.isin(an, ev.name_ids(roles.is_dataloader))]
+        gn = ev.name[self.gpu]
+        kernel_cat = ev.cat_id("kernel"), ev.cat_id("Kernel")
+        self.is_kernel = np.isin(ev.cat[self.gpu], kernel_cat)
+        self.is_comm = np.isin(gn, ev.name_ids(roles.is_comm_kernel))
+        host_ops = np.concatenate([self.cpu_ops, self.annotations])
+        # Collectives: `nccl:all_reduce`/`gloo:all_reduce` annotations (often on a comm thread) and c10d ops.
+        self.comm_ops = host_ops[np.isin(ev.name[host_ops], ev.name_ids(roles.is_comm_op))]
+        # correlation id -> runtime event, for GPU op -> launch lookups
+        rc = ev.corr[self.runtime]
+        order = np.argsort(rc, kind="stable")
+        self._rt_corr_sorted, self._rt_by_corr = rc[order], self.runtime[order]
+        # External id -> cpu_op
+        oe = ev.ext[self.cpu_ops]
+        order = np.argsort(oe, kind="stable")
+        self._op_ext_sorted, self._op_by_ext = oe[order], self.cpu_ops[order]
+
+    def runtime_of(self, gpu_idx: np.ndarray) -> np.ndarray:
+        """The runtime call that enqueued each GPU op (by correlation), or -1."""
+        return _lookup(self._rt_corr_sorted, self._rt_by_corr, self.ev.corr[gpu_idx])
+
+    def op_of_ext(self, ext: np.ndarray) -> np.ndarray:
+        return _lookup(self._op_ext_sorted, self._op_by_ext, ext)
+
+    def gpu_on(self, device: Optional[int]) -> np.ndarray:
+        if device is None:
+            return self.gpu
+        return self.gpu[self.ev.pid[self.gpu] == device]
+
+    def busy_set(self, device: Optional[int]) -> iv.Set:
+        g = self.gpu_on(device)
+        return iv.union(self.ev.ts[g], self.ev.ts[g] + self.ev.dur[g])
+
+    def host_set(self, idx: np.ndarray, tid: Optional[int] = None) -> iv.Set:
+        if tid is not None:
+            idx = idx[self.ev.tid[idx] == tid]
+        return iv.union(self.ev.ts[idx], self.ev.ts[idx] + self.ev.dur[idx])
+
+
+def _lookup(keys_sorted: np.ndarray, values: np.ndarray, q: np.ndarray) -> np.ndarray:
+    if keys_sorted.size == 0:
+        return np.full(q.shape, -1, dtype=np.int64)
+    pos = np.clip(np.searchsorted(keys_sorted, q), 0, keys_sorted.size - 1)
+    ok = (keys_sorted[pos] == q) & (q != -1)
+    return np.where(ok, values[pos], -1)

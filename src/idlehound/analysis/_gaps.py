@@ -1,0 +1,202 @@
+"""Every GPU idle gap inside the steps, and what the host was doing during it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..trace import EventTable
+from . import _intervals as iv
+from . import _roles as roles
+from ._breakdown import _cat_arrays, _set
+from ._context import _Context
+from ._model import IDLE_CAUSES, IdleLine, Step
+from ._source import SourceMap
+
+# A sync "drains" a gap when it was already waiting as the GPU went idle: it began before the gap (within
+# clock jitter) and returned within SYNC_TOLERANCE_NS of the gap opening or inside it.
+SYNC_START_JITTER_NS = 2_000
+SYNC_TOLERANCE_NS = 20_000
+SHORT_GAP_NS = 250_000  # shorter idle gaps between kernels are per-op host overhead, not a block of host work
+
+
+class _Gaps:
+    """Every GPU idle gap inside the steps, split by what the host was doing meanwhile."""
+
+    def __init__(self, ctx: _Context, steps: list[Step], busy: iv.Set, smap: SourceMap) -> None:
+        ev = ctx.ev
+        self.ctx, self.smap = ctx, smap
+        s0 = np.array([s.start_ns for s in steps], np.int64)
+        s1 = np.array([s.end_ns for s in steps], np.int64)
+        whole = iv.subtract(iv.union(s0, s1), busy)
+        self.gs, self.ge = iv.split_at(whole, s0)  # each gap within one step
+        self.count = int(self.gs.size)
+        # The whole idle stretch each gap belongs to: drains and lengths are judged on it, not on the pieces.
+        self.ws, self.we = whole
+        self.whole_of = iv.owner(self.gs, self.ws, self.we)
+        self.step = iv.owner(self.gs, s0, s1)
+        self.main_tid = _main_thread(ev, ctx)
+        self.tid = self._launch_thread()
+        self.ns = {c: np.zeros(self.count, np.int64) for c in IDLE_CAUSES}
+        self.rep_t = {c: self.gs.copy() for c in IDLE_CAUSES}
+        self.drained_by = np.full(self.count, -1, dtype=np.int64)
+        self._sync_frames()
+        self._attribute()
+        self._drain()
+        self._short_gaps_are_launches()
+        self._sync_owner()
+        for c in IDLE_CAUSES:
+            per = np.zeros(len(steps), np.int64)
+            np.add.at(per, self.step[self.step >= 0], self.ns[c][self.step >= 0])
+            for i, s in enumerate(steps):
+                s.idle_ns[c] = int(per[i])
+        self.short_ns = self._short_gaps(busy)
+
+    def _launch_thread(self) -> np.ndarray:
+        """Host thread that enqueued the GPU op ending each gap (main thread if unknown)."""
+        ctx, ev = self.ctx, self.ctx.ev
+        g = ctx.gpu
+        nxt = np.searchsorted(ev.ts[g], self.ge, side="left")
+        tid = np.full(self.count, self.main_tid, dtype=np.int64)
+        ok = nxt < g.size
+        rt = ctx.runtime_of(g[nxt[ok]])
+        tid_ok = np.where(rt >= 0, ev.tid[np.clip(rt, 0, None)], self.main_tid)
+        tid[ok] = tid_ok
+        return tid
+
+    def _sync_frames(self) -> None:
+        """The user-called frames (print, .item(), .cpu()...) that contain a blocking call."""
+        ev, sync = self.ctx.ev, self.ctx.sync
+        f = self.smap.call_frame(ev.tid[sync], ev.ts[sync]) if sync.size else np.zeros(0, np.int64)
+        keep = f >= 0
+        frames, first = np.unique(f[keep], return_index=True)
+        order = np.argsort(self.smap.start[frames], kind="stable")
+        self.sf_idx = frames[order]
+        self.sf_sync = sync[keep][first][order]
+        self.sf_set = iv.union(self.smap.start[self.sf_idx], self.smap.end[self.sf_idx])
+
+    def _attribute(self) -> None:
+        ctx, ev = self.ctx, self.ctx.ev
+        launching_ops = ctx.op_of_ext(ev.ext[ctx.launch])
+        launching_ops = np.unique(launching_ops[launching_ops >= 0])
+        dl = _set(ev, ctx.dataloader)
+        for tid in np.unique(self.tid):
+            sel = np.flatnonzero(self.tid == tid)
+            remaining = (self.gs[sel], self.ge[sel])
+            classes = [
+                ("data_loading", dl),
+                ("allocator", ctx.host_set(ctx.allocator, tid)),
+                ("sync", _merge(ctx.host_set(ctx.sync, tid), self.sf_set)),
+                ("launch", iv.union(*_cat_arrays(ev, ctx.launch[ev.tid[ctx.launch] == tid],
+                                                 launching_ops[ev.tid[launching_ops] == tid]))),
+                ("cpu_ops", ctx.host_set(ctx.cpu_ops, tid)),
+            ]
+            for cause, cset in classes:
+                claimed = iv.intersect(remaining, cset)
+                self.ns[cause][sel] = iv.measure_in(claimed, self.gs[sel], self.ge[sel])
+                self.rep_t[cause][sel] = _first_inside(claimed, self.gs[sel], self.ge[sel])
+                remaining = iv.subtract(remaining, cset)
+            self.ns["python"][sel] = iv.measure_in(remaining, self.gs[sel], self.ge[sel])
+
+    def _drain(self) -> None:
+        """A gap that opens while a blocking call waits is the sync's doing (except data loading)."""
+        ev, sync = self.ctx.ev, self.ctx.sync
+        if sync.size == 0 or self.count == 0:
+            return
+        s_start, s_end = ev.ts[sync], ev.ts[sync] + ev.dur[sync]
+        ws, we = self.ws, self.we
+        j = np.searchsorted(ws, s_end + SYNC_TOLERANCE_NS, side="right") - 1
+        jj = np.clip(j, 0, None)
+        hit = ((j >= 0) & (s_start <= ws[jj] + SYNC_START_JITTER_NS)
+               & (s_end >= ws[jj] - SYNC_TOLERANCE_NS) & (s_end <= we[jj] + SYNC_TOLERANCE_NS))
+        whole_drained = np.full(ws.size, -1, dtype=np.int64)
+        for k in np.flatnonzero(hit)[::-1]:  # earliest sync wins
+            whole_drained[jj[k]] = sync[k]
+        self.drained_by = np.where(self.whole_of >= 0, whole_drained[np.clip(self.whole_of, 0, None)], -1)
+        d = self.drained_by >= 0
+        gap_len = self.ge - self.gs
+        for c in ("allocator", "launch", "cpu_ops", "python"):
+            self.ns[c][d] = 0
+        self.ns["sync"][d] = gap_len[d] - self.ns["data_loading"][d]
+
+    def _short_gaps_are_launches(self) -> None:
+        """Short gaps between kernels are per-op host overhead (dispatch, launch, the Python between ops)."""
+        whole_len = (self.we - self.ws)[np.clip(self.whole_of, 0, None)]
+        short = (self.drained_by < 0) & (whole_len < SHORT_GAP_NS)
+        for c in ("cpu_ops", "python"):
+            self.ns["launch"][short] += self.ns[c][short]
+            self.ns[c][short] = 0
+
+    def _short_gaps(self, busy: iv.Set) -> int:
+        """Idle in gaps under 50 µs between two GPU ops: launch overhead between back-to-back kernels."""
+        inner = (self.gs > busy[0].min()) if busy[0].size else np.zeros(self.count, bool)
+        return int(((self.ge - self.gs)[(self.ge - self.gs < 50_000) & inner]).sum())
+
+    def _sync_owner(self) -> None:
+        """The sync call each gap's sync time is charged to: the one that drained it, else the one
+        inside the user call (print, .item()...) the host was running during the gap."""
+        self.sync_owner = self.drained_by.copy()
+        rest = np.flatnonzero((self.sync_owner < 0) & (self.ns["sync"] > 0))
+        if rest.size and self.sf_idx.size:
+            st, en = self.smap.start[self.sf_idx], self.smap.end[self.sf_idx]
+            k = np.searchsorted(st, self.rep_t["sync"][rest], side="right") - 1
+            ok = (k >= 0) & (self.rep_t["sync"][rest] < en[np.clip(k, 0, None)])
+            self.sync_owner[rest[ok]] = self.sf_sync[k[ok]]
+
+    def idle_after(self, sync_idx: np.ndarray) -> np.ndarray:
+        """GPU idle (ns) charged to each sync call (see _sync_owner)."""
+        total: dict[int, int] = {}
+        for j in np.flatnonzero(self.sync_owner >= 0):
+            total[int(self.sync_owner[j])] = total.get(int(self.sync_owner[j]), 0) + int(self.ns["sync"][j])
+        return np.array([total.get(int(s), 0) for s in sync_idx], dtype=np.int64)
+
+    def lines(self, top: int = 10) -> list[IdleLine]:
+        """GPU idle by source line and cause, largest first."""
+        agg: dict[tuple, list[int]] = {}
+        ev = self.ctx.ev
+        for cause in IDLE_CAUSES:
+            sel = np.flatnonzero(self.ns[cause] > 0)
+            if sel.size == 0:
+                continue
+            tids, times = self.tid[sel].copy(), self.rep_t[cause][sel].copy()
+            if cause == "sync":
+                d = self.sync_owner[sel]
+                has = d >= 0
+                tids[has], times[has] = ev.tid[d[has]], ev.ts[d[has]]
+            if cause == "data_loading":
+                tids[:] = self.main_tid
+            locs = self.smap.locate(tids, times)
+            missing = [i for i, loc in enumerate(locs) if loc is None]
+            if missing:  # e.g. the autograd thread: the user line is the one that called backward()
+                again = self.smap.locate(np.full(len(missing), self.main_tid), times[missing])
+                for i, loc in zip(missing, again):
+                    locs[i] = loc
+            for j, loc in zip(sel, locs):
+                acc = agg.setdefault((cause, loc), [0, 0])
+                acc[0] += int(self.ns[cause][j])
+                acc[1] += 1
+        rows = [IdleLine(c, loc, v[0], v[1]) for (c, loc), v in agg.items()]
+        rows.sort(key=lambda r: -r.idle_ns)
+        return rows[:top]
+
+
+def _merge(a: iv.Set, b: iv.Set) -> iv.Set:
+    return iv.union(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
+
+
+def _first_inside(a: iv.Set, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """First time within each window covered by a (or the window start)."""
+    s, e = a
+    if s.size == 0:
+        return lo.copy()
+    k = np.clip(np.searchsorted(e, lo, side="right"), 0, s.size - 1)
+    t = np.maximum(lo, s[k])
+    return np.where((e[k] > lo) & (t < hi), t, lo)
+
+
+def _main_thread(ev: EventTable, ctx: _Context) -> int:
+    marks = ctx.annotations[ev.mask_names(lambda n: roles.step_number(n) is not None)[ctx.annotations]]
+    pool = marks if marks.size else ctx.cpu_ops
+    if pool.size == 0:
+        return -1
+    tids, counts = np.unique(ev.tid[pool], return_counts=True)
+    return int(tids[np.argmax(counts)])

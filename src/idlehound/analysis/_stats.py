@@ -1,0 +1,154 @@
+"""Copies, kernels (precision, SM efficiency, occupancy), memory and the DataLoader, within the steps."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..trace import EventTable, Trace
+from . import _intervals as iv
+from . import _roles as roles
+from ._context import _Context
+from ._model import CopyStats, DataLoaderStats, DeviceInfo, KernelGroup, KernelStats, MemoryStats, Step
+from ._source import SourceMap
+
+
+def _in_steps(ev: EventTable, idx: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
+    return idx[iv.owner(ev.ts[idx], s0, s1) >= 0]
+
+
+def _copies(ctx: _Context, s0: np.ndarray, s1: np.ndarray) -> dict[str, CopyStats]:
+    ev = ctx.ev
+    mc = ctx.gpu[np.isin(ev.cat[ctx.gpu], [ev.cat_id("gpu_memcpy"), ev.cat_id("Memcpy")])]
+    mc = _in_steps(ev, mc, s0, s1)
+    out: dict[str, CopyStats] = {}
+    for j in mc:
+        name = ev.names[ev.name[j]]
+        direction = next((d for d in ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH") if d in name), "other")
+        c = out.setdefault(direction, CopyStats(direction))
+        nbytes = float(ev.nbytes[j]) if ev.nbytes[j] == ev.nbytes[j] else 0.0
+        c.count += 1
+        c.bytes += nbytes
+        c.time_ns += int(ev.dur[j])
+        if "Pageable" in name:
+            c.pageable_bytes += nbytes
+            c.pageable_count += 1
+    return out
+
+
+def _kernels(ctx: _Context, s0: np.ndarray, s1: np.ndarray, device: DeviceInfo) -> KernelStats:
+    ev = ctx.ev
+    k = ctx.gpu[ctx.is_kernel]
+    if device.index is not None:
+        k = k[ev.pid[k] == device.index]
+    k = _in_steps(ev, k, s0, s1)
+    st = KernelStats(count=int(k.size), time_ns=int(ev.dur[k].sum()))
+    if k.size == 0:
+        return st
+    d_us = ev.dur[k] / 1e3
+    st.p50_us, st.p90_us, st.max_us = (float(np.percentile(d_us, q)) for q in (50, 90, 100))
+    rt = ctx.runtime_of(k)
+    direct = (rt >= 0) & np.isin(rt, ctx.launch) & ~np.isin(ev.name[np.clip(rt, 0, None)],
+                                                            ev.name_ids(lambda n: "Graph" in n))
+    if direct.any():
+        st.launches_with_duration = int(direct.sum())
+        st.shorter_than_launch = float((ev.dur[k][direct] < ev.dur[rt[direct]]).mean())
+    _kernel_groups(ctx, k, st)
+    _sm_metrics(ev, k, s0, s1, st)
+    return st
+
+
+def _kernel_groups(ctx: _Context, k: np.ndarray, st: KernelStats) -> None:
+    ev = ctx.ev
+    names, inv = np.unique(ev.name[k], return_inverse=True)
+    time = np.bincount(inv, weights=ev.dur[k]).astype(np.int64)
+    count = np.bincount(inv)
+    fam: dict[str, list] = {}
+    for nid, t, c in zip(names, time, count):
+        raw = ev.names[nid]
+        prec = roles.matmul_precision(raw)
+        g = fam.setdefault(roles.kernel_family(raw), [0, 0, prec])
+        g[0] += int(t)
+        g[1] += int(c)
+        if prec == "fp32":
+            st.fp32_matmul_ns += int(t)
+        elif prec == "tensor_core":
+            st.tensor_core_ns += int(t)
+    st.top = sorted((_group(n, v) for n, v in fam.items()), key=lambda g: -g.time_ns)[:10]
+    st.fp32_matmul_ops = _fp32_ops(ctx, k)
+    ops = ctx.op_of_ext(ev.ext[k])
+    conv_ids = ev.name_ids(lambda n: bool(roles.CONV_OP_RE.match(n)))
+    is_conv = (ops >= 0) & np.isin(ev.name[np.clip(ops, 0, None)], conv_ids)
+    st.conv_ns = int(ev.dur[k][is_conv].sum())
+
+
+def _group(name: str, v: list):
+
+    return KernelGroup(name=name, time_ns=v[0], count=v[1], precision=v[2])
+
+
+def _fp32_ops(ctx: _Context, k: np.ndarray) -> list[str]:
+    """Ops (by name) whose fp32 inputs ran on CUDA-core GEMM/conv kernels."""
+    ev = ctx.ev
+    prec = {nid: roles.matmul_precision(ev.names[nid]) for nid in np.unique(ev.name[k])}
+    fk = k[np.array([prec[n] == "fp32" for n in ev.name[k]], dtype=bool)]
+    ops = ctx.op_of_ext(ev.ext[fk])
+    out = set()
+    for o in ops[ops >= 0]:
+        types = ev.extra["input_type"].get(int(o), ())
+        if not types or "float" in types:
+            out.add(ev.names[ev.name[o]])
+    return sorted(out)
+
+
+def _sm_metrics(ev: EventTable, k: np.ndarray, s0: np.ndarray, s1: np.ndarray, st: KernelStats) -> None:
+    bps = np.array([ev.extra["blocks_per_sm"].get(int(j), np.nan) for j in k], dtype=np.float64)
+    occ = np.array([ev.extra["occupancy"].get(int(j), np.nan) for j in k], dtype=np.float64)
+    dur = ev.dur[k].astype(np.float64)
+    window = float((s1 - s0).sum())
+    ok = np.isfinite(bps) & (bps > 0) | np.isinf(bps)
+    if ok.any() and window > 0:
+        pos = np.concatenate([ev.ts[k][ok], (ev.ts[k] + ev.dur[k])[ok]])
+        val = np.minimum(np.where(np.isinf(bps[ok]), 1.0, bps[ok]), 1e9)
+        delta = np.concatenate([val, -val])
+        order = np.argsort(pos, kind="stable")
+        level = np.cumsum(delta[order])
+        seg = np.diff(pos[order]).astype(np.float64)
+        st.sm_efficiency = float((np.minimum(level[:-1], 1.0) * seg).sum() / window)
+    ok = np.isfinite(occ) & (occ >= 0)
+    if ok.any() and dur[ok].sum() > 0:
+        st.occupancy = float((occ[ok] * dur[ok]).sum() / dur[ok].sum())
+
+
+def _memory(ctx: _Context, trace: Trace, s0: np.ndarray, s1: np.ndarray, device: DeviceInfo,
+            smap: SourceMap, steps: list[Step]) -> MemoryStats:
+    ev = ctx.ev
+    m = MemoryStats(capacity=device.memory_bytes)
+    mem = np.flatnonzero((ev.ph == 1) & (ev.name == (ev.names.index("[memory]") if "[memory]" in ev.names else -9)))
+    dt = ev.extra["device_type"]
+    cuda = np.array([j for j in mem if dt.get(int(j)) == 1], dtype=np.int64)
+    if cuda.size:
+        m.recorded = True
+        m.peak_allocated = float(max(ev.extra["total_allocated"][int(j)] or 0 for j in cuda))
+        m.peak_reserved = float(max(ev.extra["total_reserved"][int(j)] or 0 for j in cuda))
+        inside = _in_steps(ev, cuda, s0, s1)
+        m.allocs_per_step = float((ev.nbytes[inside] > 0).sum()) / max(s0.size, 1)
+        pts = inside[np.argsort(ev.ts[inside], kind="stable")]
+        pts = pts[:: max(1, pts.size // 2000)]  # enough points to draw; bounded for huge traces
+        t0 = steps[0].start_ns if steps else 0
+        m.curve = [[int(ev.ts[j] - t0), float(ev.extra["total_allocated"].get(int(j)) or 0)] for j in pts]
+    rn = ev.names
+    m.empty_cache_calls = int(sum(1 for j in ctx.python if "empty_cache" in rn[ev.name[j]]))
+    m.allocator_calls = int(_in_steps(ev, ctx.allocator, s0, s1).size)
+    return m
+
+
+def _dataloader(ctx: _Context, smap: SourceMap, s0: np.ndarray, s1: np.ndarray) -> DataLoaderStats:
+    ev = ctx.ev
+    dl = _in_steps(ev, ctx.dataloader, s0, s1)
+    st = DataLoaderStats(host_ns=int(ev.dur[dl].sum()), calls=int(dl.size))
+    if dl.size:
+        name = ev.names[ev.name[dl[0]]]
+        st.iterator = name.split("#", 1)[1].split(".", 1)[0] if "#" in name else ""
+        st.location = smap.locate(ev.tid[dl[:1]], ev.ts[dl[:1]] + 1)[0]
+    return st
+
