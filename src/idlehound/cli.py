@@ -111,7 +111,7 @@ def run(module: Optional[str], logdir: Path, run_name: Optional[str], skip: int,
     """Profile an unmodified training script: idlehound run train.py [args...]."""
     from .capture import CaptureOptions, run_script
     from .capture._runner import run_distributed, wait_for_ranks
-    from .capture.report_run import analyze_run
+    from .capture.report_run import analyze_run, report_ranks
 
     try:
         if module is None and not script_and_args:
@@ -135,7 +135,7 @@ def run(module: Optional[str], logdir: Path, run_name: Optional[str], skip: int,
         if res.rank in (None, 0) and run_dir is None and not no_report:
             if res.rank == 0:  # launched by the user's torchrun: wait for the other ranks' traces
                 wait_for_ranks(res.run_dir, int(os.environ.get("WORLD_SIZE", "1")))
-            _report_ranks(res.run_dir)
+            report_ranks(res.run_dir)
         sys.exit(res.exit_code)
     if not res.traces:
         click.echo(f"idlehound: no trace was captured: the script made {_steps_seen(res.run_dir)} step(s); the "
@@ -143,28 +143,6 @@ def run(module: Optional[str], logdir: Path, run_name: Optional[str], skip: int,
     elif not no_report:
         analyze_run(res.run_dir)
     sys.exit(res.exit_code)
-
-
-def _report_ranks(run_dir: Path) -> None:
-    from .distributed import analyze_ranks, render_ranks
-
-    try:
-        doc = analyze_ranks(run_dir)
-    except IdlehoundError as e:
-        click.echo(f"idlehound: {e}", err=True)
-        return
-    from .distributed import render_ranks_html
-
-    (run_dir / "ranks.json").write_text(json.dumps(doc, indent=2))
-    (run_dir / "ranks.html").write_text(render_ranks_html(doc), encoding="utf-8")
-    run_json = run_dir / "run.json"
-    if run_json.exists():  # the launcher's run.json: add what only the traces know
-        info = json.loads(run_json.read_text())
-        info.update(world_size=doc["world_size"], backend=doc["backend"],
-                    straggler=(doc["straggler"] or {}).get("rank"))
-        run_json.write_text(json.dumps(info, indent=2))
-    render_ranks(doc)
-    click.echo(f"idlehound: run folder {run_dir}", err=True)
 
 
 def _steps_seen(run_dir: Path) -> int:

@@ -37,3 +37,28 @@ def analyze_run(run_dir: Path, print_report: bool = True, html: bool = True) -> 
         render(res.doc)
         sys.stderr.write(f"idlehound: run folder {run_dir}\n")
     return res
+
+
+def report_ranks(run_dir: Path, print_report: bool = True) -> Optional[dict]:
+    """Compare the ranks of a multi-process run; write ranks.json and ranks.html; complete run.json."""
+    import json
+
+    from ..distributed import analyze_ranks, render_ranks, render_ranks_html
+
+    try:
+        doc = analyze_ranks(run_dir)
+    except IdlehoundError as e:
+        sys.stderr.write(f"idlehound: {e}\n")
+        return None
+    (run_dir / "ranks.json").write_text(json.dumps(doc, indent=2))
+    (run_dir / "ranks.html").write_text(render_ranks_html(doc), encoding="utf-8")
+    run_json = run_dir / "run.json"
+    if run_json.exists():  # the launcher's run.json: add what only the traces know
+        info = json.loads(run_json.read_text())
+        info.update(world_size=doc["world_size"], backend=doc["backend"],
+                    straggler=(doc["straggler"] or {}).get("rank"))
+        run_json.write_text(json.dumps(info, indent=2))
+    if print_report:
+        render_ranks(doc)
+        sys.stderr.write(f"idlehound: run folder {run_dir}\n")
+    return doc
