@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -200,10 +199,6 @@ def _document(script: str, opts: TuneOptions, causes: set[str], outcomes: list[O
             "steps": opts.steps, "skip": opts.skip, "diagnosed_causes": sorted(causes),
             "variants": [asdict(o) for o in outcomes], "best": asdict(best) if best else None,
             "diff": diff, "snippets": snippets}
-
-
-def default_logdir() -> Path:
-    return Path(tempfile.gettempdir())
 
 
 __all__ = ["TuneOptions", "check_losses", "run_tune"]
