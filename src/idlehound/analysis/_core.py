@@ -12,7 +12,7 @@ from ..trace import Trace
 from . import _intervals as iv
 from ._breakdown import _breakdown, _cat_arrays, _set
 from ._context import _Context
-from ._gaps import _Gaps
+from ._gaps import _Gaps, _main_thread
 from ._model import (
     BREAKDOWN,
     IDLE_CAUSES,
@@ -113,7 +113,8 @@ def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = 
         breakdown_ns={k: sum(s.breakdown_ns.get(k, 0) for s in steps) for k in BREAKDOWN},
         idle_ns={k: sum(s.idle_ns.get(k, 0) for s in steps) for k in IDLE_CAUSES},
         sync_sites=sync_sites, idle_lines=idle_lines,
-        copies=_copies(ctx, win_s, win_e), kernels=_kernels(ctx, win_s, win_e, device),
+        copies=_copies(ctx, win_s, win_e),
+        kernels=_kernels(ctx, win_s, win_e, device, smap, _main_thread(trace.events, ctx)),
         memory=_memory(ctx, trace, win_s, win_e, device, smap, steps),
         dataloader=_dataloader(ctx, smap, win_s, win_e),
         gap_count=gaps.count if gaps else 0, short_gap_ns=gaps.short_ns if gaps else 0,

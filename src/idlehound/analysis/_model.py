@@ -87,6 +87,7 @@ class KernelStats:
     conv_ns: int = 0  # kernels launched by convolution ops
     tensor_core_ns: int = 0
     fp32_matmul_ops: list[str] = field(default_factory=list)
+    fp32_location: Optional[SourceLoc] = None  # user line of the longest fp32 GEMM/conv op
     sm_efficiency: Optional[float] = None
     occupancy: Optional[float] = None
 

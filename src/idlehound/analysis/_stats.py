@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from ..trace import EventTable, Trace
@@ -35,7 +37,8 @@ def _copies(ctx: _Context, s0: np.ndarray, s1: np.ndarray) -> dict[str, CopyStat
     return out
 
 
-def _kernels(ctx: _Context, s0: np.ndarray, s1: np.ndarray, device: DeviceInfo) -> KernelStats:
+def _kernels(ctx: _Context, s0: np.ndarray, s1: np.ndarray, device: DeviceInfo,
+             smap: Optional[SourceMap] = None, main_tid: int = -1) -> KernelStats:
     ev = ctx.ev
     k = ctx.gpu[ctx.is_kernel]
     if device.index is not None:
@@ -52,12 +55,13 @@ def _kernels(ctx: _Context, s0: np.ndarray, s1: np.ndarray, device: DeviceInfo) 
     if direct.any():
         st.launches_with_duration = int(direct.sum())
         st.shorter_than_launch = float((ev.dur[k][direct] < ev.dur[rt[direct]]).mean())
-    _kernel_groups(ctx, k, st)
+    _kernel_groups(ctx, k, st, smap, main_tid)
     _sm_metrics(ev, k, s0, s1, st)
     return st
 
 
-def _kernel_groups(ctx: _Context, k: np.ndarray, st: KernelStats) -> None:
+def _kernel_groups(ctx: _Context, k: np.ndarray, st: KernelStats, smap: Optional[SourceMap],
+                   main_tid: int) -> None:
     ev = ctx.ev
     names, inv = np.unique(ev.name[k], return_inverse=True)
     time = np.bincount(inv, weights=ev.dur[k]).astype(np.int64)
@@ -74,7 +78,9 @@ def _kernel_groups(ctx: _Context, k: np.ndarray, st: KernelStats) -> None:
         elif prec == "tensor_core":
             st.tensor_core_ns += int(t)
     st.top = sorted((_group(n, v) for n, v in fam.items()), key=lambda g: -g.time_ns)[:10]
-    st.fp32_matmul_ops = _fp32_ops(ctx, k)
+    st.fp32_matmul_ops, fp32_ops = _fp32_ops(ctx, k)
+    if smap is not None:
+        st.fp32_location = _fp32_location(ctx, smap, fp32_ops, main_tid)
     ops = ctx.op_of_ext(ev.ext[k])
     conv_ids = ev.name_ids(lambda n: bool(roles.CONV_OP_RE.match(n)))
     is_conv = (ops >= 0) & np.isin(ev.name[np.clip(ops, 0, None)], conv_ids)
@@ -86,18 +92,29 @@ def _group(name: str, v: list):
     return KernelGroup(name=name, time_ns=v[0], count=v[1], precision=v[2])
 
 
-def _fp32_ops(ctx: _Context, k: np.ndarray) -> list[str]:
-    """Ops (by name) whose fp32 inputs ran on CUDA-core GEMM/conv kernels."""
+def _fp32_ops(ctx: _Context, k: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """Ops (by name) whose fp32 inputs ran on CUDA-core GEMM/conv kernels, and those ops (event indices)."""
     ev = ctx.ev
     prec = {nid: roles.matmul_precision(ev.names[nid]) for nid in np.unique(ev.name[k])}
     fk = k[np.array([prec[n] == "fp32" for n in ev.name[k]], dtype=bool)]
     ops = ctx.op_of_ext(ev.ext[fk])
-    out = set()
+    names, kept = set(), []
     for o in ops[ops >= 0]:
         types = ev.extra["input_type"].get(int(o), ())
         if not types or "float" in types:
-            out.add(ev.names[ev.name[o]])
-    return sorted(out)
+            names.add(ev.names[ev.name[o]])
+            kept.append(int(o))
+    return sorted(names), np.array(kept, dtype=np.int64)
+
+
+def _fp32_location(ctx: _Context, smap: SourceMap, ops: np.ndarray, main_tid: int):
+    """The user line of the longest fp32 GEMM/conv op (ops on the autograd thread: the line that ran backward)."""
+    if ops.size == 0 or smap.n == 0:
+        return None
+    ev = ctx.ev
+    o = ops[np.argmax(ev.dur[ops])]
+    loc = smap.locate(ev.tid[o:o + 1], ev.ts[o:o + 1])[0]
+    return loc or smap.locate(np.array([main_tid]), ev.ts[o:o + 1])[0]
 
 
 def _sm_metrics(ev: EventTable, k: np.ndarray, s0: np.ndarray, s1: np.ndarray, st: KernelStats) -> None:

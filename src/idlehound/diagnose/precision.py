@@ -26,4 +26,5 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
             "with torch.autocast('cuda', dtype=torch.bfloat16):\n"
             "    loss = loss_fn(model(x), y)")
     return [Finding("fp32_math", "fp32 math without tensor cores", saved, a.step_ms, evidence, fix, code,
-                    kind="slow", basis_ms=fp32, details={"fp32_matmul_ms": fp32, "ops": k.fp32_matmul_ops})]
+                    location=k.fp32_location, kind="slow", basis_ms=fp32,
+                    details={"fp32_matmul_ms": fp32, "ops": k.fp32_matmul_ops})]
