@@ -85,6 +85,7 @@ class KernelStats:
     top: list[KernelGroup] = field(default_factory=list)
     fp32_matmul_ns: int = 0
     conv_ns: int = 0  # kernels launched by convolution ops
+    conv_location: Optional[SourceLoc] = None  # user line of the longest convolution op
     tensor_core_ns: int = 0
     fp32_matmul_ops: list[str] = field(default_factory=list)
     fp32_location: Optional[SourceLoc] = None  # user line of the longest fp32 GEMM/conv op

@@ -80,11 +80,13 @@ def _kernel_groups(ctx: _Context, k: np.ndarray, st: KernelStats, smap: Optional
     st.top = sorted((_group(n, v) for n, v in fam.items()), key=lambda g: -g.time_ns)[:10]
     st.fp32_matmul_ops, fp32_ops = _fp32_ops(ctx, k)
     if smap is not None:
-        st.fp32_location = _fp32_location(ctx, smap, fp32_ops, main_tid)
+        st.fp32_location = _op_location(ctx, smap, fp32_ops, main_tid)
     ops = ctx.op_of_ext(ev.ext[k])
     conv_ids = ev.name_ids(lambda n: bool(roles.CONV_OP_RE.match(n)))
     is_conv = (ops >= 0) & np.isin(ev.name[np.clip(ops, 0, None)], conv_ids)
     st.conv_ns = int(ev.dur[k][is_conv].sum())
+    if smap is not None and is_conv.any():
+        st.conv_location = _op_location(ctx, smap, np.unique(ops[is_conv]), main_tid)
 
 
 def _group(name: str, v: list):
@@ -107,8 +109,8 @@ def _fp32_ops(ctx: _Context, k: np.ndarray) -> tuple[list[str], np.ndarray]:
     return sorted(names), np.array(kept, dtype=np.int64)
 
 
-def _fp32_location(ctx: _Context, smap: SourceMap, ops: np.ndarray, main_tid: int):
-    """The user line of the longest fp32 GEMM/conv op (ops on the autograd thread: the line that ran backward)."""
+def _op_location(ctx: _Context, smap: SourceMap, ops: np.ndarray, main_tid: int):
+    """The user line of the longest of these ops (ops on the autograd thread: the line that ran backward)."""
     if ops.size == 0 or smap.n == 0:
         return None
     ev = ctx.ev

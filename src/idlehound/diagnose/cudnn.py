@@ -21,4 +21,5 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
     fix = "With fixed input shapes, let cuDNN time its algorithms once and keep the fastest."
     code = "torch.backends.cudnn.benchmark = True"
     return [Finding("cudnn_benchmark", "cudnn.benchmark is off", TYPICAL_GAIN * conv_ms, a.step_ms, evidence,
-                    fix, code, kind="slow", basis_ms=conv_ms, details={"conv_ms": conv_ms})]
+                    fix, code, location=a.kernels.conv_location, kind="slow", basis_ms=conv_ms,
+                    details={"conv_ms": conv_ms})]
