@@ -49,7 +49,6 @@ class Analysis:
     memory: MemoryStats
     dataloader: DataLoaderStats
     gap_count: int
-    short_gap_ns: int  # idle in gaps shorter than 50 µs between kernels
     notes: list[str] = field(default_factory=list)
     run_info: dict[str, Any] = field(default_factory=dict)
     timeline: dict[str, Any] = field(default_factory=dict)  # busy spans and idle gaps of the first steps
@@ -117,7 +116,7 @@ def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = 
         kernels=_kernels(ctx, win_s, win_e, device, smap, _main_thread(trace.events, ctx)),
         memory=_memory(ctx, trace, win_s, win_e, device, smap, steps),
         dataloader=_dataloader(ctx, smap, win_s, win_e),
-        gap_count=gaps.count if gaps else 0, short_gap_ns=gaps.short_ns if gaps else 0,
+        gap_count=gaps.count if gaps else 0,
         notes=notes, run_info=dict(run_info or {}),
         timeline=_timeline(steps, busy, gaps),
     )

@@ -49,7 +49,6 @@ class _Gaps:
             np.add.at(per, self.step[self.step >= 0], self.ns[c][self.step >= 0])
             for i, s in enumerate(steps):
                 s.idle_ns[c] = int(per[i])
-        self.short_ns = self._short_gaps(busy)
 
     def _launch_thread(self) -> np.ndarray:
         """Host thread that enqueued the GPU op ending each gap (main thread if unknown)."""
@@ -125,11 +124,6 @@ class _Gaps:
         for c in ("cpu_ops", "python"):
             self.ns["launch"][short] += self.ns[c][short]
             self.ns[c][short] = 0
-
-    def _short_gaps(self, busy: iv.Set) -> int:
-        """Idle in gaps under 50 µs between two GPU ops: launch overhead between back-to-back kernels."""
-        inner = (self.gs > busy[0].min()) if busy[0].size else np.zeros(self.count, bool)
-        return int(((self.ge - self.gs)[(self.ge - self.gs < 50_000) & inner]).sum())
 
     def _sync_owner(self) -> None:
         """The sync call each gap's sync time is charged to: the one that drained it, else the one

@@ -42,6 +42,7 @@ def build(a: Analysis, findings: list[Finding]) -> dict[str, Any]:
         "metrics": _metrics(a),
         "breakdown_ms": {k: r(a.per_step_ms(v)) for k, v in a.breakdown_ns.items()},
         "idle_by_cause_ms": {k: r(a.per_step_ms(v)) for k, v in a.idle_ns.items()},
+        "idle_gaps_per_step": r(a.gap_count / a.n_steps, 2) if a.gpu_recorded else None,
         "idle_by_line": [
             {"cause": ln.cause, "location": ln.location.to_json() if ln.location else None,
              "idle_ms_per_step": r(a.per_step_ms(ln.idle_ns)), "gaps": ln.gaps}
