@@ -93,6 +93,7 @@ class Session:
         self.gpu_marks: list[tuple[Any, str]] = []
         self._timing: Optional[dict[str, Any]] = None
         self._stopped = False
+        self._profiled = False  # the profiler ran once already (one window per run)
 
     # ---- lifecycle
     def start(self) -> Session:
@@ -108,12 +109,25 @@ class Session:
         self._undo.append(record_dataloaders(self.loaders))
         self._install_stepper()
         self.sampler = _sampler.Sampler(hz=o.sample_hz).start() if o.sample_hz > 0 else None
-        self._prof = profile(activities=acts, schedule=self._schedule, on_trace_ready=self._on_trace,
-                             with_stack=o.with_stack, record_shapes=o.record_shapes,
-                             profile_memory=o.profile_memory)
-        self._prof.start()
+        self._make_profiler = lambda: profile(activities=acts, schedule=self._schedule, on_trace_ready=self._on_trace,
+                                              with_stack=o.with_stack, record_shapes=o.record_shapes,
+                                              profile_memory=o.profile_memory)
+        self._maybe_start_profiler()
         self._write_run_json(status="running")
         return self
+
+    def _maybe_start_profiler(self) -> None:
+        """Start the profiler only when the window's warm-up begins, so the skipped steps pay nothing for it.
+
+        It keeps the run's own step numbers: ProfilerStep#N in the trace is the N-th step of the run.
+        """
+        if self._prof is not None or self._profiled or self.step_num < self.opts.skip:
+            return
+        prof = self._make_profiler()
+        prof.step_num = self.step_num
+        prof.current_action = self._schedule(self.step_num)
+        prof.start()
+        self._prof, self._profiled = prof, True
 
     def step(self) -> None:
         """One training step ended."""
@@ -134,6 +148,8 @@ class Session:
             self._prof.step()
             if self.step_num >= self.window_end:
                 self._release_profiler()
+        else:
+            self._maybe_start_profiler()
         self._progress()
         if self.opts.stop_after and self.step_num >= self.window_end:
             raise StopRun(0)
