@@ -58,3 +58,13 @@ def test_loss_check_rules():
     assert check_losses(ref, [1.02, 0.91, 0.79], "precision", cuda=True)[0]
     ok, _, why = check_losses(ref, [1.0, 0.9, 0.5], "precision", cuda=True)
     assert not ok and "diverged at step 2" in why
+
+
+def test_blog_baseline_script_more_workers_keep_the_losses_bitwise(run_cli, tmp_path):
+    script = SCRIPTS.parent.parent / "examples" / "train_resnet18_cifar10.py"
+    r = run_cli("tune", "--skip", "2", "--steps", "4", "--try", "workers2", "--no-diagnose", "--json", "--logdir",
+                tmp_path, script, "--image-size", "32", "--batch-size", "8", env={"IDLEHOUND_CACHE": str(tmp_path)})
+    assert r.returncode == 0, r.stderr[-2000:]
+    v = {x["candidate"]: x for x in json.loads(r.stdout)["variants"]}
+    assert v["workers2"]["status"] == "ok"
+    assert v["workers2"]["loss_check"] == "bitwise equal: ok (6 steps)"

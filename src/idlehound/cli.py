@@ -262,6 +262,7 @@ def lint(paths: tuple[Path, ...], as_json: bool, trace: Optional[Path]) -> None:
             measured = f" [measured: {cost:.3f} ms GPU idle per step]" if cost is not None else ""
             click.echo(f"{f.file}:{f.line}:{f.col + 1}: {f.rule} {f.info.name}: {f.info.why}{measured}")
             click.echo(f"    {f.text}\n    fix: {f.info.fix}")
+        sys.stdout.flush()
         click.echo(f"{len(found)} finding(s) in {len({f.file for f in found})} file(s)" if found else
                    "no findings", err=True)
     sys.exit(1 if found else 0)

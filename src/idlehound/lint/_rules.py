@@ -106,6 +106,7 @@ class _Checker(ast.NodeVisitor):
         self.loop_depth = 0
         self.tensors: set[str] = set()  # names assigned tensor-valued expressions inside training loops
         self.pinned_loader = False
+        self.periodic = 0  # inside `if step % N == 0:` blocks
 
     def add(self, rule: str, node: ast.AST) -> None:
         line = getattr(node, "lineno", 0)
@@ -155,14 +156,21 @@ class _Checker(ast.NodeVisitor):
     def visit_If(self, node: ast.If) -> None:
         if self.loop_depth and self._tensor_expr(node.test):
             self.add("IH007", node)
-        self.generic_visit(node)
+        # `if step % 100 == 0:` runs rarely: a sync or print inside it costs nothing worth reporting.
+        periodic = any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(node.test))
+        self.periodic += periodic
+        for child in node.body:
+            self.visit(child)
+        self.periodic -= periodic
+        for child in node.orelse:
+            self.visit(child)
 
     # ---- calls
     def visit_Call(self, node: ast.Call) -> None:
         f = node.func
         dotted = _dotted(f)
         attr = f.attr if isinstance(f, ast.Attribute) else ""
-        if self.loop_depth:
+        if self.loop_depth and not self.periodic:
             self._in_loop(node, dotted, attr)
         self._anywhere(node, dotted, attr)
         self.generic_visit(node)

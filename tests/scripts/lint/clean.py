@@ -18,5 +18,5 @@ for step, x in enumerate(loader):
     opt.step()
     running += loss.detach()
     if step % 100 == 0:
-        print(f"step {step}")
+        print(f"step {step} loss {loss.item():.4f}")  # every 100 steps: fine
 print(f"mean loss {running.item() / (step + 1):.4f}")
