@@ -73,6 +73,7 @@ class SourceMap:
     def _anchors(self, sidecar: dict) -> np.ndarray:
         """anchor[i]: nearest ancestor-or-self frame whose location is in user code, or -1."""
         callers = sidecar.get("callers", {})
+        self._resolved: dict[str, Optional[str]] = {}
         self._roots = [Path(p) for p in sidecar.get("sys_path", []) if p] + (
             [Path(sidecar["script"]).parent] if sidecar.get("script") else [])
         by_name: dict[str, Optional[SourceLoc]] = {}  # def-line locations depend on the name only
@@ -103,9 +104,13 @@ class SourceMap:
             return None
         return SourceLoc(c[0], int(c[1]), c[2], True, self._resolve(c[0]))
 
-    @functools.lru_cache(maxsize=1024)  # noqa: B019 - one SourceMap per analysis; few distinct files
     def _resolve(self, file: str) -> Optional[str]:
         """The profiler strips sys.path prefixes from file names: put them back where the file exists."""
+        if file not in self._resolved:
+            self._resolved[file] = self._find(file)
+        return self._resolved[file]
+
+    def _find(self, file: str) -> Optional[str]:
         p = Path(file)
         if p.is_absolute():
             return file if p.exists() else None
