@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
 import platform
+import signal
 import socket
 import statistics
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -123,11 +126,12 @@ class Session:
         """
         if self._prof is not None or self._profiled or self.step_num < self.opts.skip:
             return
-        prof = self._make_profiler()
-        prof.step_num = self.step_num
-        prof.current_action = self._schedule(self.step_num)
-        prof.start()
-        self._prof, self._profiled = prof, True
+        with _sigint_deferred():
+            prof = self._make_profiler()
+            prof.step_num = self.step_num
+            prof.current_action = self._schedule(self.step_num)
+            prof.start()
+            self._prof, self._profiled = prof, True
 
     def step(self) -> None:
         """One training step ended."""
@@ -145,7 +149,8 @@ class Session:
             self.flags = _torch_flags()
         self.step_num += 1
         if self._prof is not None:
-            self._prof.step()
+            with _sigint_deferred():  # a Ctrl-C inside the profiler's bookkeeping would leave it half-stepped
+                self._prof.step()
             if self.step_num >= self.window_end:
                 self._release_profiler()
         else:
@@ -157,7 +162,8 @@ class Session:
     def _release_profiler(self) -> None:
         """The window is saved: stop the profiler so the rest of the run pays nothing for it."""
         try:
-            self._prof.stop()
+            with _sigint_deferred():
+                self._prof.stop()
         except Exception as e:  # the trace is already written; say so and run on
             sys.stderr.write(f"idlehound: profiler stop after the window failed: {e}\n")
         self._prof = None
@@ -175,7 +181,8 @@ class Session:
             self.flags = _torch_flags()
         if self._prof is not None:
             try:
-                self._prof.stop()
+                with _sigint_deferred(reraise=False):  # a second Ctrl-C must not cut the flush short
+                    self._prof.stop()
             except Exception as e:  # keep the run's own exit code; report the profiler's failure
                 error = error or f"profiler stop failed: {e}"
             self._prof = None
@@ -302,6 +309,23 @@ class Session:
             if samples.get("note"):
                 info["sampler"]["note"] = samples["note"]
         run_file(self.run_dir, self.rank, "run").write_text(json.dumps(info, indent=2, default=str))
+
+
+@contextlib.contextmanager
+def _sigint_deferred(reraise: bool = True):
+    """Hold a Ctrl-C until the block is done, then raise it (or drop it, when already stopping): profiler calls
+    must not stop half-way."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught and reraise:
+            raise KeyboardInterrupt
 
 
 def distributed_rank() -> Optional[int]:
