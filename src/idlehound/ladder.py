@@ -83,12 +83,9 @@ def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: 
         progress(f"idlehound ladder: {labels[name]}")
         res = RungResult(name, labels[name])
         try:
-            cfg, res.tried = _configure(name, best, opts, device)
-            if cfg is None:
-                res.status, res.reason = "skipped", res.tried.pop()["reason"] if res.tried else "not applicable"
-            else:
-                _measure(cfg, opts, res, run_dir, progress)
-                best = cfg
+            cfg, res.tried = _configure(name, best, opts, device)  # raises _Skip when the rung cannot run
+            _measure(cfg, opts, res, run_dir, progress)
+            best = cfg
         except _Skip as s:
             res.status, res.reason = "skipped", str(s)
         except Exception as e:  # OOM, compile failure...: report and go on

@@ -10,3 +10,12 @@ def num(v: Optional[float], nd: int = 2, unit: str = "", signed: bool = False) -
     if v is None:
         return "—"
     return f"{v:+,.{nd}f}{unit}" if signed else f"{v:,.{nd}f}{unit}"
+
+
+def metric_text(m: dict) -> str:
+    """A report metric as every renderer writes it: percentages with one decimal, the rest with two."""
+    if m["value"] is None:
+        return "—"
+    if m["unit"] == "%":
+        return f"{m['value']:.1f} %"
+    return f"{m['value']:,.2f} {m['unit']}".strip()

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..metrics import BREAKDOWN_DEFINITION, IDLE_CAUSES, METRICS
 from ._data import CAUSE_WORDS
-from ._format import num
+from ._format import metric_text, num
 
 COLORS = {
     "Kernel": "#2e7d32", "Memcpy": "#1565c0", "Memset": "#5e35b1", "Communication": "#00838f",
@@ -56,13 +56,7 @@ def _json_for_html(doc: dict[str, Any]) -> str:
     return json.dumps(doc).replace("</", "<\\/")
 
 
-def fmt_metric(m: dict[str, Any]) -> str:
-    """How a metric value is written on the page (tests compare this with the JSON)."""
-    if m["value"] is None:
-        return "—"
-    if m["unit"] == "%":
-        return f"{m['value']:.1f} %"
-    return f"{m['value']:,.2f} {m['unit']}".strip()
+fmt_metric = metric_text  # how a metric is written on the page (tests compare this with the JSON)
 
 
 def _cards(doc: dict[str, Any]) -> str:

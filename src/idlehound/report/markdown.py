@@ -5,12 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._data import CAUSE_WORDS
-
-
-def _v(m: dict) -> str:
-    if m["value"] is None:
-        return "—"
-    return f"{m['value']:.1f} %" if m["unit"] == "%" else f"{m['value']:,.2f} {m['unit']}".strip()
+from ._format import metric_text
 
 
 def render_markdown(doc: dict[str, Any]) -> str:
@@ -19,7 +14,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
     for m in doc["metrics"].values():
         if m["value"] is not None:
             band = "" if m["ideal"] is None else ("≥ " if m["higher_is_better"] else "≤ ") + f"{m['ideal']:g}"
-            out.append(f"| {m['label']} | {_v(m)} | {band} | {m['status']} |")
+            out.append(f"| {m['label']} | {metric_text(m)} | {band} | {m['status']} |")
     out += ["", "## Step time breakdown (ms per step)", "", "| category | ms |", "|---|---:|"]
     out += [f"| {k} | {v:.3f} |" for k, v in doc["breakdown_ms"].items() if v]
     if doc["trace"]["gpu_recorded"]:

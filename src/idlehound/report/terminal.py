@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ._data import CAUSE_WORDS
+from ._format import metric_text
 
 _MARK = {"ideal": ("✓ ideal", "green"), "fair": ("~ fair", "yellow"), "problem": ("✗ problem", "red")}
 _SEV = {"high": "bold red", "medium": "yellow", "low": "cyan"}
@@ -37,14 +38,6 @@ def render(doc: dict[str, Any], console: Optional[Console] = None) -> None:
         c.print(Text(f"note: {n}", style="yellow"))
 
 
-def _fmt(v: Optional[float], unit: str) -> str:
-    if v is None:
-        return "—"
-    if unit == "%":
-        return f"{v:.1f} %"
-    return f"{v:,.2f} {unit}".strip()
-
-
 def _band(m: dict) -> str:
     if m["ideal"] is None:
         return ""
@@ -62,7 +55,7 @@ def _metric_table(metrics: dict) -> Table:
         if m["value"] is None:
             continue
         mark, style = _MARK.get(m["status"], ("", ""))
-        tab.add_row(m["label"], _fmt(m["value"], m["unit"]), _band(m), Text(mark, style=style))
+        tab.add_row(m["label"], metric_text(m), _band(m), Text(mark, style=style))
     return tab
 
 

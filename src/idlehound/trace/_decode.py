@@ -48,7 +48,6 @@ class Event(msgspec.Struct, gc=False):
 _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 _BATCH = msgspec.json.Decoder(list[Event])
-_ALL = _BATCH
 _ONE = msgspec.json.Decoder(Event)
 _ANY = msgspec.json.Decoder()
 
@@ -76,7 +75,7 @@ def event_batches(raw: msgspec.Raw, stats: dict[str, int]):
     or when the one pass meets odd-typed fields."""
     if len(raw) <= DIRECT_LIMIT:
         try:
-            events = _ALL.decode(raw)
+            events = _BATCH.decode(raw)
         except (msgspec.ValidationError, msgspec.DecodeError):
             events = None
         if events is not None:
