@@ -26,13 +26,13 @@ def _breakdown(ctx: _Context, steps: list[Step], device: Optional[int]) -> None:
     host_cpu = ctx.x_cpu[~step_like[ctx.x_cpu] & ~np.isin(ctx.x_cpu, ctx.runtime)
                          & ~np.isin(ctx.x_cpu, ctx.dataloader)]
     sets = {
-        "Kernel": _set(ev, g[kcat & ~comm]),
-        "Memcpy": _set(ev, g[memcpy]),
-        "Memset": _set(ev, g[memset]),
+        "Kernel": ctx.spans(g[kcat & ~comm]),
+        "Memcpy": ctx.spans(g[memcpy]),
+        "Memset": ctx.spans(g[memset]),
         "Communication": iv.union(*_cat_arrays(ev, g[comm], ctx.comm_ops)),
-        "Runtime": _set(ev, ctx.runtime),
-        "DataLoader": _set(ev, ctx.dataloader),
-        "CPU Exec": _set(ev, host_cpu),
+        "Runtime": ctx.spans(ctx.runtime),
+        "DataLoader": ctx.spans(ctx.dataloader),
+        "CPU Exec": ctx.spans(host_cpu),
     }
     s0 = np.array([s.start_ns for s in steps], np.int64)
     s1 = np.array([s.end_ns for s in steps], np.int64)
@@ -45,10 +45,6 @@ def _breakdown(ctx: _Context, steps: list[Step], device: Optional[int]) -> None:
     per["Other"] = iv.measure_in(remaining, s0, s1)
     for i, s in enumerate(steps):
         s.breakdown_ns = {k: int(per[k][i]) for k in BREAKDOWN}
-
-
-def _set(ev: EventTable, idx: np.ndarray) -> iv.Set:
-    return iv.union(ev.ts[idx], ev.ts[idx] + ev.dur[idx])
 
 
 def _cat_arrays(ev: EventTable, *groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -61,10 +61,10 @@ class _Context:
         return self.gpu[self.ev.pid[self.gpu] == device]
 
     def busy_set(self, device: Optional[int]) -> iv.Set:
-        g = self.gpu_on(device)
-        return iv.union(self.ev.ts[g], self.ev.ts[g] + self.ev.dur[g])
+        return self.spans(self.gpu_on(device))
 
-    def host_set(self, idx: np.ndarray, tid: Optional[int] = None) -> iv.Set:
+    def spans(self, idx: np.ndarray, tid: Optional[int] = None) -> iv.Set:
+        """The union of these events' intervals, host or GPU (on one thread when tid is given)."""
         if tid is not None:
             idx = idx[self.ev.tid[idx] == tid]
         return iv.union(self.ev.ts[idx], self.ev.ts[idx] + self.ev.dur[idx])

@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import TraceError
 from ..trace import Trace
 from . import _intervals as iv
-from ._breakdown import _breakdown, _cat_arrays, _set
+from ._breakdown import _breakdown, _cat_arrays
 from ._context import _Context
 from ._gaps import _Gaps, _main_thread
 from ._model import (
@@ -136,7 +136,7 @@ def _rank_figures(ctx: _Context, smap: SourceMap, steps: list[Step], device: Opt
     gsel = np.isin(ctx.gpu, g)
     comm = iv.union(*_cat_arrays(ev, g[ctx.is_comm[gsel]], ctx.comm_ops))
     comm = iv.intersect(comm, window)
-    compute = _set(ev, g[ctx.is_kernel[gsel] & ~ctx.is_comm[gsel]])
+    compute = ctx.spans(g[ctx.is_kernel[gsel] & ~ctx.is_comm[gsel]])
     exposed = iv.subtract(comm, compute) if g.size else comm
     n = max(len(steps), 1)
     return {"comm_ms": iv.total(comm) / n / 1e6, "exposed_comm_ms": iv.total(exposed) / n / 1e6,

@@ -7,7 +7,7 @@ import numpy as np
 from ..trace import EventTable
 from . import _intervals as iv
 from . import _roles as roles
-from ._breakdown import _cat_arrays, _set
+from ._breakdown import _cat_arrays
 from ._context import _Context
 from ._model import IDLE_CAUSES, IdleLine, Step
 from ._source import SourceMap
@@ -77,17 +77,17 @@ class _Gaps:
         ctx, ev = self.ctx, self.ctx.ev
         launching_ops = ctx.op_of_ext(ev.ext[ctx.launch])
         launching_ops = np.unique(launching_ops[launching_ops >= 0])
-        dl = _set(ev, ctx.dataloader)
+        dl = ctx.spans(ctx.dataloader)
         for tid in np.unique(self.tid):
             sel = np.flatnonzero(self.tid == tid)
             remaining = (self.gs[sel], self.ge[sel])
             classes = [
                 ("data_loading", dl),
-                ("allocator", ctx.host_set(ctx.allocator, tid)),
-                ("sync", _merge(ctx.host_set(ctx.sync, tid), self.sf_set)),
+                ("allocator", ctx.spans(ctx.allocator, tid)),
+                ("sync", _merge(ctx.spans(ctx.sync, tid), self.sf_set)),
                 ("launch", iv.union(*_cat_arrays(ev, ctx.launch[ev.tid[ctx.launch] == tid],
                                                  launching_ops[ev.tid[launching_ops] == tid]))),
-                ("cpu_ops", ctx.host_set(ctx.cpu_ops, tid)),
+                ("cpu_ops", ctx.spans(ctx.cpu_ops, tid)),
             ]
             for cause, cset in classes:
                 claimed = iv.intersect(remaining, cset)
