@@ -6,7 +6,6 @@ from typing import Optional
 
 import numpy as np
 
-from ..trace import EventTable
 from . import _intervals as iv
 from . import _roles as roles
 from ._context import _Context
@@ -29,7 +28,7 @@ def _breakdown(ctx: _Context, steps: list[Step], device: Optional[int]) -> None:
         "Kernel": ctx.spans(g[kcat & ~comm]),
         "Memcpy": ctx.spans(g[memcpy]),
         "Memset": ctx.spans(g[memset]),
-        "Communication": iv.union(*_cat_arrays(ev, g[comm], ctx.comm_ops)),
+        "Communication": ctx.spans(np.concatenate([g[comm], ctx.comm_ops])),
         "Runtime": ctx.spans(ctx.runtime),
         "DataLoader": ctx.spans(ctx.dataloader),
         "CPU Exec": ctx.spans(host_cpu),
@@ -45,8 +44,3 @@ def _breakdown(ctx: _Context, steps: list[Step], device: Optional[int]) -> None:
     per["Other"] = iv.measure_in(remaining, s0, s1)
     for i, s in enumerate(steps):
         s.breakdown_ns = {k: int(per[k][i]) for k in BREAKDOWN}
-
-
-def _cat_arrays(ev: EventTable, *groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    idx = np.concatenate(groups) if groups else np.zeros(0, np.int64)
-    return ev.ts[idx], ev.ts[idx] + ev.dur[idx]

@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import TraceError
 from ..trace import Trace
 from . import _intervals as iv
-from ._breakdown import _breakdown, _cat_arrays
+from ._breakdown import _breakdown
 from ._context import _Context
 from ._gaps import _Gaps, _main_thread
 from ._model import (
@@ -128,13 +128,12 @@ def _rank_figures(ctx: _Context, smap: SourceMap, steps: list[Step], device: Opt
                   busy: iv.Set) -> dict[str, Any]:
     """What a multi-rank comparison needs from one rank: communication time, how much of it the GPU's compute
     hid, and the time spent in calls made from each user line (per step)."""
-    ev = ctx.ev
     s0 = np.array([s.start_ns for s in steps], np.int64)
     s1 = np.array([s.end_ns for s in steps], np.int64)
     window = iv.union(s0, s1)
     g = ctx.gpu_on(device)
     gsel = np.isin(ctx.gpu, g)
-    comm = iv.union(*_cat_arrays(ev, g[ctx.is_comm[gsel]], ctx.comm_ops))
+    comm = ctx.spans(np.concatenate([g[ctx.is_comm[gsel]], ctx.comm_ops]))
     comm = iv.intersect(comm, window)
     compute = ctx.spans(g[ctx.is_kernel[gsel] & ~ctx.is_comm[gsel]])
     exposed = iv.subtract(comm, compute) if g.size else comm

@@ -7,7 +7,6 @@ import numpy as np
 from ..trace import EventTable
 from . import _intervals as iv
 from . import _roles as roles
-from ._breakdown import _cat_arrays
 from ._context import _Context
 from ._model import IDLE_CAUSES, IdleLine, Step
 from ._source import SourceMap
@@ -85,8 +84,8 @@ class _Gaps:
                 ("data_loading", dl),
                 ("allocator", ctx.spans(ctx.allocator, tid)),
                 ("sync", _merge(ctx.spans(ctx.sync, tid), self.sf_set)),
-                ("launch", iv.union(*_cat_arrays(ev, ctx.launch[ev.tid[ctx.launch] == tid],
-                                                 launching_ops[ev.tid[launching_ops] == tid]))),
+                ("launch", ctx.spans(np.concatenate([ctx.launch[ev.tid[ctx.launch] == tid],
+                                                     launching_ops[ev.tid[launching_ops] == tid]]))),
                 ("cpu_ops", ctx.spans(ctx.cpu_ops, tid)),
             ]
             for cause, cset in classes:
