@@ -6,7 +6,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from idlehound.tune import check_losses  # noqa: E402
+from idlehound.tune import _best, _combine, _stack, check_losses  # noqa: E402
+from idlehound.tune._candidates import Outcome, all_candidates  # noqa: E402
 
 from .conftest import SCRIPTS  # noqa: E402
 
@@ -30,6 +31,15 @@ def test_data_bound_script_more_workers_win_with_equal_losses(run_cli, tmp_path)
     assert doc["best"]["candidate"] == "workers2"
     assert "num_workers=2" in doc["diff"] and doc["diff"].startswith("--- a/data_bound.py")
     assert (tmp_path / doc["run_dir"].split("/")[-1] / "tune.html").exists()
+    assert doc["noise"]["loss_rel_diff"] == 0.0 and doc["noise"]["time_pct"] is not None
+
+
+def test_other_changes_are_measured_on_top_of_the_winning_loader(run_cli, tmp_path):
+    _, v = _tune(run_cli, tmp_path, "data_bound.py", "--try", "workers2,fused_optimizer", "--no-diagnose")
+    w, f = v["workers2"], v["fused_optimizer"]
+    assert w["status"] == "ok" and w["speedup"] > 1.3
+    assert f["on_top_of"] == "workers2" and f["settings"]["loader"]["num_workers"] == 2
+    assert f["speedup"] > 1.3 and f["gain"] == pytest.approx(f["speedup"] / w["speedup"], rel=1e-2)
 
 
 def test_random_augmentation_makes_workers_change_the_math_and_the_guard_rejects_it(run_cli, tmp_path):
@@ -55,6 +65,8 @@ def test_loss_check_rules():
     assert check_losses(ref, list(ref), "same", cuda=False)[0]
     assert not check_losses(ref, [1.0, 0.9, 0.8000001], "same", cuda=False)[0]
     assert check_losses(ref, [1.0, 0.9, 0.8000001], "same", cuda=True)[0]
+    assert not check_losses(ref, [1.0, 0.9, 0.8001], "same", cuda=True)[0]
+    assert check_losses(ref, [1.0, 0.9, 0.8001], "same", cuda=True, noise=1e-4)[0]  # twice the repeat's noise
     assert check_losses(ref, [1.02, 0.91, 0.79], "precision", cuda=True)[0]
     ok, _, why = check_losses(ref, [1.0, 0.9, 0.5], "precision", cuda=True)
     assert not ok and "diverged at step 2" in why
@@ -68,3 +80,25 @@ def test_blog_baseline_script_more_workers_keep_the_losses_bitwise(run_cli, tmp_
     v = {x["candidate"]: x for x in json.loads(r.stdout)["variants"]}
     assert v["workers2"]["status"] == "ok"
     assert v["workers2"]["loss_check"] == "bitwise equal: ok (6 steps)"
+
+
+def _outcome(name, speedup, status="ok"):
+    return Outcome(name, name, status=status, speedup=speedup)
+
+
+def test_stage_two_stacks_on_the_fastest_accepted_loader_and_combines_what_helped():
+    cands = {c.name: c for c in all_candidates(16, cuda=True)}
+    stage1 = [cands["workers4"], cands["workers12"], cands["pin_memory"]]
+    outs = [_outcome("workers4", 3.0), _outcome("workers12", 6.0, status="rejected"), _outcome("pin_memory", 1.01)]
+    floor = _best(stage1, outs)
+    assert floor[0].name == "workers4"  # the faster workers12 was rejected; pin_memory helped < 3%
+    settings, math, on_top = _stack(floor, cands["bf16"])
+    assert settings["loader"]["num_workers"] == 4 and settings["autocast"] == "bfloat16"
+    assert math == "precision" and on_top.candidate == "workers4"
+    stage2 = [cands["bf16"], cands["tf32"], cands["cudnn_benchmark"]]
+    outs += [_outcome("bf16", 5.0), _outcome("tf32", 3.05), _outcome("cudnn_benchmark", 3.5)]
+    names, combined, math = _combine(floor, stage2, outs)
+    assert names == ["workers4", "bf16", "cudnn_benchmark"]  # tf32 gained < 3% over workers4 alone
+    assert combined["cudnn_benchmark"] and combined["loader"]["num_workers"] == 4 and math == "precision"
+    assert _combine(floor, stage2, outs[:3] + [_outcome("bf16", 5.0)]) is None  # one winner: measured already
+    assert _best(stage1, [_outcome(n, 1.0) for n in ("workers4", "workers12", "pin_memory")]) is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -268,6 +269,26 @@ def lint(paths: tuple[Path, ...], as_json: bool, trace: Optional[Path]) -> None:
     sys.exit(1 if found else 0)
 
 
+@contextlib.contextmanager
+def _tune_progress():
+    """A progress bar on stderr naming the variant that runs; plain lines when stderr is not a terminal."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .tune import print_progress
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield print_progress
+        return
+    bar = Progress(TextColumn("idlehound tune"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("{task.description}"), console=console, transient=True)
+    task = bar.add_task("", total=None)
+    with bar:
+        yield lambda message, done, total: bar.update(task, description=message, completed=done,
+                                                      total=total or None)
+
+
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--steps", type=int, default=30, show_default=True, help="Timed optimizer steps per variant.")
 @click.option("--skip", type=int, default=10, show_default=True, help="Untimed warm-up steps per variant.")
@@ -288,7 +309,8 @@ def tune(steps, skip, try_, skip_candidate, no_diagnose, logdir, as_json, script
     opts = TuneOptions(steps=steps, skip=skip, try_=[t for t in try_.split(",") if t],
                        skip_candidates=[t for t in skip_candidate.split(",") if t], logdir=logdir,
                        diagnose=not no_diagnose)
-    doc = run_tune(script_and_args[0], list(script_and_args[1:]), opts)
+    with _tune_progress() as progress:
+        doc = run_tune(script_and_args[0], list(script_and_args[1:]), opts, progress)
     if as_json:
         click.echo(json.dumps(doc, indent=2))
     else:

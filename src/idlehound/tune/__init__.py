@@ -35,9 +35,22 @@ class TuneOptions:
     timeout_s: int = 900
 
 
-def run_tune(script: str, args: list[str], opts: TuneOptions,
-             progress: Callable[[str], None] = lambda m: sys.stderr.write(m + "\n")) -> dict[str, Any]:
-    """Tune script; returns the tune document (schema idlehound/tune, version 1) and writes it to a run folder."""
+Progress = Callable[[str, int, int], None]  # (what runs now, runs done, runs planned; 0 while not yet known)
+
+
+def print_progress(message: str, done: int, total: int) -> None:
+    if total and done >= total:
+        return
+    sys.stderr.write(f"idlehound tune: [{done + 1}/{total or '?'}] {message}\n")
+
+
+def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress = print_progress) -> dict[str, Any]:
+    """Tune script; returns the tune document (schema idlehound/tune, version 1) and writes it to a run folder.
+
+    Stage 1 tries the loader candidates on the script as written. Stage 2 tries every other candidate on top of
+    the best accepted loader setting, because a precision or cuDNN change cannot show while the GPU waits for
+    data. The best combination is then run once more and checked like any variant.
+    """
     from ..capture import new_run_dir
 
     if not Path(script).is_file():
@@ -46,31 +59,66 @@ def run_tune(script: str, args: list[str], opts: TuneOptions,
 
     cuda = torch.cuda.is_available()
     run_dir = new_run_dir(Path(opts.logdir), f"tune-{Path(script).stem}")
-    progress(f"idlehound tune: baseline ({opts.skip} warm-up + {opts.steps} timed steps)")
+    progress(f"baseline ({opts.skip} warm-up + {opts.steps} timed steps)", 0, 0)
     base = _child(script, args, {}, opts, run_dir / "baseline.json")
     if base["status"] != "ok":
         raise IdlehoundError(f"{script}: the unmodified script did not complete {opts.skip + opts.steps} "
                              f"optimizer steps ({base['error'] or base['status']})")
-    causes = _diagnosed_causes(script, args, opts, run_dir, progress) if opts.diagnose else set()
+    progress("baseline again (run-to-run noise)", 1, 0)
+    noise = _noise(base, _child(script, args, {}, opts, run_dir / "baseline_repeat.json"))
+    done = 2
+    causes: set[str] = set()
+    if opts.diagnose:
+        progress("diagnosing the baseline (short profile)", done, 0)
+        causes, done = _diagnosed_causes(script, args, opts, run_dir), done + 1
     chosen, skipped = _choose(all_candidates(os.cpu_count() or 2, cuda), causes, base, cuda, opts)
+    ctx = _Ctx(script, args, opts, run_dir, base, cuda, noise["loss_rel_diff"])
+    stage1 = [c for c in chosen if c.needs_loader]
+    stage2 = [c for c in chosen if not c.needs_loader]
+    total = done + len(chosen) + (len(stage2) >= 2)
     outcomes = [_baseline_outcome(base)] + skipped
-    for i, cand in enumerate(chosen, 1):
-        progress(f"idlehound tune: [{i}/{len(chosen)}] {cand.label}")
-        outcomes.append(_evaluate(cand.name, cand.label, cand.settings, cand.math, script, args, opts, run_dir,
-                                  base, cuda))
-    combo = _combine(chosen, outcomes)
+    for cand in stage1:
+        progress(cand.label, done, total)
+        outcomes.append(_evaluate(ctx, cand.name, cand.label, cand.settings, cand.math))
+        done += 1
+    floor = _best(stage1, outcomes)
+    for cand in stage2:
+        progress(cand.label + (f" (on top of {floor[0].name})" if floor else ""), done, total)
+        outcomes.append(_evaluate(ctx, cand.name, cand.label, *_stack(floor, cand)))
+        done += 1
+    combo = _combine(floor, stage2, outcomes)
     if combo is not None:
-        progress("idlehound tune: best combination")
+        progress("best combination", done, total)
         names, settings, math = combo
-        outcomes.append(_evaluate("+".join(names), "combined: " + " + ".join(names), settings, math, script, args,
-                                  opts, run_dir, base, cuda))
-    doc = _document(script, opts, causes, outcomes, run_dir)
+        outcomes.append(_evaluate(ctx, "+".join(names), "combined: " + " + ".join(names), settings, math))
+    progress("done", total, total)
+    doc = _document(script, opts, causes, outcomes, run_dir, noise)
     (run_dir / "tune.json").write_text(json.dumps(doc, indent=2))
     from .report import tune_html, tune_markdown
 
     (run_dir / "tune.md").write_text(tune_markdown(doc))
     (run_dir / "tune.html").write_text(tune_html(doc), encoding="utf-8")
     return doc
+
+
+@dataclass
+class _Ctx:
+    script: str
+    args: list[str]
+    opts: TuneOptions
+    run_dir: Path
+    base: dict[str, Any]
+    cuda: bool
+    noise: Optional[float]
+
+
+def _noise(base: dict, repeat: dict) -> dict[str, Optional[float]]:
+    """How much two runs of the unmodified script differ: step time (%) and per-step loss (relative)."""
+    if repeat.get("status") != "ok" or not base.get("ms_per_step") or not repeat.get("ms_per_step"):
+        return {"time_pct": None, "loss_rel_diff": None}
+    t = 100 * abs(repeat["ms_per_step"] - base["ms_per_step"]) / base["ms_per_step"]
+    d = check_losses(base["losses"], repeat["losses"], "precision", False)[1]
+    return {"time_pct": round(t, 2), "loss_rel_diff": d}
 
 
 def _child(script: str, args: list[str], settings: dict, opts: TuneOptions, out: Path) -> dict[str, Any]:
@@ -86,11 +134,10 @@ def _child(script: str, args: list[str], settings: dict, opts: TuneOptions, out:
     return json.loads(out.read_text())
 
 
-def _diagnosed_causes(script, args, opts, run_dir: Path, progress) -> set[str]:
+def _diagnosed_causes(script, args, opts, run_dir: Path) -> set[str]:
     """Profile a short window of the unmodified script and keep the causes the diagnosis found."""
     from ..pipeline import analyze_path
 
-    progress("idlehound tune: diagnosing the baseline (short profile)")
     logdir = run_dir / "profile"
     skip = max(1, min(opts.skip, 5))
     cmd = [sys.executable, "-m", "idlehound", "run", "--logdir", str(logdir), "--skip", str(skip), "--warmup", "1",
@@ -100,7 +147,10 @@ def _diagnosed_causes(script, args, opts, run_dir: Path, progress) -> set[str]:
         res = analyze_path(logdir)
     except IdlehoundError:
         return set()
-    return {f.cause for f in res.findings}
+    causes = {f.cause for f in res.findings}
+    if res.analysis.kernels.fp32_matmul_ns > 0:  # hidden while the GPU waits for data; shows once that is fixed
+        causes.add("fp32_math")
+    return causes
 
 
 def _choose(cands: list[Candidate], causes: set[str], base: dict, cuda: bool, opts: TuneOptions):
@@ -134,24 +184,32 @@ def _throughput(o: Outcome, r: dict) -> None:
         o.samples_per_s = round(bs * 1e3 / ms, 1) if bs else None
 
 
-def _evaluate(name, label, settings, math, script, args, opts, run_dir: Path, base: dict, cuda: bool) -> Outcome:
-    o = Outcome(name, label, settings=settings)
-    r = _child(script, args, settings, opts, run_dir / f"{name}.json")
+def _evaluate(ctx: _Ctx, name: str, label: str, settings: dict, math: str,
+              on_top_of: Optional[Outcome] = None) -> Outcome:
+    o = Outcome(name, label, settings=settings, on_top_of=on_top_of.candidate if on_top_of else None)
+    r = _child(ctx.script, ctx.args, settings, ctx.opts, ctx.run_dir / f"{name}.json")
     if r["status"] != "ok":
         o.status, o.reason = "failed", r.get("error") or r["status"]
         return o
     _throughput(o, r)
     o.gpu_util = r.get("gpu_util")
-    if o.steps_per_s and base.get("ms_per_step"):
-        o.speedup = round(base["ms_per_step"] / r["ms_per_step"], 3)
-    ok, o.max_rel_diff, o.loss_check = check_losses(base["losses"], r["losses"], math, cuda)
+    if o.steps_per_s and ctx.base.get("ms_per_step"):
+        o.speedup = round(ctx.base["ms_per_step"] / r["ms_per_step"], 3)
+        if on_top_of is not None and on_top_of.speedup:
+            o.gain = round(o.speedup / on_top_of.speedup, 3)
+    ok, o.max_rel_diff, o.loss_check = check_losses(ctx.base["losses"], r["losses"], math, ctx.cuda, ctx.noise)
     if not ok:
         o.status, o.reason = "rejected", o.loss_check
     return o
 
 
-def check_losses(ref: list[float], got: list[float], math: str, cuda: bool) -> tuple[bool, Optional[float], str]:
-    """Compare per-step losses; returns (ok, largest relative difference, what was checked)."""
+def check_losses(ref: list[float], got: list[float], math: str, cuda: bool,
+                 noise: Optional[float] = None) -> tuple[bool, Optional[float], str]:
+    """Compare per-step losses; returns (ok, largest relative difference, what was checked).
+
+    "same" means bitwise equal on the CPU; on CUDA, where reductions may reorder between runs, equal within
+    1e-5 or twice the difference between two runs of the unmodified script, whichever is larger.
+    """
     n = min(len(ref), len(got))
     if n == 0:
         return False, None, "no losses recorded"
@@ -161,9 +219,9 @@ def check_losses(ref: list[float], got: list[float], math: str, cuda: bool) -> t
         if d > worst:
             worst, worst_i = d, i
     if math == "same":
-        tol = SAME_RTOL_CUDA if cuda else 0.0
+        tol = max(SAME_RTOL_CUDA, 2 * (noise or 0.0)) if cuda else 0.0
         ok = worst <= tol
-        what = "bitwise equal" if not cuda else f"equal within {tol:g}"
+        what = "bitwise equal" if not cuda else f"equal within {tol:.2g}"
     else:
         bad = [i for i in range(n) if abs(got[i] - ref[i]) > ATOL + RTOL * abs(ref[i])]
         ok = not bad
@@ -174,31 +232,55 @@ def check_losses(ref: list[float], got: list[float], math: str, cuda: bool) -> t
     return ok, round(worst, 8), verdict
 
 
-def _combine(chosen: list[Candidate], outcomes: list[Outcome]):
-    """The fastest accepted loader variant plus every other accepted change that helped (>= 3%)."""
+def _helped(o: Optional[Outcome], over: float = 1.0) -> bool:
+    return o is not None and o.status == "ok" and (o.speedup or 0) >= 1.03 * over
+
+
+def _best(stage: list[Candidate], outcomes: list[Outcome]) -> Optional[tuple[Candidate, Outcome]]:
+    """The fastest accepted candidate of a stage that helped (>= 3%), with its outcome."""
     by = {o.candidate: o for o in outcomes}
-    good = [c for c in chosen if by[c.name].status == "ok" and (by[c.name].speedup or 0) >= 1.03]
-    loaders = [c for c in good if c.needs_loader and "num_workers" in c.settings.get("loader", {})]
-    rest = [c for c in good if c not in loaders]
-    picked = ([max(loaders, key=lambda c: by[c.name].speedup)] if loaders else []) + rest
-    if len(picked) < 2:
+    good = [(c, by[c.name]) for c in stage if _helped(by.get(c.name))]
+    return max(good, key=lambda co: co[1].speedup, default=None)
+
+
+def _merge(*settings: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for s in settings:
+        for k, v in s.items():
+            out[k] = {**out.get(k, {}), **v} if isinstance(v, dict) else v
+    return out
+
+
+def _stack(floor: Optional[tuple[Candidate, Outcome]], cand: Candidate) -> tuple[dict, str, Optional[Outcome]]:
+    """A stage-2 candidate's settings, math and the outcome it is measured on top of."""
+    if floor is None:
+        return cand.settings, cand.math, None
+    math = "precision" if "precision" in (floor[0].math, cand.math) else "same"
+    return _merge(floor[0].settings, cand.settings), math, floor[1]
+
+
+def _combine(floor, stage2: list[Candidate], outcomes: list[Outcome]):
+    """The best loader setting plus every stage-2 change that helped on top of it (>= 3%), when that is more
+    than one variant already measured."""
+    by = {o.candidate: o for o in outcomes}
+    base = floor[1].speedup if floor else 1.0
+    picked = [c for c in stage2 if _helped(by.get(c.name), base)]
+    if len(picked) < 2:  # one is the best already: it was measured on top of the loader setting
         return None
-    settings: dict[str, Any] = {}
-    for c in picked:
-        for k, v in c.settings.items():
-            settings[k] = {**settings.get(k, {}), **v} if isinstance(v, dict) else v
-    math = "precision" if any(c.math == "precision" for c in picked) else "same"
-    return [c.name for c in picked], settings, math
+    cands = ([floor[0]] if floor else []) + picked
+    math = "precision" if any(c.math == "precision" for c in cands) else "same"
+    return [c.name for c in cands], _merge(*(c.settings for c in cands)), math
 
 
-def _document(script: str, opts: TuneOptions, causes: set[str], outcomes: list[Outcome], run_dir: Path):
+def _document(script: str, opts: TuneOptions, causes: set[str], outcomes: list[Outcome], run_dir: Path,
+              noise: dict[str, Optional[float]]):
     accepted = [o for o in outcomes[1:] if o.status == "ok" and o.speedup]
     best = max(accepted, key=lambda o: o.speedup, default=None)
     diff, snippets = make_diff(Path(script), best.settings) if best and best.speedup > 1.0 else ("", [])
     return {"schema": "idlehound/tune", "schema_version": 1, "script": script, "run_dir": str(run_dir),
-            "steps": opts.steps, "skip": opts.skip, "diagnosed_causes": sorted(causes),
+            "steps": opts.steps, "skip": opts.skip, "diagnosed_causes": sorted(causes), "noise": noise,
             "variants": [asdict(o) for o in outcomes], "best": asdict(best) if best else None,
             "diff": diff, "snippets": snippets}
 
 
-__all__ = ["TuneOptions", "check_losses", "run_tune"]
+__all__ = ["Progress", "TuneOptions", "print_progress", "check_losses", "run_tune"]

@@ -56,4 +56,6 @@ class Outcome:
     gpu_util: float | None = None
     loss_check: str = ""
     max_rel_diff: float | None = None
+    on_top_of: str | None = None  # stage 2: the loader candidate this one was measured on top of
+    gain: float | None = None  # stage 2: speed-up over on_top_of alone
     settings: dict[str, Any] = field(default_factory=dict)

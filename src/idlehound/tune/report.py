@@ -6,7 +6,8 @@ from typing import Any
 
 from ..report._format import num as _n
 
-_COLS = ("candidate", "samples/s", "steps/s", "speed-up", "GPU busy", "loss check", "verdict")
+_COLS = ("candidate", "samples/s", "steps/s", "speed-up", "gain on top", "GPU busy", "loss check", "verdict")
+_NUMERIC = ("samples/s", "steps/s", "speed-up", "gain on top", "GPU busy")
 
 
 def rows(doc: dict[str, Any]) -> list[list[str]]:
@@ -17,9 +18,35 @@ def rows(doc: dict[str, Any]) -> list[list[str]]:
             verdict += f": {v['reason']}"
         if v["candidate"] == "baseline":
             verdict = "baseline"
-        out.append([v["label"], _n(v["samples_per_s"], 0), _n(v["steps_per_s"], 2), _n(v["speedup"], 2, "×"),
-                    _n(v["gpu_util"], 0, "%"), v["loss_check"], verdict])
+        label = v["label"] + (f" (+ {v['on_top_of']})" if v.get("on_top_of") else "")
+        out.append([label, _n(v["samples_per_s"], 0), _n(v["steps_per_s"], 2), _n(v["speedup"], 2, "×"),
+                    _n(v.get("gain"), 2, "×"), _n(v["gpu_util"], 0, "%"), v["loss_check"], verdict])
     return out
+
+
+def noise_line(doc: dict[str, Any]) -> str:
+    n = doc.get("noise") or {}
+    if n.get("time_pct") is None:
+        return "Run-to-run noise: not measured (the repeat of the baseline did not complete)."
+    return (f"Run-to-run noise (the unmodified script twice): step time {n['time_pct']:.1f}%, "
+            f"largest per-step loss difference {n['loss_rel_diff']:.2g} (relative).")
+
+
+def best_line(doc: dict[str, Any]) -> str:
+    best = doc["best"]
+    if best:
+        return f"Best safe change: {best['label']} — {best['speedup']:.2f}× faster, loss check {best['loss_check']}"
+    if len(doc["variants"]) == 1:
+        causes = ", ".join(doc["diagnosed_causes"]) or "none"
+        return (f"Nothing to try: no candidate addresses what the diagnosis found (causes: {causes}). "
+                f"`--try NAME` tries one anyway: {', '.join(candidate_names())}.")
+    return "No candidate was both faster and safe."
+
+
+def candidate_names() -> list[str]:
+    from ._candidates import all_candidates
+
+    return [c.name for c in all_candidates(16, cuda=True)]
 
 
 def render_tune(doc: dict[str, Any], console=None) -> None:
@@ -31,29 +58,27 @@ def render_tune(doc: dict[str, Any], console=None) -> None:
     t = Table(title=f"idlehound tune: {doc['script']} ({doc['skip']} warm-up + {doc['steps']} timed steps each)",
               title_justify="left")
     for col in _COLS:
-        t.add_column(col, justify="right" if col in ("samples/s", "steps/s", "speed-up", "GPU busy") else "left")
+        t.add_column(col, justify="right" if col in _NUMERIC else "left")
     for r in rows(doc):
         t.add_row(*r)
     c.print(t)
-    best = doc["best"]
-    if best:
-        c.print(f"[bold]Best safe change:[/] {best['label']} — {best['speedup']:.2f}× faster, loss check "
-                f"{best['loss_check']}")
-    else:
-        c.print("No candidate was both faster and safe.")
-    if doc["diff"]:
-        c.print(Syntax(doc["diff"], "diff", theme="ansi_dark", background_color="default"))
+    c.print(noise_line(doc))
+    c.print(best_line(doc), markup=False)
+    for line in doc["diff"].splitlines():  # unwrapped and uncropped, so it can be copied
+        style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
+        c.print(line, style=style, markup=False, highlight=False, soft_wrap=True)
     for s in doc["snippets"]:
-        c.print(Syntax(s, "python", theme="ansi_dark", background_color="default"))
+        c.print(Syntax(s, "python", theme="ansi_dark", background_color="default", word_wrap=True))
 
 
 def tune_markdown(doc: dict[str, Any]) -> str:
     out = [f"# idlehound tune: `{doc['script']}`", "",
            f"Diagnosed causes: {', '.join(doc['diagnosed_causes']) or 'none'}", "",
-           "| " + " | ".join(_COLS) + " |", "|---|---:|---:|---:|---:|---|---|"]
+           "| " + " | ".join(_COLS) + " |",
+           "|" + "|".join("---:" if c in _NUMERIC else "---" for c in _COLS) + "|"]
     out += ["| " + " | ".join(r) + " |" for r in rows(doc)]
-    if doc["best"]:
-        out += ["", f"**Best safe change:** {doc['best']['label']} ({doc['best']['speedup']:.2f}×)"]
+    out += ["", noise_line(doc)]
+    out += ["", best_line(doc)]
     if doc["diff"]:
         out += ["", "```diff", doc["diff"].rstrip(), "```"]
     for s in doc["snippets"]:
@@ -66,10 +91,9 @@ def tune_html(doc: dict[str, Any]) -> str:
 
     head = "".join(f"<th>{c}</th>" for c in _COLS)
     body = "".join("<tr>" + "".join(f"<td>{e(x)}</td>" for x in r) + "</tr>" for r in rows(doc))
-    best = (f"<p><b>Best safe change:</b> {e(doc['best']['label'])} ({doc['best']['speedup']:.2f}×)</p>"
-            if doc["best"] else "<p>No candidate was both faster and safe.</p>")
+    best = f"<p><b>{e(best_line(doc))}</b></p>"
     diff = f"<pre>{e(doc['diff'])}</pre>" if doc["diff"] else ""
     snippets = "".join(f"<pre>{e(s)}</pre>" for s in doc["snippets"])
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>idlehound tune</title>"
             f"<style>{_CSS}</style></head><body><h1>idlehound tune: {e(doc['script'])}</h1>"
-            f"<table><tr>{head}</tr>{body}</table>{best}{diff}{snippets}</body></html>")
+            f"<table><tr>{head}</tr>{body}</table><p>{e(noise_line(doc))}</p>{best}{diff}{snippets}</body></html>")
