@@ -17,15 +17,19 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
 
-def _bench(cmd: list[str]) -> dict:
+def _bench(cmd: list[str], what: str) -> dict:
+    t0 = time.monotonic()
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     line = next(ln for ln in out.splitlines() if ln.startswith("BENCH "))
-    return json.loads(line[6:])
+    r = json.loads(line[6:])
+    print(f"# {what}: {r['samples_per_s']:.1f} samples/s ({time.monotonic() - t0:.1f} s)", flush=True)
+    return r
 
 
 def main() -> None:
@@ -42,12 +46,13 @@ def main() -> None:
         steps = str(args.steps or {"small": 4000}.get(kind, 400))
         plain, under, never, inside = [], [], [], []
         for _ in range(args.reps):
-            plain.append(_bench([sys.executable, workload, kind, steps, str(measure_from)])["samples_per_s"])
-            for skip, out in (("20", under), ("1000000", never)):
+            plain.append(_bench([sys.executable, workload, kind, steps, str(measure_from)],
+                                 f"{kind} plain")["samples_per_s"])
+            for skip, out, what in (("20", under, "idlehound"), ("1000000", never, "never profiled")):
                 with tempfile.TemporaryDirectory() as logdir:
                     cmd = [sys.executable, "-m", "idlehound", "run", "--logdir", logdir, "--skip", skip,
                            "--warmup", "2", "--active", "3", "--no-report", workload, kind, steps, str(measure_from)]
-                    out.append(_bench(cmd)["samples_per_s"])
+                    out.append(_bench(cmd, f"{kind} {what}")["samples_per_s"])
                     run = json.loads(next(Path(logdir).glob("*/run.json")).read_text())
                     if out is under and run.get("profiler_overhead"):
                         inside.append(run["profiler_overhead"])

@@ -68,8 +68,18 @@ def test_loss_check_rules():
     assert not check_losses(ref, [1.0, 0.9, 0.8001], "same", cuda=True)[0]
     assert check_losses(ref, [1.0, 0.9, 0.8001], "same", cuda=True, noise=1e-4)[0]  # twice the repeat's noise
     assert check_losses(ref, [1.02, 0.91, 0.79], "precision", cuda=True)[0]
-    ok, _, why = check_losses(ref, [1.0, 0.9, 0.5], "precision", cuda=True)
+    ok, _, why = check_losses(ref, [1.0, 0.9, 1.4], "precision", cuda=True)  # 3-step means 0.9 vs 1.1
     assert not ok and "diverged at step 2" in why
+    assert not check_losses(ref, [1.0, float("nan"), 0.8], "precision", cuda=True)[0]
+
+
+def test_precision_check_allows_drift_between_runs_but_not_a_curve_that_stops_learning():
+    ref = [2.4 * 0.97 ** i for i in range(80)]
+    drift = [x * (1 + 0.06 * (-1) ** i) for i, x in enumerate(ref)]  # single steps 6% off, the mean on course
+    assert check_losses(ref, drift, "precision", cuda=True)[0]
+    stuck = [max(x, 1.5) for x in ref]
+    ok, _, why = check_losses(ref, stuck, "precision", cuda=True)
+    assert not ok and why.startswith("10-step mean within 0.1 rel + 0.02: diverged at step")
 
 
 def test_blog_baseline_script_more_workers_keep_the_losses_bitwise(run_cli, tmp_path):
@@ -102,3 +112,39 @@ def test_stage_two_stacks_on_the_fastest_accepted_loader_and_combines_what_helpe
     assert combined["cudnn_benchmark"] and combined["loader"]["num_workers"] == 4 and math == "precision"
     assert _combine(floor, stage2, outs[:3] + [_outcome("bf16", 5.0)]) is None  # one winner: measured already
     assert _best(stage1, [_outcome(n, 1.0) for n in ("workers4", "workers12", "pin_memory")]) is None
+
+
+def test_the_worker_sweep_is_refined_between_the_best_and_its_neighbours():
+    from idlehound.tune._candidates import refine_workers
+
+    assert refine_workers([2, 4, 8, 12], 8, cores=16) == [6, 10]
+    assert refine_workers([2, 4, 8, 12], 12, cores=16) == [10]
+    assert refine_workers([2, 3], 2, cores=4) == []  # nothing between 2 and 3
+
+
+AUTOCAST_PROBE = """
+import torch
+from idlehound.tune._child import _autocast_outer_forward
+
+seen = {}
+class Probe(torch.nn.Module):
+    def __init__(self, name, params):
+        super().__init__()
+        self.name, self.lin = name, torch.nn.Linear(2, 2) if params else None
+    def forward(self, x):
+        seen[self.name] = torch.is_autocast_cpu_enabled()
+        return self.lin(x) if self.lin is not None else x * 2
+
+_autocast_outer_forward(torch.bfloat16)
+y = Probe("model", True)(torch.ones(1, 2))
+Probe("transform", False)(torch.ones(1, 2))
+print(seen["model"], y.dtype, seen["transform"], torch.is_autocast_cpu_enabled())
+"""
+
+
+def test_bf16_autocast_wraps_the_model_but_not_parameterless_modules_such_as_transforms():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", AUTOCAST_PROBE], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "torch.bfloat16", "False", "False"]

@@ -9,6 +9,7 @@ tolerance (precision changes). Losing or crashing variants are rejected with the
 from __future__ import annotations
 
 import json
+import math as _math
 import os
 import subprocess
 import sys
@@ -17,10 +18,12 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..errors import IdlehoundError
-from ._candidates import Candidate, Outcome, all_candidates
+from ._candidates import Candidate, Outcome, all_candidates, refine_workers, workers_candidate
 from ._diff import make_diff
 
-RTOL, ATOL = 0.05, 0.01  # precision changes: per-step loss within 5% (or 0.01 absolute) of the baseline
+# Precision changes: a different rounding makes two training runs drift apart step by step, so the check is on
+# the smoothed curve: the mean of the last SMOOTH losses within 10% (+ 0.02) of the baseline's, at every step.
+RTOL, ATOL, SMOOTH = 0.10, 0.02, 10
 SAME_RTOL_CUDA = 1e-5  # GPU reductions may reorder between runs; on the CPU "same" means bitwise equal
 
 
@@ -82,6 +85,14 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
         outcomes.append(_evaluate(ctx, cand.name, cand.label, cand.settings, cand.math))
         done += 1
     floor = _best(stage1, outcomes)
+    extra = _refined(stage1, floor, cuda)
+    total += len(extra)
+    for cand in extra:
+        progress(cand.label + " (refining the sweep)", done, total)
+        outcomes.append(_evaluate(ctx, cand.name, cand.label, cand.settings, cand.math))
+        done += 1
+    stage1 += extra
+    floor = _best(stage1, outcomes)
     for cand in stage2:
         progress(cand.label + (f" (on top of {floor[0].name})" if floor else ""), done, total)
         outcomes.append(_evaluate(ctx, cand.name, cand.label, *_stack(floor, cand)))
@@ -117,7 +128,8 @@ def _noise(base: dict, repeat: dict) -> dict[str, Optional[float]]:
     if repeat.get("status") != "ok" or not base.get("ms_per_step") or not repeat.get("ms_per_step"):
         return {"time_pct": None, "loss_rel_diff": None}
     t = 100 * abs(repeat["ms_per_step"] - base["ms_per_step"]) / base["ms_per_step"]
-    d = check_losses(base["losses"], repeat["losses"], "precision", False)[1]
+    n = min(len(base["losses"]), len(repeat["losses"]))
+    d = _check_same(base["losses"][:n], repeat["losses"][:n], False, None)[1] if n else None
     return {"time_pct": round(t, 2), "loss_rel_diff": d}
 
 
@@ -207,29 +219,55 @@ def check_losses(ref: list[float], got: list[float], math: str, cuda: bool,
                  noise: Optional[float] = None) -> tuple[bool, Optional[float], str]:
     """Compare per-step losses; returns (ok, largest relative difference, what was checked).
 
-    "same" means bitwise equal on the CPU; on CUDA, where reductions may reorder between runs, equal within
-    1e-5 or twice the difference between two runs of the unmodified script, whichever is larger.
+    "same": bitwise equal on the CPU; on CUDA, where reductions may reorder between runs, equal within 1e-5 or
+    twice the difference between two runs of the unmodified script, whichever is larger.
+    "precision": every loss finite, and the running mean of the last SMOOTH losses within RTOL (+ ATOL) of
+    the baseline's at every step.
     """
     n = min(len(ref), len(got))
     if n == 0:
         return False, None, "no losses recorded"
-    worst, worst_i = 0.0, 0
-    for i in range(n):
-        d = abs(got[i] - ref[i]) / max(abs(ref[i]), 1e-12)
-        if d > worst:
-            worst, worst_i = d, i
     if math == "same":
-        tol = max(SAME_RTOL_CUDA, 2 * (noise or 0.0)) if cuda else 0.0
-        ok = worst <= tol
-        what = "bitwise equal" if not cuda else f"equal within {tol:.2g}"
-    else:
-        bad = [i for i in range(n) if abs(got[i] - ref[i]) > ATOL + RTOL * abs(ref[i])]
-        ok = not bad
-        worst_i = bad[0] if bad else worst_i
-        what = f"within {RTOL:g} rel / {ATOL:g} abs"
-    verdict = f"{what}: ok ({n} steps)" if ok else \
-        f"{what}: diverged at step {worst_i}: {ref[worst_i]:.6g} vs {got[worst_i]:.6g}"
-    return ok, round(worst, 8), verdict
+        return _check_same(ref[:n], got[:n], cuda, noise)
+    bad = next((i for i in range(n) if not _math.isfinite(got[i])), None)
+    if bad is not None:
+        return False, None, f"loss not finite at step {bad}: {got[bad]}"
+    r, g = _running_mean(ref[:n]), _running_mean(got[:n])
+    diffs = [abs(b - a) / max(abs(a), 1e-12) for a, b in zip(r, g)]
+    worst = round(max(diffs), 8)
+    what = f"{SMOOTH}-step mean within {RTOL:g} rel + {ATOL:g}"
+    off = next((i for i in range(n) if abs(g[i] - r[i]) > ATOL + RTOL * abs(r[i])), None)
+    if off is None:
+        return True, worst, f"{what}: ok ({n} steps)"
+    return False, worst, f"{what}: diverged at step {off}: {r[off]:.6g} vs {g[off]:.6g}"
+
+
+def _check_same(ref: list[float], got: list[float], cuda: bool, noise: Optional[float]):
+    diffs = [abs(b - a) / max(abs(a), 1e-12) for a, b in zip(ref, got)]
+    worst_i = max(range(len(diffs)), key=diffs.__getitem__)
+    worst = diffs[worst_i]
+    tol = max(SAME_RTOL_CUDA, 2 * (noise or 0.0)) if cuda else 0.0
+    what = "bitwise equal" if not cuda else f"equal within {tol:.2g}"
+    if worst <= tol:
+        return True, round(worst, 8), f"{what}: ok ({len(ref)} steps)"
+    return False, round(worst, 8), f"{what}: diverged at step {worst_i}: {ref[worst_i]:.6g} vs {got[worst_i]:.6g}"
+
+
+def _running_mean(xs: list[float]) -> list[float]:
+    out, acc = [], 0.0
+    for i, x in enumerate(xs):
+        acc += x - (xs[i - SMOOTH] if i >= SMOOTH else 0.0)
+        out.append(acc / min(i + 1, SMOOTH))
+    return out
+
+
+def _refined(stage1: list[Candidate], floor, cuda: bool) -> list[Candidate]:
+    """Worker counts between the sweep's best and its neighbours (the best is rarely exactly on the grid)."""
+    counts = [c.settings["loader"]["num_workers"] for c in stage1 if "num_workers" in c.settings.get("loader", {})]
+    if floor is None or "num_workers" not in floor[0].settings.get("loader", {}):
+        return []
+    best = floor[0].settings["loader"]["num_workers"]
+    return [workers_candidate(n, cuda) for n in refine_workers(counts, best, os.cpu_count() or 2)]
 
 
 def _helped(o: Optional[Outcome], over: float = 1.0) -> bool:

@@ -23,11 +23,29 @@ def worker_counts(cores: int) -> list[int]:
     return sorted({2, max(2, cores // 4), max(2, cores // 2), max(2, cores * 3 // 4)})
 
 
-def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
-    loader = [Candidate(f"workers{n}", f"DataLoader num_workers={n}, persistent", {
+def refine_workers(tried: list[int], best: int, cores: int) -> list[int]:
+    """Worker counts half-way between the best of the sweep and its neighbours, not tried yet."""
+    below = max((n for n in tried if n < best), default=None)
+    above = min((n for n in tried if n > best), default=None)
+    mids = {(best + n) // 2 for n in (below, above) if n is not None}
+    return sorted(n for n in mids if n not in tried and 1 <= n <= cores)
+
+
+def workers_candidate(n: int, cuda: bool) -> Candidate:
+    return Candidate(f"workers{n}", f"DataLoader num_workers={n}, persistent", {
         "loader": {"num_workers": n, "persistent_workers": True, "pin_memory": cuda, "prefetch_factor": 4}},
         "same", needs_loader=True, causes=("data_loading", "pageable_copy"),
-        why="load batches in worker processes while the GPU computes") for n in worker_counts(cores)]
+        why="load batches in worker processes while the GPU computes")
+
+
+def host_threads(cores: int) -> int:
+    """Intra-op threads for a training process that feeds a GPU: few, so loader workers keep their cores."""
+    return max(1, min(4, cores // 4))
+
+
+def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
+    loader = [workers_candidate(n, cuda) for n in worker_counts(cores)]
+    threads = host_threads(cores)
     return loader + [
         Candidate("pin_memory", "DataLoader pin_memory=True", {"loader": {"pin_memory": True}}, "same",
                   needs_loader=True, needs_cuda=True, causes=("pageable_copy", "data_loading"),
@@ -41,6 +59,9 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
                   causes=("fp32_math",), why="half the bytes, tensor cores"),
         Candidate("fused_optimizer", "fused / foreach optimizer", {"fused_optimizer": True}, "precision",
                   causes=("launch_bound", "host_bound"), why="one kernel for all parameters"),
+        Candidate("host_threads", f"torch.set_num_threads({threads}) in the training process",
+                  {"threads": threads}, "same", needs_cuda=True, causes=("data_loading", "host_bound"),
+                  why="idle intra-op threads of the training process spin on the cores the loader workers need"),
     ]
 
 

@@ -29,6 +29,7 @@ class Recorder:
         self.cuda = torch.cuda.is_available()
         self.n = 0
         self.marks: list[Any] = []
+        self.wall: list[float] = []  # monotonic time of each timed mark, to pick the sampler's window
         self.losses: list[Any] = []
         self.first_opt: int | None = None
         self.loaders: list[dict] = []
@@ -44,6 +45,7 @@ class Recorder:
             return
         self.n += 1
         if self.n >= self.skip:
+            self.wall.append(time.monotonic())
             if self.cuda:
                 ev = self.torch.cuda.Event(enable_timing=True)
                 ev.record()
@@ -80,6 +82,8 @@ def apply(settings: dict[str, Any], rec: Recorder) -> None:
         _autocast_outer_forward(getattr(torch, settings["autocast"]))
     if settings.get("fused_optimizer"):
         _fused_optimizers()
+    if settings.get("threads"):
+        torch.set_num_threads(int(settings["threads"]))
 
 
 def seed_everything(seed: int) -> None:
@@ -118,17 +122,24 @@ def _autocast_outer_forward(dtype) -> None:
     """Enter autocast when the outermost module call starts and leave it when that call returns."""
     import torch
     from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+    from torch.utils.data import get_worker_info
 
     state = {"depth": 0, "ctx": None}
     device = "cuda" if torch.cuda.is_available() else "cpu"
 
     def pre(module, args):
+        # Only the model, in the training process: transforms can be modules too, and entering a CUDA
+        # autocast inside a forked DataLoader worker would initialise CUDA there.
+        if state["depth"] == 0 and (get_worker_info() is not None or next(module.parameters(), None) is None):
+            return
         if state["depth"] == 0:
             state["ctx"] = torch.autocast(device, dtype=dtype)
             state["ctx"].__enter__()
         state["depth"] += 1
 
     def post(module, args, out):
+        if state["depth"] == 0:  # a call the pre-hook skipped
+            return out
         state["depth"] -= 1
         if state["depth"] == 0 and state["ctx"] is not None:
             state["ctx"].__exit__(None, None, None)
@@ -153,6 +164,15 @@ def _fused_optimizers() -> None:
             __orig(self, *args, **kwargs)
 
         cls.__init__ = __init__
+
+
+def _timed_util(samples: dict[str, Any], wall: list[float]) -> float | None:
+    """Mean NVML utilisation over the timed steps only (start-up and warm-up excluded)."""
+    if len(wall) < 2:
+        return None
+    lo, hi = wall[0] - samples["t0_monotonic"], wall[-1] - samples["t0_monotonic"]
+    util = [u for t, u, _ in samples["samples"] if lo <= t <= hi]
+    return sum(util) / len(util) if util else None
 
 
 def _describe(e: BaseException) -> str:
@@ -203,9 +223,7 @@ def main() -> None:
         status, error = "failed", _describe(e)
     result = rec.result() if status in ("ok", "short") else {"losses": [], "loaders": rec.loaders}
     if sampler is not None:
-        s = sampler.stop()
-        util = [u for _, u, _ in s["samples"]]
-        result["gpu_util"] = sum(util) / len(util) if util else None
+        result["gpu_util"] = _timed_util(sampler.stop(), rec.wall)
     result.update(status=status, error=error)
     Path(out).write_text(json.dumps(result))
     os._exit(0)  # do not wait for the script's leftover threads or worker processes

@@ -64,6 +64,8 @@ def make_diff(script: Path, settings: dict[str, Any]) -> tuple[str, list[str]]:
     if settings.get("tf32"):
         header.append("torch.backends.cuda.matmul.allow_tf32 = True")
         header.append("torch.backends.cudnn.allow_tf32 = True")
+    if settings.get("threads"):
+        header.append(f"torch.set_num_threads({int(settings['threads'])})")
     if settings.get("autocast"):
         snippets.append(f"with torch.autocast('cuda', dtype=torch.{settings['autocast']}):\n"
                         "    output = model(inputs)   # wrap the model's forward (and the loss) in the loop")
