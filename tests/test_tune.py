@@ -148,3 +148,52 @@ def test_bf16_autocast_wraps_the_model_but_not_parameterless_modules_such_as_tra
 
     out = subprocess.run([sys.executable, "-c", AUTOCAST_PROBE], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "torch.bfloat16", "False", "False"]
+
+
+def test_loader_choice_prefers_more_workers_among_those_that_measure_alike():
+    cands = {c.name: c for c in all_candidates(16, cuda=True)}
+    stage1 = [cands["workers4"], cands["workers8"], cands["workers12"]]
+    outs = [_outcome("workers4", 3.27), _outcome("workers8", 3.24), _outcome("workers12", 2.9)]
+    assert _best(stage1, outs)[0].name == "workers8"  # 1% slower than workers4: within the tie
+    assert _best(stage1, outs, tie=0.0)[0].name == "workers4"
+
+
+def test_diff_adds_non_blocking_to_the_batch_copies_of_the_blog_script():
+    from idlehound.tune._diff import make_diff
+
+    script = SCRIPTS.parent.parent / "examples" / "train_resnet18_cifar10.py"
+    cand = {c.name: c for c in all_candidates(16, cuda=True)}["workers8"]
+    diff, snippets = make_diff(script, cand.settings)
+    added = [ln for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    assert added == [
+        "+loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, shuffle=True, num_workers=8, "
+        "persistent_workers=True, pin_memory=True, prefetch_factor=4)",
+        "+        inputs, labels = inputs.to(device, non_blocking=True), labels.to(device, non_blocking=True)"]
+    assert snippets == []
+
+
+NON_BLOCKING_PROBE = """
+import torch
+from idlehound.tune import _child
+
+seen = []
+plain_to = torch.Tensor.to
+def recording_to(self, *args, **kwargs):
+    seen.append(kwargs.get("non_blocking"))
+    return plain_to(self, *args, **kwargs)
+torch.Tensor.to = recording_to
+torch.Tensor.is_pinned = lambda self: True  # stands in for the loader's pinned buffers (no GPU here)
+_child._async_batch_copies()
+data = torch.utils.data.TensorDataset(torch.ones(4, 2), torch.zeros(4))
+for x, y in torch.utils.data.DataLoader(data, batch_size=2):
+    x.to("cpu"); y.to("cpu", non_blocking=False); (x * 2).to("cpu")
+print(seen)
+"""
+
+
+def test_non_blocking_is_added_only_to_batch_tensors_the_script_left_unspecified():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", NON_BLOCKING_PROBE], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str([True, False, None] * 2)

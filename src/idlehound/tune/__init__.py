@@ -63,12 +63,12 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
     cuda = torch.cuda.is_available()
     run_dir = new_run_dir(Path(opts.logdir), f"tune-{Path(script).stem}")
     progress(f"baseline ({opts.skip} warm-up + {opts.steps} timed steps)", 0, 0)
-    base = _child(script, args, {}, opts, run_dir / "baseline.json")
+    base = _run_child(script, args, {}, opts, run_dir / "baseline.json")
     if base["status"] != "ok":
         raise IdlehoundError(f"{script}: the unmodified script did not complete {opts.skip + opts.steps} "
                              f"optimizer steps ({base['error'] or base['status']})")
     progress("baseline again (run-to-run noise)", 1, 0)
-    noise = _noise(base, _child(script, args, {}, opts, run_dir / "baseline_repeat.json"))
+    noise = _noise(base, _run_child(script, args, {}, opts, run_dir / "baseline_repeat.json"))
     done = 2
     causes: set[str] = set()
     if opts.diagnose:
@@ -84,7 +84,8 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
         progress(cand.label, done, total)
         outcomes.append(_evaluate(ctx, cand.name, cand.label, cand.settings, cand.math))
         done += 1
-    floor = _best(stage1, outcomes)
+    tie = max(0.05, 2 * (noise["time_pct"] or 0) / 100)  # loader settings this close measure alike
+    floor = _best(stage1, outcomes, tie)
     extra = _refined(stage1, floor, cuda)
     total += len(extra)
     for cand in extra:
@@ -92,7 +93,7 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
         outcomes.append(_evaluate(ctx, cand.name, cand.label, cand.settings, cand.math))
         done += 1
     stage1 += extra
-    floor = _best(stage1, outcomes)
+    floor = _best(stage1, outcomes, tie)
     for cand in stage2:
         progress(cand.label + (f" (on top of {floor[0].name})" if floor else ""), done, total)
         outcomes.append(_evaluate(ctx, cand.name, cand.label, *_stack(floor, cand)))
@@ -133,7 +134,7 @@ def _noise(base: dict, repeat: dict) -> dict[str, Optional[float]]:
     return {"time_pct": round(t, 2), "loss_rel_diff": d}
 
 
-def _child(script: str, args: list[str], settings: dict, opts: TuneOptions, out: Path) -> dict[str, Any]:
+def _run_child(script: str, args: list[str], settings: dict, opts: TuneOptions, out: Path) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "idlehound.tune._child", str(out), json.dumps(settings), str(opts.skip),
            str(opts.steps), script, *args]
     try:
@@ -199,7 +200,7 @@ def _throughput(o: Outcome, r: dict) -> None:
 def _evaluate(ctx: _Ctx, name: str, label: str, settings: dict, math: str,
               on_top_of: Optional[Outcome] = None) -> Outcome:
     o = Outcome(name, label, settings=settings, on_top_of=on_top_of.candidate if on_top_of else None)
-    r = _child(ctx.script, ctx.args, settings, ctx.opts, ctx.run_dir / f"{name}.json")
+    r = _run_child(ctx.script, ctx.args, settings, ctx.opts, ctx.run_dir / f"{name}.json")
     if r["status"] != "ok":
         o.status, o.reason = "failed", r.get("error") or r["status"]
         return o
@@ -274,11 +275,18 @@ def _helped(o: Optional[Outcome], over: float = 1.0) -> bool:
     return o is not None and o.status == "ok" and (o.speedup or 0) >= 1.03 * over
 
 
-def _best(stage: list[Candidate], outcomes: list[Outcome]) -> Optional[tuple[Candidate, Outcome]]:
-    """The fastest accepted candidate of a stage that helped (>= 3%), with its outcome."""
+def _best(stage: list[Candidate], outcomes: list[Outcome],
+          tie: float = 0.05) -> Optional[tuple[Candidate, Outcome]]:
+    """The fastest accepted candidate of a stage that helped (>= 3%), with its outcome. Among loader settings
+    within `tie` of the fastest, the one with the most workers: while something else bounds the step they
+    measure alike, and the later stages need the loader's headroom."""
     by = {o.candidate: o for o in outcomes}
     good = [(c, by[c.name]) for c in stage if _helped(by.get(c.name))]
-    return max(good, key=lambda co: co[1].speedup, default=None)
+    if not good:
+        return None
+    top = max(o.speedup for _, o in good)
+    near = [co for co in good if co[1].speedup >= top * (1 - tie)]
+    return max(near, key=lambda co: (co[0].settings.get("loader", {}).get("num_workers", 0), co[1].speedup))
 
 
 def _merge(*settings: dict[str, Any]) -> dict[str, Any]:

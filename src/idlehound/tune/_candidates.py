@@ -32,10 +32,14 @@ def refine_workers(tried: list[int], best: int, cores: int) -> list[int]:
 
 
 def workers_candidate(n: int, cuda: bool) -> Candidate:
-    return Candidate(f"workers{n}", f"DataLoader num_workers={n}, persistent", {
-        "loader": {"num_workers": n, "persistent_workers": True, "pin_memory": cuda, "prefetch_factor": 4}},
-        "same", needs_loader=True, causes=("data_loading", "pageable_copy"),
-        why="load batches in worker processes while the GPU computes")
+    settings: dict[str, Any] = {
+        "loader": {"num_workers": n, "persistent_workers": True, "pin_memory": cuda, "prefetch_factor": 4}}
+    if cuda:
+        settings["non_blocking"] = True
+    label = f"DataLoader num_workers={n}, persistent" + (", pinned, non_blocking copies" if cuda else "")
+    return Candidate(f"workers{n}", label, settings, "same", needs_loader=True,
+                     causes=("data_loading", "pageable_copy"),
+                     why="load batches in worker processes while the GPU computes")
 
 
 def host_threads(cores: int) -> int:
@@ -47,9 +51,10 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
     loader = [workers_candidate(n, cuda) for n in worker_counts(cores)]
     threads = host_threads(cores)
     return loader + [
-        Candidate("pin_memory", "DataLoader pin_memory=True", {"loader": {"pin_memory": True}}, "same",
-                  needs_loader=True, needs_cuda=True, causes=("pageable_copy", "data_loading"),
-                  why="copy batches from page-locked memory"),
+        Candidate("pin_memory", "DataLoader pin_memory=True, non_blocking copies",
+                  {"loader": {"pin_memory": True}, "non_blocking": True}, "same", needs_loader=True,
+                  needs_cuda=True, causes=("pageable_copy", "data_loading"),
+                  why="copy batches from page-locked memory without making the host wait"),
         Candidate("cudnn_benchmark", "torch.backends.cudnn.benchmark = True", {"cudnn_benchmark": True},
                   "precision", needs_cuda=True, causes=("cudnn_benchmark", "fp32_math"),
                   why="let cuDNN pick the fastest convolution algorithm"),

@@ -12,6 +12,7 @@ import random
 import runpy
 import sys
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,8 @@ def apply(settings: dict[str, Any], rec: Recorder) -> None:
 
     seed_everything(0)
     _wrap_loader(settings.get("loader") or {}, rec)
+    if settings.get("non_blocking"):
+        _async_batch_copies()
     if settings.get("cudnn_benchmark"):
         torch.backends.cudnn.benchmark = True
     if settings.get("tf32"):
@@ -116,6 +119,52 @@ def _wrap_loader(overrides: dict[str, Any], rec: Recorder) -> None:
                             "batch_size": self.batch_size})
 
     DataLoader.__init__ = __init__
+
+
+def _async_batch_copies() -> None:
+    """Copy pinned DataLoader batches to the GPU with non_blocking=True when the script did not say.
+
+    Safe for these tensors only: the loader hands out fresh pinned buffers and never writes them again, so the
+    host need not wait for the copy. Other tensors keep the script's own choice.
+    """
+    import torch
+    from torch.utils.data import dataloader as dl
+
+    batch: dict[int, Any] = {}  # id -> weakref; not a WeakSet, whose lookups would call Tensor.__eq__
+    original_next = dl._BaseDataLoaderIter.__next__
+
+    def __next__(it):
+        out = original_next(it)
+        _collect_pinned(out, batch)
+        return out
+
+    def wrap(method):
+        def call(self, *args, **kwargs):
+            ref = batch.get(id(self))
+            if ref is not None and ref() is self and "non_blocking" not in kwargs \
+                    and not any(isinstance(a, bool) for a in args):
+                kwargs["non_blocking"] = True
+            return method(self, *args, **kwargs)
+        return call
+
+    dl._BaseDataLoaderIter.__next__ = __next__
+    torch.Tensor.to = wrap(torch.Tensor.to)
+    torch.Tensor.cuda = wrap(torch.Tensor.cuda)
+
+
+def _collect_pinned(obj, into: dict, depth: int = 0) -> None:
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        if obj.is_pinned():
+            key = id(obj)
+            into[key] = weakref.ref(obj, lambda _, key=key: into.pop(key, None))
+    elif depth < 3 and isinstance(obj, (list, tuple)):
+        for x in obj:
+            _collect_pinned(x, into, depth + 1)
+    elif depth < 3 and isinstance(obj, dict):
+        for x in obj.values():
+            _collect_pinned(x, into, depth + 1)
 
 
 def _autocast_outer_forward(dtype) -> None:

@@ -41,6 +41,15 @@ def _calls(tree: ast.AST, names: tuple[str, ...]) -> list[ast.Call]:
     return sorted(out, key=lambda c: (c.lineno, c.col_offset))
 
 
+def _batch_copies(tree: ast.AST) -> list[ast.Call]:
+    """`x.to(...)` / `x.cuda(...)` calls on a name that a for loop binds (the batch), without non_blocking."""
+    bound = {n.id for loop in ast.walk(tree) if isinstance(loop, ast.For)
+             for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    return [c for c in _calls(tree, ("to", "cuda"))
+            if isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
+            and c.func.value.id in bound and not any(k.arg == "non_blocking" for k in c.keywords)]
+
+
 def make_diff(script: Path, settings: dict[str, Any]) -> tuple[str, list[str]]:
     """(unified diff, snippets for what could not be placed in the file)."""
     source = script.read_text(encoding="utf-8")
@@ -58,6 +67,11 @@ def make_diff(script: Path, settings: dict[str, Any]) -> tuple[str, list[str]]:
         for c in _calls(tree, ("Adam", "AdamW", "SGD")):
             if not any(k.arg in ("fused", "foreach") for k in c.keywords):
                 edits.append(_rewrite_call(source, c, {"fused": True}))
+    if settings.get("non_blocking"):
+        copies = _batch_copies(tree)
+        edits += [_rewrite_call(source, c, {"non_blocking": True}) for c in copies]
+        if not copies:
+            snippets.append("inputs = inputs.to(device, non_blocking=True)   # each batch tensor from the loader")
     header = []
     if settings.get("cudnn_benchmark"):
         header.append("torch.backends.cudnn.benchmark = True")
