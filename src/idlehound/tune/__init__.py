@@ -29,8 +29,8 @@ SAME_RTOL_CUDA = 1e-5  # GPU reductions may reorder between runs; on the CPU "sa
 
 @dataclass
 class TuneOptions:
-    steps: int = 30
-    skip: int = 10
+    steps: int = 60
+    skip: int = 20
     try_: list[str] = field(default_factory=list)
     skip_candidates: list[str] = field(default_factory=list)
     logdir: Path = Path("log")
@@ -84,8 +84,7 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
         progress(cand.label, done, total)
         outcomes.append(_evaluate(ctx, cand.name, cand.label, cand.settings, cand.math))
         done += 1
-    tie = max(0.05, 2 * (noise["time_pct"] or 0) / 100)  # loader settings this close measure alike
-    floor = _best(stage1, outcomes, tie)
+    floor = _best(stage1, outcomes)
     extra = _refined(stage1, floor, cuda)
     total += len(extra)
     for cand in extra:
@@ -93,7 +92,7 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
         outcomes.append(_evaluate(ctx, cand.name, cand.label, cand.settings, cand.math))
         done += 1
     stage1 += extra
-    floor = _best(stage1, outcomes, tie)
+    floor = _best(stage1, outcomes)
     for cand in stage2:
         progress(cand.label + (f" (on top of {floor[0].name})" if floor else ""), done, total)
         outcomes.append(_evaluate(ctx, cand.name, cand.label, *_stack(floor, cand)))
@@ -276,7 +275,7 @@ def _helped(o: Optional[Outcome], over: float = 1.0) -> bool:
 
 
 def _best(stage: list[Candidate], outcomes: list[Outcome],
-          tie: float = 0.05) -> Optional[tuple[Candidate, Outcome]]:
+          tie: float = 0.03) -> Optional[tuple[Candidate, Outcome]]:
     """The fastest accepted candidate of a stage that helped (>= 3%), with its outcome. Among loader settings
     within `tie` of the fastest, the one with the most workers: while something else bounds the step they
     measure alike, and the later stages need the loader's headroom."""
