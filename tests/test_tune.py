@@ -197,3 +197,19 @@ def test_non_blocking_is_added_only_to_batch_tensors_the_script_left_unspecified
 
     out = subprocess.run([sys.executable, "-c", NON_BLOCKING_PROBE], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == str([True, False, None] * 2)
+
+
+def test_a_change_on_top_that_did_not_help_is_not_the_best_even_if_its_figure_is_higher(tmp_path):
+    from idlehound.tune import TuneOptions, _document
+
+    script = tmp_path / "train.py"
+    script.write_text("import torch\nloader = torch.utils.data.DataLoader(range(8))\n")
+    base = Outcome("baseline", "as written", speedup=1.0)
+    loader = Outcome("workers8", "workers", speedup=3.0, settings={"loader": {"num_workers": 8}})
+    noise = Outcome("tf32", "tf32", speedup=3.05, gain=1.017, on_top_of="workers8",
+                    settings={"loader": {"num_workers": 8}, "tf32": True})
+    doc = _document(str(script), TuneOptions(), set(), [base, loader, noise], tmp_path, {})
+    assert doc["best"]["candidate"] == "workers8" and "allow_tf32" not in doc["diff"]
+    noise.gain = 1.2
+    doc = _document(str(script), TuneOptions(), set(), [base, loader, noise], tmp_path, {})
+    assert doc["best"]["candidate"] == "tf32" and "allow_tf32 = True" in doc["diff"]

@@ -319,7 +319,10 @@ def _combine(floor, stage2: list[Candidate], outcomes: list[Outcome]):
 
 def _document(script: str, opts: TuneOptions, causes: set[str], outcomes: list[Outcome], run_dir: Path,
               noise: dict[str, Optional[float]]):
-    accepted = [o for o in outcomes[1:] if o.status == "ok" and o.speedup]
+    # A change measured on top of the loader setting counts only where it helped (>= 3%) there: otherwise its
+    # higher figure is the loader's, within noise, and the diff would carry a change that did nothing.
+    accepted = [o for o in outcomes[1:] if o.status == "ok" and o.speedup and (o.on_top_of is None or
+                                                                                 (o.gain or 0) >= 1.03)]
     best = max(accepted, key=lambda o: o.speedup, default=None)
     diff, snippets = make_diff(Path(script), best.settings) if best and best.speedup > 1.0 else ("", [])
     return {"schema": "idlehound/tune", "schema_version": 1, "script": script, "run_dir": str(run_dir),
