@@ -217,11 +217,12 @@ def _fused_optimizers() -> None:
 
 def _timed_util(samples: dict[str, Any], wall: list[float]) -> float | None:
     """Mean NVML utilisation over the timed steps only (start-up and warm-up excluded)."""
+    from ..capture._sampler import summarize
+
     if len(wall) < 2:
         return None
-    lo, hi = wall[0] - samples["t0_monotonic"], wall[-1] - samples["t0_monotonic"]
-    util = [u for t, u, _ in samples["samples"] if lo <= t <= hi]
-    return sum(util) / len(util) if util else None
+    t0 = samples["t0_monotonic"]
+    return summarize(samples, (wall[0] - t0, wall[-1] - t0)).get("window_mean_util")
 
 
 def _describe(e: BaseException) -> str:
