@@ -10,9 +10,11 @@ log() { echo "$(date +%T) $*" | tee -a "$OUT_DIR/summary.txt"; }
 log "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null) cores=$(nproc)"
 log "$(python3 -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__)')"
 start=$(date +%s)
-timeout "${TUNE_LIMIT:-300}" python3 -m idlehound tune --skip 20 --steps 60 --logdir "$OUT_DIR/tune" \
+timeout "${TUNE_LIMIT:-300}" python3 -m idlehound tune --logdir "$OUT_DIR/tune" \
   examples/train_resnet18_cifar10.py > "$OUT_DIR/tune.out.txt" 2> "$OUT_DIR/tune.err.txt"
 log "tune rc=$? wall=$(( $(date +%s) - start ))s"
+tar -czf "$OUT_DIR/tune.tgz" -C "$OUT_DIR" tune && rm -rf "$OUT_DIR/tune"
+[ "${BENCH_KINDS:-}" = none ] && exit 0
 start=$(date +%s)
 timeout "${BENCH_LIMIT:-240}" python3 benchmarks/bench_overhead.py --kinds "${BENCH_KINDS:-small,resnet}" \
   --reps 3 --out "$OUT_DIR/overhead.json" > "$OUT_DIR/overhead.out.txt" 2>&1

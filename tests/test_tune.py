@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from idlehound.tune import _best, _combine, _stack, check_losses  # noqa: E402
+from idlehound.tune import _best, _Stack, check_losses  # noqa: E402
 from idlehound.tune._candidates import Outcome, all_candidates  # noqa: E402
 
 from .conftest import SCRIPTS  # noqa: E402
@@ -89,29 +89,35 @@ def test_blog_baseline_script_more_workers_keep_the_losses_bitwise(run_cli, tmp_
     assert r.returncode == 0, r.stderr[-2000:]
     v = {x["candidate"]: x for x in json.loads(r.stdout)["variants"]}
     assert v["workers2"]["status"] == "ok"
-    assert v["workers2"]["loss_check"] == "bitwise equal: ok (6 steps)"
+    # the baseline warms up 4 steps, not 2: twice the batches its one worker holds in flight (prefetch 2)
+    assert v["workers2"]["loss_check"] == "bitwise equal: ok (8 steps)"
 
 
 def _outcome(name, speedup, status="ok"):
     return Outcome(name, name, status=status, speedup=speedup)
 
 
-def test_stage_two_stacks_on_the_fastest_accepted_loader_and_combines_what_helped():
+def test_stage_two_stacks_each_change_that_helped_on_top_of_the_fastest_accepted_loader():
     cands = {c.name: c for c in all_candidates(16, cuda=True)}
     stage1 = [cands["workers4"], cands["workers12"], cands["pin_memory"]]
     outs = [_outcome("workers4", 3.0), _outcome("workers12", 6.0, status="rejected"), _outcome("pin_memory", 1.01)]
-    floor = _best(stage1, outs)
-    assert floor[0].name == "workers4"  # the faster workers12 was rejected; pin_memory helped < 3%
-    settings, math, on_top = _stack(floor, cands["bf16"])
-    assert settings["loader"]["num_workers"] == 4 and settings["autocast"] == "bfloat16"
-    assert math == "precision" and on_top.candidate == "workers4"
-    stage2 = [cands["bf16"], cands["tf32"], cands["cudnn_benchmark"]]
-    outs += [_outcome("bf16", 5.0), _outcome("tf32", 3.05), _outcome("cudnn_benchmark", 3.5)]
-    names, combined, math = _combine(floor, stage2, outs)
-    assert names == ["workers4", "bf16", "cudnn_benchmark"]  # tf32 gained < 3% over workers4 alone
-    assert combined["cudnn_benchmark"] and combined["loader"]["num_workers"] == 4 and math == "precision"
-    assert _combine(floor, stage2, outs[:3] + [_outcome("bf16", 5.0)]) is None  # one winner: measured already
-    assert _best(stage1, [_outcome(n, 1.0) for n in ("workers4", "workers12", "pin_memory")]) is None
+    stack = _Stack.start(_best(stage1, outs))
+    assert stack.name == "workers4"  # the faster workers12 was rejected; pin_memory helped < 3%
+    settings, math = stack.plus(cands["cuda_graphs"])
+    assert settings == {**cands["workers4"].settings, "cuda_graphs": True} and math == "same"
+    stack = stack.grown(cands["cuda_graphs"], _outcome("cuda_graphs", 4.5))
+    stack = stack.grown(cands["fused_optimizer"], _outcome("fused_optimizer", 4.6))  # 2% over the stack: left out
+    settings, math = stack.plus(cands["bf16"])
+    assert stack.name == "workers4 + cuda_graphs" and math == "precision"
+    assert settings["loader"]["num_workers"] == 4 and settings["cuda_graphs"] and "fused_optimizer" not in settings
+    stack = stack.grown(cands["bf16"], _outcome("bf16", 9.0, status="rejected"))  # faster, but broke the math
+    assert stack.name == "workers4 + cuda_graphs" and stack.outcome.speedup == 4.5
+    assert _Stack.start(_best(stage1, [_outcome(n, 1.0) for n in ("workers4", "workers12", "pin_memory")])).cands == ()
+
+
+def test_stage_two_order_puts_host_side_changes_before_the_gpu_side_ones():
+    names = [c.name for c in all_candidates(16, cuda=True) if not c.needs_loader]
+    assert names.index("cuda_graphs") < names.index("tf32") and names.index("host_threads") < names.index("bf16")
 
 
 def test_the_worker_sweep_is_refined_between_the_best_and_its_neighbours():
@@ -213,3 +219,67 @@ def test_a_change_on_top_that_did_not_help_is_not_the_best_even_if_its_figure_is
     noise.gain = 1.2
     doc = _document(str(script), TuneOptions(), set(), [base, loader, noise], tmp_path, {})
     assert doc["best"]["candidate"] == "tf32" and "allow_tf32 = True" in doc["diff"]
+
+
+GRAPH_PROBE = """
+import copy
+
+import torch
+from idlehound.tune._child import Recorder, _graph_first_model
+
+calls = []
+def fake_make_graphed(module, sample):  # what make_graphed_callables does to a module, without a GPU
+    for _ in range(3):  # its warm-up runs move BatchNorm's statistics
+        module(*sample).sum().backward()
+    own = module.forward
+    def replay(*a):
+        calls.append("graph")
+        return own(*a)
+    module.forward = replay
+    return module
+
+rec = Recorder(skip=1, steps=1)
+_graph_first_model(rec, make_graphed=fake_make_graphed)
+torch.manual_seed(0)
+transform = torch.nn.Identity()
+model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+untouched = copy.deepcopy(model)
+transform(torch.ones(2))  # no parameters: not the model
+x = torch.randn(8, 4)
+model(x)  # the first call records, and runs eagerly
+untouched(x)
+print(torch.equal(model[1].running_mean, untouched[1].running_mean), int(model[1].num_batches_tracked))
+model(torch.randn(8, 4))
+model(torch.randn(3, 4))  # another batch size
+with torch.no_grad():
+    model(torch.randn(8, 4))
+model.eval(); model(torch.randn(8, 4)); model.train()
+print(calls, rec.graphed_inputs)
+"""
+
+
+def test_cuda_graph_recording_keeps_the_statistics_and_replays_only_calls_shaped_like_the_recorded_one():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", GRAPH_PROBE], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    first, second = out.stdout.strip().splitlines()
+    assert first == "True 1"  # the warm-up's three updates were undone; the script's own call counted once
+    assert second == "['graph'] [{'shape': [8, 4], 'dtype': 'float32'}]"
+
+
+def test_diff_records_the_model_as_cuda_graphs_after_its_optimizer_with_whole_batches():
+    from idlehound.tune._diff import make_diff
+
+    script = SCRIPTS.parent.parent / "examples" / "train_resnet18_cifar10.py"
+    cands = {c.name: c for c in all_candidates(16, cuda=True)}
+    settings, _ = _Stack((cands["workers8"],)).plus(cands["cuda_graphs"])
+    diff, snippets = make_diff(script, settings, [{"shape": [32, 3, 224, 224], "dtype": "float32"}])
+    added = [ln for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    assert "drop_last=True" in added[0] and added[0].startswith("+loader = torch.utils.data.DataLoader(")
+    assert added[-2] == "+model = torch.cuda.make_graphed_callables(model, (torch.zeros(32, 3, 224, 224, " \
+                        "device='cuda'), ))"
+    assert diff.index("make_graphed_callables") > diff.index("optimizer = torch.optim.SGD") and snippets == []
+    _, snippets = make_diff(script, {"cuda_graphs": True})  # shapes not known: a snippet instead
+    assert "make_graphed_callables(model, (torch.zeros(batch, ..." in snippets[0]

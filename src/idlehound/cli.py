@@ -290,7 +290,7 @@ def _tune_progress():
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--steps", type=int, default=60, show_default=True, help="Timed optimizer steps per variant.")
+@click.option("--steps", type=int, default=100, show_default=True, help="Timed optimizer steps per variant.")
 @click.option("--skip", type=int, default=20, show_default=True, help="Untimed warm-up steps per variant.")
 @click.option("--try", "try_", default="", help="Comma-separated candidates to try (default: from the diagnosis).")
 @click.option("--skip-candidate", default="", help="Comma-separated candidates not to try.")

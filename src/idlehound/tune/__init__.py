@@ -29,7 +29,7 @@ SAME_RTOL_CUDA = 1e-5  # GPU reductions may reorder between runs; on the CPU "sa
 
 @dataclass
 class TuneOptions:
-    steps: int = 60
+    steps: int = 100
     skip: int = 20
     try_: list[str] = field(default_factory=list)
     skip_candidates: list[str] = field(default_factory=list)
@@ -50,9 +50,10 @@ def print_progress(message: str, done: int, total: int) -> None:
 def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress = print_progress) -> dict[str, Any]:
     """Tune script; returns the tune document (schema idlehound/tune, version 1) and writes it to a run folder.
 
-    Stage 1 tries the loader candidates on the script as written. Stage 2 tries every other candidate on top of
-    the best accepted loader setting, because a precision or cuDNN change cannot show while the GPU waits for
-    data. The best combination is then run once more and checked like any variant.
+    Stage 1 tries the loader candidates on the script as written. Stage 2 tries the others one at a time on top
+    of a stack that starts as the best accepted loader setting, because a change that makes the GPU faster
+    cannot show while it waits for data or for the host: each one that helps (>= 3%) joins the stack, so the
+    last to join was measured with everything kept, and that run is the combination.
     """
     from ..capture import new_run_dir
 
@@ -78,7 +79,7 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
     ctx = _Ctx(script, args, opts, run_dir, base, cuda, noise["loss_rel_diff"])
     stage1 = [c for c in chosen if c.needs_loader]
     stage2 = [c for c in chosen if not c.needs_loader]
-    total = done + len(chosen) + (len(stage2) >= 2)
+    total = done + len(chosen)
     outcomes = [_baseline_outcome(base)] + skipped
     for cand in stage1:
         progress(cand.label, done, total)
@@ -92,16 +93,14 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
         outcomes.append(_evaluate(ctx, cand.name, cand.label, cand.settings, cand.math))
         done += 1
     stage1 += extra
-    floor = _best(stage1, outcomes)
+    stack = _Stack.start(_best(stage1, outcomes))
     for cand in stage2:
-        progress(cand.label + (f" (on top of {floor[0].name})" if floor else ""), done, total)
-        outcomes.append(_evaluate(ctx, cand.name, cand.label, *_stack(floor, cand)))
+        progress(cand.label + (f" (on top of {stack.name})" if stack.cands else ""), done, total)
+        settings, math = stack.plus(cand)
+        o = _evaluate(ctx, cand.name, cand.label, settings, math, stack)
+        outcomes.append(o)
+        stack = stack.grown(cand, o)
         done += 1
-    combo = _combine(floor, stage2, outcomes)
-    if combo is not None:
-        progress("best combination", done, total)
-        names, settings, math = combo
-        outcomes.append(_evaluate(ctx, "+".join(names), "combined: " + " + ".join(names), settings, math))
     progress("done", total, total)
     doc = _document(script, opts, causes, outcomes, run_dir, noise)
     (run_dir / "tune.json").write_text(json.dumps(doc, indent=2))
@@ -197,14 +196,16 @@ def _throughput(o: Outcome, r: dict) -> None:
 
 
 def _evaluate(ctx: _Ctx, name: str, label: str, settings: dict, math: str,
-              on_top_of: Optional[Outcome] = None) -> Outcome:
-    o = Outcome(name, label, settings=settings, on_top_of=on_top_of.candidate if on_top_of else None)
+              stack: Optional[_Stack] = None) -> Outcome:
+    on_top_of = stack.outcome if stack else None
+    o = Outcome(name, label, settings=settings, on_top_of=stack.name if on_top_of else None)
     r = _run_child(ctx.script, ctx.args, settings, ctx.opts, ctx.run_dir / f"{name}.json")
     if r["status"] != "ok":
         o.status, o.reason = "failed", r.get("error") or r["status"]
         return o
     _throughput(o, r)
     o.gpu_util = r.get("gpu_util")
+    o.graphed_inputs = r.get("graphed_inputs")
     if o.steps_per_s and ctx.base.get("ms_per_step"):
         o.speedup = round(ctx.base["ms_per_step"] / r["ms_per_step"], 3)
         if on_top_of is not None and on_top_of.speedup:
@@ -296,25 +297,31 @@ def _merge(*settings: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _stack(floor: Optional[tuple[Candidate, Outcome]], cand: Candidate) -> tuple[dict, str, Optional[Outcome]]:
-    """A stage-2 candidate's settings, math and the outcome it is measured on top of."""
-    if floor is None:
-        return cand.settings, cand.math, None
-    math = "precision" if "precision" in (floor[0].math, cand.math) else "same"
-    return _merge(floor[0].settings, cand.settings), math, floor[1]
+@dataclass(frozen=True)
+class _Stack:
+    """The changes kept so far and the run that measured them together."""
 
+    cands: tuple[Candidate, ...] = ()
+    outcome: Optional[Outcome] = None
 
-def _combine(floor, stage2: list[Candidate], outcomes: list[Outcome]):
-    """The best loader setting plus every stage-2 change that helped on top of it (>= 3%), when that is more
-    than one variant already measured."""
-    by = {o.candidate: o for o in outcomes}
-    base = floor[1].speedup if floor else 1.0
-    picked = [c for c in stage2 if _helped(by.get(c.name), base)]
-    if len(picked) < 2:  # one is the best already: it was measured on top of the loader setting
-        return None
-    cands = ([floor[0]] if floor else []) + picked
-    math = "precision" if any(c.math == "precision" for c in cands) else "same"
-    return [c.name for c in cands], _merge(*(c.settings for c in cands)), math
+    @classmethod
+    def start(cls, floor: Optional[tuple[Candidate, Outcome]]) -> _Stack:
+        return cls((floor[0],), floor[1]) if floor else cls()
+
+    @property
+    def name(self) -> str:
+        return " + ".join(c.name for c in self.cands)
+
+    def plus(self, cand: Candidate) -> tuple[dict[str, Any], str]:
+        """Settings and loss check for cand on top of the stack."""
+        cands = (*self.cands, cand)
+        math = "precision" if any(c.math == "precision" for c in cands) else "same"
+        return _merge(*(c.settings for c in cands)), math
+
+    def grown(self, cand: Candidate, o: Outcome) -> _Stack:
+        """The stack with cand when its run was accepted and >= 3% faster than the stack's own run."""
+        return _Stack((*self.cands, cand), o) if _helped(o, self.outcome.speedup if self.outcome else 1.0) \
+            else self
 
 
 def _document(script: str, opts: TuneOptions, causes: set[str], outcomes: list[Outcome], run_dir: Path,
@@ -324,7 +331,8 @@ def _document(script: str, opts: TuneOptions, causes: set[str], outcomes: list[O
     accepted = [o for o in outcomes[1:] if o.status == "ok" and o.speedup and (o.on_top_of is None or
                                                                                  (o.gain or 0) >= 1.03)]
     best = max(accepted, key=lambda o: o.speedup, default=None)
-    diff, snippets = make_diff(Path(script), best.settings) if best and best.speedup > 1.0 else ("", [])
+    diff, snippets = (make_diff(Path(script), best.settings, best.graphed_inputs) if best and best.speedup > 1.0
+                      else ("", []))
     return {"schema": "idlehound/tune", "schema_version": 1, "script": script, "run_dir": str(run_dir),
             "steps": opts.steps, "skip": opts.skip, "diagnosed_causes": sorted(causes), "noise": noise,
             "variants": [asdict(o) for o in outcomes], "best": asdict(best) if best else None,

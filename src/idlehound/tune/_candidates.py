@@ -48,6 +48,8 @@ def host_threads(cores: int) -> int:
 
 
 def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
+    """Loader candidates first (stage 1), then the rest in the order they are stacked (stage 2): what cuts the
+    host's time per step before what cuts the GPU's, which cannot show while the host paces the GPU."""
     loader = [workers_candidate(n, cuda) for n in worker_counts(cores)]
     threads = host_threads(cores)
     return loader + [
@@ -55,6 +57,15 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
                   {"loader": {"pin_memory": True}, "non_blocking": True}, "same", needs_loader=True,
                   needs_cuda=True, causes=("pageable_copy", "data_loading"),
                   why="copy batches from page-locked memory without making the host wait"),
+        Candidate("cuda_graphs", "CUDA graphs: the model's forward and backward recorded once, replayed each step",
+                  {"cuda_graphs": True}, "same", needs_cuda=True, causes=("launch_bound", "host_bound"),
+                  why="one launch replays every kernel of the forward and backward, so Python no longer paces "
+                      "the GPU"),
+        Candidate("fused_optimizer", "fused / foreach optimizer", {"fused_optimizer": True}, "precision",
+                  causes=("launch_bound", "host_bound"), why="one kernel for all parameters"),
+        Candidate("host_threads", f"torch.set_num_threads({threads}) in the training process",
+                  {"threads": threads}, "same", needs_cuda=True, causes=("data_loading", "host_bound"),
+                  why="idle intra-op threads of the training process spin on the cores the loader workers need"),
         Candidate("cudnn_benchmark", "torch.backends.cudnn.benchmark = True", {"cudnn_benchmark": True},
                   "precision", needs_cuda=True, causes=("cudnn_benchmark", "fp32_math"),
                   why="let cuDNN pick the fastest convolution algorithm"),
@@ -62,11 +73,6 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
                   causes=("fp32_math",), why="run fp32 matrix math on tensor cores"),
         Candidate("bf16", "bf16 autocast around the model's forward", {"autocast": "bfloat16"}, "precision",
                   causes=("fp32_math",), why="half the bytes, tensor cores"),
-        Candidate("fused_optimizer", "fused / foreach optimizer", {"fused_optimizer": True}, "precision",
-                  causes=("launch_bound", "host_bound"), why="one kernel for all parameters"),
-        Candidate("host_threads", f"torch.set_num_threads({threads}) in the training process",
-                  {"threads": threads}, "same", needs_cuda=True, causes=("data_loading", "host_bound"),
-                  why="idle intra-op threads of the training process spin on the cores the loader workers need"),
     ]
 
 
@@ -82,6 +88,7 @@ class Outcome:
     gpu_util: float | None = None
     loss_check: str = ""
     max_rel_diff: float | None = None
-    on_top_of: str | None = None  # stage 2: the loader candidate this one was measured on top of
+    on_top_of: str | None = None  # stage 2: the stack this one was measured on top of ("workers8 + tf32")
     gain: float | None = None  # stage 2: speed-up over on_top_of alone
     settings: dict[str, Any] = field(default_factory=dict)
+    graphed_inputs: list[dict[str, Any]] | None = None  # cuda_graphs: shape and dtype of each recorded input

@@ -34,9 +34,17 @@ class Recorder:
         self.losses: list[Any] = []
         self.first_opt: int | None = None
         self.loaders: list[dict] = []
+        self.graphed_inputs: list[dict] | None = None
+
+    @property
+    def warmup(self) -> int:
+        """--skip, and at least twice the batches the loaders can hold in flight: batches the workers queued
+        while the first steps were slow would otherwise make the timed steps look faster than the loader is."""
+        in_flight = max((ld["num_workers"] * (ld["prefetch_factor"] or 0) for ld in self.loaders), default=0)
+        return max(self.skip, 2 * in_flight)
 
     def on_backward(self, tensor) -> None:
-        if tensor.numel() == 1 and len(self.losses) < self.skip + self.steps + 1:
+        if tensor.numel() == 1 and len(self.losses) < self.warmup + self.steps + 1:
             self.losses.append(tensor.detach().float().clone())  # no sync: read at the end
 
     def on_step(self, opt) -> None:
@@ -45,7 +53,7 @@ class Recorder:
         if id(opt) != self.first_opt:
             return
         self.n += 1
-        if self.n >= self.skip:
+        if self.n >= self.warmup:
             self.wall.append(time.monotonic())
             if self.cuda:
                 ev = self.torch.cuda.Event(enable_timing=True)
@@ -53,7 +61,7 @@ class Recorder:
                 self.marks.append(ev)
             else:
                 self.marks.append(time.perf_counter())
-        if self.n >= self.skip + self.steps:
+        if self.n >= self.warmup + self.steps:
             raise _Done(0)
 
     def result(self) -> dict[str, Any]:
@@ -63,8 +71,9 @@ class Recorder:
         else:
             total_ms = (self.marks[-1] - self.marks[0]) * 1e3 if len(self.marks) > 1 else None
         steps = len(self.marks) - 1
-        return {"steps_timed": steps, "ms_per_step": total_ms / steps if total_ms and steps > 0 else None,
-                "losses": [float(x) for x in self.losses], "optimizer_steps": self.n, "loaders": self.loaders}
+        return {"steps_timed": steps, "warmup_steps": self.warmup, "ms_per_step": total_ms / steps if total_ms and steps > 0 else None,
+                "losses": [float(x) for x in self.losses], "optimizer_steps": self.n, "loaders": self.loaders,
+                "graphed_inputs": self.graphed_inputs}
 
 
 def apply(settings: dict[str, Any], rec: Recorder) -> None:
@@ -81,8 +90,10 @@ def apply(settings: dict[str, Any], rec: Recorder) -> None:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
         torch.set_float32_matmul_precision("high")
-    if settings.get("autocast"):
-        _autocast_outer_forward(getattr(torch, settings["autocast"]))
+    if settings.get("autocast"):  # registered first: a graph recorded under autocast replays its casts
+        _autocast_outer_forward(getattr(torch, settings["autocast"]), cache=not settings.get("cuda_graphs"))
+    if settings.get("cuda_graphs"):
+        _graph_first_model(rec)
     if settings.get("fused_optimizer"):
         _fused_optimizers()
     if settings.get("threads"):
@@ -116,7 +127,7 @@ def _wrap_loader(overrides: dict[str, Any], rec: Recorder) -> None:
                 kw.pop("prefetch_factor", None)
         original(self, *args, **kw)
         rec.loaders.append({"num_workers": self.num_workers, "pin_memory": self.pin_memory,
-                            "batch_size": self.batch_size})
+                            "batch_size": self.batch_size, "prefetch_factor": self.prefetch_factor})
 
     DataLoader.__init__ = __init__
 
@@ -167,7 +178,7 @@ def _collect_pinned(obj, into: dict, depth: int = 0) -> None:
             _collect_pinned(x, into, depth + 1)
 
 
-def _autocast_outer_forward(dtype) -> None:
+def _autocast_outer_forward(dtype, cache: bool = True) -> None:
     """Enter autocast when the outermost module call starts and leave it when that call returns."""
     import torch
     from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
@@ -182,7 +193,7 @@ def _autocast_outer_forward(dtype) -> None:
         if state["depth"] == 0 and (get_worker_info() is not None or next(module.parameters(), None) is None):
             return
         if state["depth"] == 0:
-            state["ctx"] = torch.autocast(device, dtype=dtype)
+            state["ctx"] = torch.autocast(device, dtype=dtype, cache_enabled=cache)
             state["ctx"].__enter__()
         state["depth"] += 1
 
@@ -197,6 +208,57 @@ def _autocast_outer_forward(dtype) -> None:
 
     register_module_forward_pre_hook(pre)
     register_module_forward_hook(post)
+
+
+def _graph_first_model(rec: Recorder, make_graphed=None) -> None:
+    """Record the model's forward and backward as CUDA graphs at its first training call; replay them after.
+
+    The model is the first module with parameters called in the training process with grad enabled and in
+    training mode (its pre-hook fires before those of its children). That first call itself runs eagerly.
+    """
+    import torch
+    from torch.nn.modules.module import register_module_forward_pre_hook
+    from torch.utils.data import get_worker_info
+
+    state: dict[str, Any] = {}
+
+    def pre(module, args):
+        if (get_worker_info() is not None or not module.training or not torch.is_grad_enabled()
+                or next(module.parameters(), None) is None):
+            return
+        state["handle"].remove()  # before recording: its warm-up calls the model again
+        make = make_graphed or torch.cuda.make_graphed_callables
+        rec.graphed_inputs = graph_module(module, args, make)
+
+    state["handle"] = register_module_forward_pre_hook(pre)
+
+
+def graph_module(module, args: tuple, make_graphed) -> list[dict[str, Any]]:
+    """Replace module.forward by a dispatcher: calls shaped like `args` replay the recorded graphs, any other
+    call (another batch size, eval mode, no_grad, keywords) runs the module's own forward."""
+    import torch
+
+    if not args or not all(isinstance(a, torch.Tensor) for a in args):
+        raise TypeError("cuda_graphs: the model's inputs are not all tensors; nothing was recorded")
+    sample = tuple(a.detach().clone().requires_grad_(a.requires_grad) for a in args)
+    spec = [(a.shape, a.dtype, a.device, a.requires_grad) for a in sample]
+    # The recording's warm-up runs move BatchNorm's running statistics: put them back so the math is the script's.
+    saved = [(b, b.detach().clone()) for b in module.buffers()]
+    eager = module.forward
+    make_graphed(module, sample)
+    with torch.no_grad():
+        for b, value in saved:
+            b.copy_(value)
+    graphed = module.forward
+
+    def forward(*a, **kw):
+        same = (not kw and len(a) == len(spec) and module.training and torch.is_grad_enabled() and all(
+            isinstance(x, torch.Tensor) and (x.shape, x.dtype, x.device, x.requires_grad) == s
+            for x, s in zip(a, spec)))
+        return graphed(*a) if same else eager(*a, **kw)
+
+    module.forward = forward
+    return [{"shape": list(a.shape), "dtype": str(a.dtype).replace("torch.", "")} for a in sample]
 
 
 def _fused_optimizers() -> None:
@@ -262,8 +324,8 @@ def main() -> None:
     sys.path.insert(0, str(Path(script).resolve().parent))
     try:
         runpy.run_path(script, run_name="__main__")
-        if rec.n < rec.skip + rec.steps:
-            status, error = "short", f"the script made {rec.n} optimizer steps, fewer than {rec.skip + rec.steps}"
+        if rec.n < rec.warmup + rec.steps:
+            status, error = "short", f"the script made {rec.n} optimizer steps, fewer than {rec.warmup + rec.steps}"
     except _Done:
         pass
     except SystemExit as e:

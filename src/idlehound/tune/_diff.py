@@ -50,13 +50,52 @@ def _batch_copies(tree: ast.AST) -> list[ast.Call]:
             and c.func.value.id in bound and not any(k.arg == "non_blocking" for k in c.keywords)]
 
 
-def make_diff(script: Path, settings: dict[str, Any]) -> tuple[str, list[str]]:
+_GRAPH_NOTE = ("# idlehound tune: CUDA graphs record the model's forward and backward once and replay them; every\n"
+               "# batch must have this shape (drop_last=True) and each step overwrites the outputs: clone any you keep\n")
+
+
+def _graph_line(model: str, inputs: list[dict[str, Any]]) -> str:
+    def zeros(x: dict[str, Any]) -> str:
+        dtype = "" if x["dtype"] == "float32" else f", dtype=torch.{x['dtype']}"
+        return f"torch.zeros({', '.join(map(str, x['shape']))}, device='cuda'{dtype})"
+
+    return f"{model} = torch.cuda.make_graphed_callables({model}, ({''.join(zeros(x) + ', ' for x in inputs)}))"
+
+
+def _optimizer_statement(tree: ast.Module) -> tuple[ast.stmt, str] | None:
+    """The first statement building an optimizer from `NAME.parameters()`, and NAME."""
+    for stmt in ast.walk(tree):
+        if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call) or not stmt.value.args:
+            continue
+        a = stmt.value.args[0]
+        if (isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute) and a.func.attr == "parameters"
+                and isinstance(a.func.value, ast.Name)):
+            return stmt, a.func.value.id
+    return None
+
+
+def _graph_edit(source: str, tree: ast.Module, inputs: list[dict[str, Any]] | None) -> tuple[str, str]:
+    """(text to insert after the optimizer, or "" with a snippet instead)."""
+    found = _optimizer_statement(tree)
+    if inputs and found:
+        stmt, model = found
+        pad = " " * stmt.col_offset
+        text = "".join(pad + ln for ln in _GRAPH_NOTE.splitlines(keepends=True)) + pad + _graph_line(model, inputs)
+        return text, ""
+    shapes = inputs or [{"shape": ["batch", "..."], "dtype": "float32"}]
+    return "", _GRAPH_NOTE + "# after the model is on the GPU and its optimizer is built:\n" + _graph_line("model", shapes)
+
+
+def make_diff(script: Path, settings: dict[str, Any],
+              graphed_inputs: list[dict[str, Any]] | None = None) -> tuple[str, list[str]]:
     """(unified diff, snippets for what could not be placed in the file)."""
     source = script.read_text(encoding="utf-8")
     tree = ast.parse(source)
     edits: list[tuple[int, int, str]] = []
     snippets: list[str] = []
-    loader = settings.get("loader") or {}
+    loader = dict(settings.get("loader") or {})
+    if settings.get("cuda_graphs"):
+        loader["drop_last"] = True  # a short last batch could not replay the recorded shapes
     if loader:
         calls = _calls(tree, ("DataLoader",))
         if calls:
@@ -83,6 +122,14 @@ def make_diff(script: Path, settings: dict[str, Any]) -> tuple[str, list[str]]:
     if settings.get("autocast"):
         snippets.append(f"with torch.autocast('cuda', dtype=torch.{settings['autocast']}):\n"
                         "    output = model(inputs)   # wrap the model's forward (and the loss) in the loop")
+    if settings.get("cuda_graphs"):
+        text, snippet = _graph_edit(source, tree, graphed_inputs)
+        if text:
+            stmt = _optimizer_statement(tree)[0]
+            at = len("".join(source.splitlines(keepends=True)[:stmt.end_lineno]))
+            edits.append((at, at, text + "\n"))
+        else:
+            snippets.append(snippet)
     new = source
     for start, end, text in sorted(edits, reverse=True):
         new = new[:start] + text + new[end:]
