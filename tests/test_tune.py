@@ -118,6 +118,29 @@ def test_stage_two_stacks_each_change_that_helped_on_top_of_the_fastest_accepted
 def test_stage_two_order_puts_host_side_changes_before_the_gpu_side_ones():
     names = [c.name for c in all_candidates(16, cuda=True) if not c.needs_loader]
     assert names.index("cuda_graphs") < names.index("tf32") and names.index("host_threads") < names.index("bf16")
+    assert names.index("channels_last") < names.index("bf16")  # bf16 convolutions want NHWC
+
+
+def test_choice_skips_pinned_copies_alone_when_the_worker_sweep_pins_and_builds_tried_worker_counts():
+    from idlehound.tune import TuneOptions, _choose
+
+    cands = all_candidates(16, cuda=True)
+    base = {"loaders": [{"num_workers": 1}]}
+    chosen, skipped = _choose(cands, {"data_loading"}, base, True, TuneOptions())
+    assert [c.name for c in chosen][:3] == ["workers4", "workers8", "workers12"]
+    assert [(o.candidate, o.reason) for o in skipped] == [
+        ("pin_memory", "every num_workers candidate pins memory already")]
+    chosen, skipped = _choose(cands, set(), base, True, TuneOptions(try_=["workers6", "pin_memory", "bf16"]))
+    assert [c.name for c in chosen] == ["pin_memory", "workers6", "bf16"] and skipped == []
+    assert chosen[1].settings["loader"]["num_workers"] == 6
+
+
+def test_speed_ups_are_measured_against_the_mean_of_the_two_baseline_runs():
+    from idlehound.tune import _reference
+
+    assert _reference({"ms_per_step": 40.0, "x": 1}, {"status": "ok", "ms_per_step": 60.0}) == {
+        "ms_per_step": 50.0, "x": 1}
+    assert _reference({"ms_per_step": 40.0}, {"status": "failed"}) == {"ms_per_step": 40.0}
 
 
 def test_the_worker_sweep_is_refined_between_the_best_and_its_neighbours():
@@ -281,5 +304,33 @@ def test_diff_records_the_model_as_cuda_graphs_after_its_optimizer_with_whole_ba
     assert added[-2] == "+model = torch.cuda.make_graphed_callables(model, (torch.zeros(32, 3, 224, 224, " \
                         "device='cuda'), ))"
     assert diff.index("make_graphed_callables") > diff.index("optimizer = torch.optim.SGD") and snippets == []
+    diff, _ = make_diff(script, {**settings, "channels_last": True}, [{"shape": [32, 3, 224, 224], "dtype": "float32"}])
+    added = [ln for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    assert added[1] == "+model = model.to(memory_format=torch.channels_last)  # idlehound tune"  # before recording
     _, snippets = make_diff(script, {"cuda_graphs": True})  # shapes not known: a snippet instead
     assert "make_graphed_callables(model, (torch.zeros(batch, ..." in snippets[0]
+
+
+CHANNELS_LAST_PROBE = """
+import torch
+from idlehound.tune._child import Recorder, apply
+
+apply({"channels_last": True}, Recorder(skip=1, steps=1))
+frozen = torch.nn.Conv2d(3, 4, 3).eval()
+model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))
+weight = model[0].weight
+frozen(torch.ones(1, 3, 8, 8))  # eval mode: not the model being trained
+model(torch.ones(2, 3, 8, 8))
+cl = torch.channels_last
+print(model[0].weight.is_contiguous(memory_format=cl), model[0].weight is weight,
+      frozen.weight.is_contiguous(memory_format=cl))
+"""
+
+
+def test_channels_last_converts_the_trained_model_in_place_at_its_first_call():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", CHANNELS_LAST_PROBE], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True", "False"]  # the optimizer keeps the same parameter objects

@@ -19,8 +19,8 @@ class Candidate:
 
 
 def worker_counts(cores: int) -> list[int]:
-    """A small sweep: 2, then 25%, 50% and 75% of the cores."""
-    return sorted({2, max(2, cores // 4), max(2, cores // 2), max(2, cores * 3 // 4)})
+    """A small sweep: 25%, 50% and 75% of the cores, at least 2 (the refinement tries counts in between)."""
+    return sorted({max(2, cores // 4), max(2, cores // 2), max(2, cores * 3 // 4)})
 
 
 def refine_workers(tried: list[int], best: int, cores: int) -> list[int]:
@@ -71,6 +71,9 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
                   why="let cuDNN pick the fastest convolution algorithm"),
         Candidate("tf32", "TF32 matmul and convolutions", {"tf32": True}, "precision", needs_cuda=True,
                   causes=("fp32_math",), why="run fp32 matrix math on tensor cores"),
+        Candidate("channels_last", "the model's weights in channels_last memory format", {"channels_last": True},
+                  "precision", needs_cuda=True, causes=("fp32_math",),
+                  why="tensor-core convolutions read NHWC; NCHW costs layout transposes around each one"),
         Candidate("bf16", "bf16 autocast around the model's forward", {"autocast": "bfloat16"}, "precision",
                   causes=("fp32_math",), why="half the bytes, tensor cores"),
     ]

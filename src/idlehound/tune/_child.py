@@ -92,6 +92,8 @@ def apply(settings: dict[str, Any], rec: Recorder) -> None:
         torch.set_float32_matmul_precision("high")
     if settings.get("autocast"):  # registered first: a graph recorded under autocast replays its casts
         _autocast_outer_forward(getattr(torch, settings["autocast"]), cache=not settings.get("cuda_graphs"))
+    if settings.get("channels_last"):  # before the graphs are recorded, so they record the new layout
+        _on_first_model_call(lambda module, args: module.to(memory_format=torch.channels_last))
     if settings.get("cuda_graphs"):
         _graph_first_model(rec)
     if settings.get("fused_optimizer"):
@@ -210,11 +212,11 @@ def _autocast_outer_forward(dtype, cache: bool = True) -> None:
     register_module_forward_hook(post)
 
 
-def _graph_first_model(rec: Recorder, make_graphed=None) -> None:
-    """Record the model's forward and backward as CUDA graphs at its first training call; replay them after.
+def _on_first_model_call(action) -> None:
+    """Call action(module, args) once, at the model's first training call, before that call runs.
 
     The model is the first module with parameters called in the training process with grad enabled and in
-    training mode (its pre-hook fires before those of its children). That first call itself runs eagerly.
+    training mode (its pre-hook fires before those of its children).
     """
     import torch
     from torch.nn.modules.module import register_module_forward_pre_hook
@@ -226,11 +228,21 @@ def _graph_first_model(rec: Recorder, make_graphed=None) -> None:
         if (get_worker_info() is not None or not module.training or not torch.is_grad_enabled()
                 or next(module.parameters(), None) is None):
             return
-        state["handle"].remove()  # before recording: its warm-up calls the model again
-        make = make_graphed or torch.cuda.make_graphed_callables
-        rec.graphed_inputs = graph_module(module, args, make)
+        state["handle"].remove()  # first: the action may call the model again
+        action(module, args)
 
     state["handle"] = register_module_forward_pre_hook(pre)
+
+
+def _graph_first_model(rec: Recorder, make_graphed=None) -> None:
+    """Record the model's forward and backward as CUDA graphs at its first training call (which itself runs
+    eagerly); replay them after."""
+    import torch
+
+    def record(module, args):
+        rec.graphed_inputs = graph_module(module, args, make_graphed or torch.cuda.make_graphed_callables)
+
+    _on_first_model_call(record)
 
 
 def graph_module(module, args: tuple, make_graphed) -> list[dict[str, Any]]:

@@ -74,16 +74,28 @@ def _optimizer_statement(tree: ast.Module) -> tuple[ast.stmt, str] | None:
     return None
 
 
-def _graph_edit(source: str, tree: ast.Module, inputs: list[dict[str, Any]] | None) -> tuple[str, str]:
-    """(text to insert after the optimizer, or "" with a snippet instead)."""
+def _model_lines(model: str, settings: dict[str, Any], inputs: list[dict[str, Any]] | None) -> str:
+    """What to run once the model is on the GPU and its optimizer is built."""
+    out = ""
+    if settings.get("channels_last"):
+        out += f"{model} = {model}.to(memory_format=torch.channels_last)  # idlehound tune\n"
+    if settings.get("cuda_graphs"):
+        shapes = inputs or [{"shape": ["batch", "..."], "dtype": "float32"}]
+        out += _GRAPH_NOTE + _graph_line(model, shapes) + "\n"
+    return out
+
+
+def _model_edit(source: str, tree: ast.Module, settings: dict[str, Any],
+                inputs: list[dict[str, Any]] | None) -> tuple[tuple[int, int, str] | None, str]:
+    """(an insertion after the optimizer's statement, or None and a snippet instead)."""
     found = _optimizer_statement(tree)
-    if inputs and found:
+    if found and (inputs or not settings.get("cuda_graphs")):
         stmt, model = found
         pad = " " * stmt.col_offset
-        text = "".join(pad + ln for ln in _GRAPH_NOTE.splitlines(keepends=True)) + pad + _graph_line(model, inputs)
-        return text, ""
-    shapes = inputs or [{"shape": ["batch", "..."], "dtype": "float32"}]
-    return "", _GRAPH_NOTE + "# after the model is on the GPU and its optimizer is built:\n" + _graph_line("model", shapes)
+        text = "".join(pad + ln for ln in _model_lines(model, settings, inputs).splitlines(keepends=True))
+        at = len("".join(source.splitlines(keepends=True)[:stmt.end_lineno]))
+        return (at, at, text), ""
+    return None, "# once the model is on the GPU and its optimizer is built:\n" + _model_lines("model", settings, inputs)
 
 
 def make_diff(script: Path, settings: dict[str, Any],
@@ -122,14 +134,12 @@ def make_diff(script: Path, settings: dict[str, Any],
     if settings.get("autocast"):
         snippets.append(f"with torch.autocast('cuda', dtype=torch.{settings['autocast']}):\n"
                         "    output = model(inputs)   # wrap the model's forward (and the loss) in the loop")
-    if settings.get("cuda_graphs"):
-        text, snippet = _graph_edit(source, tree, graphed_inputs)
-        if text:
-            stmt = _optimizer_statement(tree)[0]
-            at = len("".join(source.splitlines(keepends=True)[:stmt.end_lineno]))
-            edits.append((at, at, text + "\n"))
+    if settings.get("cuda_graphs") or settings.get("channels_last"):
+        edit, snippet = _model_edit(source, tree, settings, graphed_inputs)
+        if edit:
+            edits.append(edit)
         else:
-            snippets.append(snippet)
+            snippets.append(snippet.rstrip("\n"))
     new = source
     for start, end, text in sorted(edits, reverse=True):
         new = new[:start] + text + new[end:]
