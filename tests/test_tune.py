@@ -115,6 +115,24 @@ def test_stage_two_stacks_each_change_that_helped_on_top_of_the_fastest_accepted
     assert _Stack.start(_best(stage1, [_outcome(n, 1.0) for n in ("workers4", "workers12", "pin_memory")])).cands == ()
 
 
+def test_a_faster_stack_that_leaves_the_gpu_waiting_tries_the_next_larger_worker_count_in_place_of_its_own():
+    from idlehound.tune import _more_workers
+
+    cands = {c.name: c for c in all_candidates(16, cuda=True)}
+    stage1 = [cands["workers4"], cands["workers8"], cands["workers12"]]
+    stack = _Stack.start((cands["workers8"], _outcome("workers8", 3.0)))
+    assert _more_workers(stack, stage1, cuda=True) == []  # stage 2 kept nothing: the sweep already said
+    graphs = _outcome("cuda_graphs", 4.0)
+    graphs.gpu_util = 60.0
+    stack = stack.grown(cands["cuda_graphs"], graphs)
+    (more,) = _more_workers(stack, stage1, cuda=True)
+    settings, _ = stack.plus(more)
+    assert more.name == "workers12" and settings["loader"]["num_workers"] == 12 and settings["cuda_graphs"]
+    assert stack.grown(more, _outcome("workers12", 4.5)).name == "cuda_graphs + workers12"
+    graphs.gpu_util = 95.0  # the GPU sets the pace: more workers cannot help
+    assert _more_workers(stack, stage1, cuda=True) == []
+
+
 def test_stage_two_order_puts_host_side_changes_before_the_gpu_side_ones():
     names = [c.name for c in all_candidates(16, cuda=True) if not c.needs_loader]
     assert names.index("cuda_graphs") < names.index("tf32") and names.index("host_threads") < names.index("bf16")

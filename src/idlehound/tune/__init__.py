@@ -103,6 +103,14 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
         outcomes.append(o)
         stack = stack.grown(cand, o)
         done += 1
+    for cand in _more_workers(stack, stage1, cuda):
+        total += 1
+        progress(cand.label + f" (again, on top of {stack.name})", done, total)
+        settings, math = stack.plus(cand)
+        o = _evaluate(ctx, cand.name + "_on_stack", cand.label, settings, math, stack)
+        outcomes.append(o)
+        stack = stack.grown(cand, o)
+        done += 1
     progress("done", total, total)
     doc = _document(script, opts, causes, outcomes, run_dir, noise)
     (run_dir / "tune.json").write_text(json.dumps(doc, indent=2))
@@ -291,6 +299,23 @@ def _refined(stage1: list[Candidate], floor, cuda: bool) -> list[Candidate]:
     return [workers_candidate(n, cuda) for n in refine_workers(counts, best, os.cpu_count() or 2)]
 
 
+BUSY_GPU = 80.0  # % GPU busy above which the GPU, not the loader, sets the pace
+
+
+def _more_workers(stack: _Stack, stage1: list[Candidate], cuda: bool) -> list[Candidate]:
+    """The next larger worker count of the sweep, once more on top of the whole stack, when stage 2 kept
+    something and the GPU still waits: the loader was chosen while the host paced the step, and more workers
+    that measured slower then may be faster now."""
+    loader = [c for c in stack.cands if "num_workers" in c.settings.get("loader", {})]
+    util = stack.outcome.gpu_util if stack.outcome else None
+    if not loader or len(stack.cands) < 2 or util is None or util >= BUSY_GPU:
+        return []
+    n = loader[0].settings["loader"]["num_workers"]
+    above = [c.settings["loader"]["num_workers"] for c in stage1 if c.settings.get("loader", {}).get(
+        "num_workers", 0) > n]
+    return [workers_candidate(min(above), cuda)] if above else []
+
+
 def _helped(o: Optional[Outcome], over: float = 1.0) -> bool:
     return o is not None and o.status == "ok" and (o.speedup or 0) >= 1.03 * over
 
@@ -333,15 +358,18 @@ class _Stack:
         return " + ".join(c.name for c in self.cands)
 
     def plus(self, cand: Candidate) -> tuple[dict[str, Any], str]:
-        """Settings and loss check for cand on top of the stack."""
-        cands = (*self.cands, cand)
+        """Settings and loss check for cand on top of the stack (a loader candidate replaces the stack's)."""
+        cands = (*self._without(cand), cand)
         math = "precision" if any(c.math == "precision" for c in cands) else "same"
         return _merge(*(c.settings for c in cands)), math
 
     def grown(self, cand: Candidate, o: Outcome) -> _Stack:
         """The stack with cand when its run was accepted and >= 3% faster than the stack's own run."""
-        return _Stack((*self.cands, cand), o) if _helped(o, self.outcome.speedup if self.outcome else 1.0) \
-            else self
+        return _Stack((*self._without(cand), cand), o) \
+            if _helped(o, self.outcome.speedup if self.outcome else 1.0) else self
+
+    def _without(self, cand: Candidate) -> tuple[Candidate, ...]:
+        return tuple(c for c in self.cands if not (c.needs_loader and cand.needs_loader))
 
 
 def _document(script: str, opts: TuneOptions, causes: set[str], outcomes: list[Outcome], run_dir: Path,
