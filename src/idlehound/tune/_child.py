@@ -237,12 +237,37 @@ def _on_first_model_call(action) -> None:
 def _graph_first_model(rec: Recorder, make_graphed=None) -> None:
     """Record the model's forward and backward as CUDA graphs at its first training call (which itself runs
     eagerly); replay them after."""
-    import torch
 
     def record(module, args):
-        rec.graphed_inputs = graph_module(module, args, make_graphed or torch.cuda.make_graphed_callables)
+        rec.graphed_inputs = graph_module(module, args, make_graphed or _make_graphed_thread_local)
 
     _on_first_model_call(record)
+
+
+def _make_graphed_thread_local(module, sample):
+    """make_graphed_callables, recording in "thread_local" capture mode: the DataLoader's pin-memory thread
+    already runs and calls CUDA (pinned allocations, event queries) while the model is recorded, which the
+    default "global" mode turns into a failed capture. (A script that records before its loop starts, as the
+    diff does, has no such thread yet.)"""
+    import inspect
+
+    import torch
+
+    make = torch.cuda.make_graphed_callables
+    if "capture_error_mode" in inspect.signature(make).parameters:
+        return make(module, sample, capture_error_mode="thread_local")
+    original = torch.cuda.graph
+
+    class graph(original):  # older torch: make_graphed_callables opens torch.cuda.graph(...) itself
+        def __init__(self, *a, **kw):
+            kw.setdefault("capture_error_mode", "thread_local")
+            super().__init__(*a, **kw)
+
+    torch.cuda.graph = graph
+    try:
+        return make(module, sample)
+    finally:
+        torch.cuda.graph = original
 
 
 def graph_module(module, args: tuple, make_graphed) -> list[dict[str, Any]]:
