@@ -137,6 +137,7 @@ def test_stage_two_order_puts_host_side_changes_before_the_gpu_side_ones():
     names = [c.name for c in all_candidates(16, cuda=True) if not c.needs_loader]
     assert names.index("cuda_graphs") < names.index("tf32") and names.index("host_threads") < names.index("bf16")
     assert names.index("channels_last") < names.index("bf16")  # bf16 convolutions want NHWC
+    assert names[-1] == "cudnn_benchmark"  # times the algorithms for the final layout and dtype
 
 
 def test_choice_skips_pinned_copies_alone_when_the_worker_sweep_pins_and_builds_tried_worker_counts():

@@ -49,7 +49,8 @@ def host_threads(cores: int) -> int:
 
 def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
     """Loader candidates first (stage 1), then the rest in the order they are stacked (stage 2): what cuts the
-    host's time per step before what cuts the GPU's, which cannot show while the host paces the GPU."""
+    host's time per step before what cuts the GPU's, which cannot show while the host paces the GPU, and
+    cudnn.benchmark last, to time algorithms for the layout and dtype the others settled."""
     loader = [workers_candidate(n, cuda) for n in worker_counts(cores)]
     threads = host_threads(cores)
     return loader + [
@@ -66,9 +67,6 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
         Candidate("host_threads", f"torch.set_num_threads({threads}) in the training process",
                   {"threads": threads}, "same", needs_cuda=True, causes=("data_loading", "host_bound"),
                   why="idle intra-op threads of the training process spin on the cores the loader workers need"),
-        Candidate("cudnn_benchmark", "torch.backends.cudnn.benchmark = True", {"cudnn_benchmark": True},
-                  "precision", needs_cuda=True, causes=("cudnn_benchmark", "fp32_math"),
-                  why="let cuDNN pick the fastest convolution algorithm"),
         Candidate("tf32", "TF32 matmul and convolutions", {"tf32": True}, "precision", needs_cuda=True,
                   causes=("fp32_math",), why="run fp32 matrix math on tensor cores"),
         Candidate("channels_last", "the model's weights in channels_last memory format", {"channels_last": True},
@@ -76,6 +74,9 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
                   why="tensor-core convolutions read NHWC; NCHW costs layout transposes around each one"),
         Candidate("bf16", "bf16 autocast around the model's forward", {"autocast": "bfloat16"}, "precision",
                   causes=("fp32_math",), why="half the bytes, tensor cores"),
+        Candidate("cudnn_benchmark", "torch.backends.cudnn.benchmark = True", {"cudnn_benchmark": True},
+                  "precision", needs_cuda=True, causes=("cudnn_benchmark", "fp32_math"),
+                  why="let cuDNN pick the fastest convolution algorithm"),
     ]
 
 
