@@ -321,7 +321,7 @@ def test_diff_records_the_model_as_cuda_graphs_after_its_optimizer_with_whole_ba
     added = [ln for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
     assert "drop_last=True" in added[0] and added[0].startswith("+loader = torch.utils.data.DataLoader(")
     assert added[-2] == "+model = torch.cuda.make_graphed_callables(model, (torch.zeros(32, 3, 224, 224, " \
-                        "device='cuda'), ))"
+                        "device='cuda'),))"
     assert diff.index("make_graphed_callables") > diff.index("optimizer = torch.optim.SGD") and snippets == []
     diff, _ = make_diff(script, {**settings, "channels_last": True}, [{"shape": [32, 3, 224, 224], "dtype": "float32"}])
     added = [ln for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
@@ -353,3 +353,21 @@ def test_channels_last_converts_the_trained_model_in_place_at_its_first_call():
     out = subprocess.run([sys.executable, "-c", CHANNELS_LAST_PROBE], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "True", "False"]  # the optimizer keeps the same parameter objects
+
+
+MEASURED = SCRIPTS.parent.parent / "docs" / "measurements"
+
+
+@pytest.mark.parametrize("run", ["tune-h200-a", "tune-h200-b"])
+def test_a_tune_recorded_on_the_h200_renders_and_diffs_the_same_here(run):
+    from idlehound.tune._diff import make_diff
+    from idlehound.tune.report import rows, tune_html, tune_markdown
+
+    doc = json.loads((MEASURED / f"{run}.json").read_text())
+    assert tune_markdown(doc) == (MEASURED / f"{run}.md").read_text()
+    html = tune_html(doc)
+    assert all(r[1] in html and r[3] in html for r in rows(doc))  # the same samples/s and speed-up as the terminal
+    best = doc["best"]
+    assert best["graphed_inputs"] == [{"shape": [32, 3, 224, 224], "dtype": "float32"}]
+    script = SCRIPTS.parent.parent / "examples" / "train_resnet18_cifar10.py"
+    assert make_diff(script, best["settings"], best["graphed_inputs"])[0] == doc["diff"]

@@ -59,7 +59,7 @@ def _graph_line(model: str, inputs: list[dict[str, Any]]) -> str:
         dtype = "" if x["dtype"] == "float32" else f", dtype=torch.{x['dtype']}"
         return f"torch.zeros({', '.join(map(str, x['shape']))}, device='cuda'{dtype})"
 
-    return f"{model} = torch.cuda.make_graphed_callables({model}, ({''.join(zeros(x) + ', ' for x in inputs)}))"
+    return f"{model} = torch.cuda.make_graphed_callables({model}, ({', '.join(map(zeros, inputs))},))"
 
 
 def _optimizer_statement(tree: ast.Module) -> tuple[ast.stmt, str] | None:
