@@ -291,7 +291,8 @@ def _tune_progress():
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--steps", type=int, default=100, show_default=True, help="Timed optimizer steps per variant.")
-@click.option("--skip", type=int, default=20, show_default=True, help="Untimed warm-up steps per variant.")
+@click.option("--skip", type=int, default=20, show_default=True,
+              help="Untimed warm-up steps per variant (at least twice the batches its loader holds in flight).")
 @click.option("--try", "try_", default="", help="Comma-separated candidates to try (default: from the diagnosis).")
 @click.option("--skip-candidate", default="", help="Comma-separated candidates not to try.")
 @click.option("--no-diagnose", is_flag=True, help="Do not profile first; try only --try candidates.")

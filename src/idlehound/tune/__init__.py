@@ -66,8 +66,8 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
     progress(f"baseline ({opts.skip} warm-up + {opts.steps} timed steps)", 0, 0)
     base = _run_child(script, args, {}, opts, run_dir / "baseline.json")
     if base["status"] != "ok":
-        raise IdlehoundError(f"{script}: the unmodified script did not complete {opts.skip + opts.steps} "
-                             f"optimizer steps ({base['error'] or base['status']})")
+        raise IdlehoundError(f"{script}: the unmodified script did not complete its warm-up and "
+                             f"{opts.steps} timed optimizer steps ({base['error'] or base['status']})")
     progress("baseline again (run-to-run noise)", 1, 0)
     repeat = _run_child(script, args, {}, opts, run_dir / "baseline_repeat.json")
     noise = _noise(base, repeat)

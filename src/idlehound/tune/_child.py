@@ -71,7 +71,8 @@ class Recorder:
         else:
             total_ms = (self.marks[-1] - self.marks[0]) * 1e3 if len(self.marks) > 1 else None
         steps = len(self.marks) - 1
-        return {"steps_timed": steps, "warmup_steps": self.warmup, "ms_per_step": total_ms / steps if total_ms and steps > 0 else None,
+        return {"steps_timed": steps, "warmup_steps": self.warmup,
+                "ms_per_step": total_ms / steps if total_ms and steps > 0 else None,
                 "losses": [float(x) for x in self.losses], "optimizer_steps": self.n, "loaders": self.loaders,
                 "graphed_inputs": self.graphed_inputs}
 

@@ -50,8 +50,9 @@ def _batch_copies(tree: ast.AST) -> list[ast.Call]:
             and c.func.value.id in bound and not any(k.arg == "non_blocking" for k in c.keywords)]
 
 
-_GRAPH_NOTE = ("# idlehound tune: CUDA graphs record the model's forward and backward once and replay them; every\n"
-               "# batch must have this shape (drop_last=True) and each step overwrites the outputs: clone any you keep\n")
+_GRAPH_NOTE = ("# idlehound tune: CUDA graphs record the model's forward and backward once and replay them; "
+               "every\n# batch must have this shape (drop_last=True) and each step overwrites the outputs: "
+               "clone any you keep\n")
 
 
 def _graph_line(model: str, inputs: list[dict[str, Any]]) -> str:
@@ -95,7 +96,8 @@ def _model_edit(source: str, tree: ast.Module, settings: dict[str, Any],
         text = "".join(pad + ln for ln in _model_lines(model, settings, inputs).splitlines(keepends=True))
         at = len("".join(source.splitlines(keepends=True)[:stmt.end_lineno]))
         return (at, at, text), ""
-    return None, "# once the model is on the GPU and its optimizer is built:\n" + _model_lines("model", settings, inputs)
+    where = "# once the model is on the GPU and its optimizer is built:\n"
+    return None, where + _model_lines("model", settings, inputs)
 
 
 def make_diff(script: Path, settings: dict[str, Any],
