@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math as _math
 import os
+import re
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
@@ -98,18 +99,12 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
     stack = _Stack.start(_best(stage1, outcomes))
     for cand in stage2:
         progress(cand.label + (f" (on top of {stack.name})" if stack.cands else ""), done, total)
-        settings, math = stack.plus(cand)
-        o = _evaluate(ctx, cand.name, cand.label, settings, math, stack)
-        outcomes.append(o)
-        stack = stack.grown(cand, o)
+        stack = _on_top(ctx, stack, cand, cand.name, outcomes)
         done += 1
     for cand in _more_workers(stack, stage1, cuda):
         total += 1
         progress(cand.label + f" (again, on top of {stack.name})", done, total)
-        settings, math = stack.plus(cand)
-        o = _evaluate(ctx, cand.name + "_on_stack", cand.label, settings, math, stack)
-        outcomes.append(o)
-        stack = stack.grown(cand, o)
+        stack = _on_top(ctx, stack, cand, cand.name + "_on_stack", outcomes)
         done += 1
     progress("done", total, total)
     doc = _document(script, opts, causes, outcomes, run_dir, noise)
@@ -184,8 +179,8 @@ def _diagnosed_causes(script, args, opts, run_dir: Path) -> set[str]:
 
 def _choose(cands: list[Candidate], causes: set[str], base: dict, cuda: bool, opts: TuneOptions):
     known = {c.name for c in cands}
-    extra = [workers_candidate(int(t[7:]), cuda) for t in opts.try_
-             if t not in known and t.startswith("workers") and t[7:].isdigit() and int(t[7:]) > 0]
+    counts = [re.fullmatch(r"workers([1-9][0-9]*)", t) for t in opts.try_ if t not in known]
+    extra = [workers_candidate(int(m.group(1)), cuda) for m in counts if m]
     wanted = [c for c in _loader_first(cands + extra) if c.name not in opts.skip_candidates and (
         c.name in opts.try_ or (not opts.try_ and bool(causes & set(c.causes))))]
     pinning = any(c.settings.get("loader", {}).get("pin_memory") and "num_workers" in c.settings["loader"]
@@ -300,6 +295,14 @@ def _refined(stage1: list[Candidate], floor, cuda: bool) -> list[Candidate]:
 
 
 BUSY_GPU = 80.0  # % GPU busy above which the GPU, not the loader, sets the pace
+
+
+def _on_top(ctx: _Ctx, stack: _Stack, cand: Candidate, name: str, outcomes: list[Outcome]) -> _Stack:
+    """Run cand on top of the stack, record the outcome, and return the stack it leaves."""
+    settings, math = stack.plus(cand)
+    o = _evaluate(ctx, name, cand.label, settings, math, stack)
+    outcomes.append(o)
+    return stack.grown(cand, o)
 
 
 def _more_workers(stack: _Stack, stage1: list[Candidate], cuda: bool) -> list[Candidate]:

@@ -185,7 +185,6 @@ def _autocast_outer_forward(dtype, cache: bool = True) -> None:
     """Enter autocast when the outermost module call starts and leave it when that call returns."""
     import torch
     from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
-    from torch.utils.data import get_worker_info
 
     state = {"depth": 0, "ctx": None}
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -193,7 +192,7 @@ def _autocast_outer_forward(dtype, cache: bool = True) -> None:
     def pre(module, args):
         # Only the model, in the training process: transforms can be modules too, and entering a CUDA
         # autocast inside a forked DataLoader worker would initialise CUDA there.
-        if state["depth"] == 0 and (get_worker_info() is not None or next(module.parameters(), None) is None):
+        if state["depth"] == 0 and not _model_in_this_process(module):
             return
         if state["depth"] == 0:
             state["ctx"] = torch.autocast(device, dtype=dtype, cache_enabled=cache)
@@ -213,6 +212,13 @@ def _autocast_outer_forward(dtype, cache: bool = True) -> None:
     register_module_forward_hook(post)
 
 
+def _model_in_this_process(module) -> bool:
+    """A module with parameters, called in the training process (not in a DataLoader worker)."""
+    from torch.utils.data import get_worker_info
+
+    return get_worker_info() is None and next(module.parameters(), None) is not None
+
+
 def _on_first_model_call(action) -> None:
     """Call action(module, args) once, at the model's first training call, before that call runs.
 
@@ -221,13 +227,11 @@ def _on_first_model_call(action) -> None:
     """
     import torch
     from torch.nn.modules.module import register_module_forward_pre_hook
-    from torch.utils.data import get_worker_info
 
     state: dict[str, Any] = {}
 
     def pre(module, args):
-        if (get_worker_info() is not None or not module.training or not torch.is_grad_enabled()
-                or next(module.parameters(), None) is None):
+        if not (module.training and torch.is_grad_enabled() and _model_in_this_process(module)):
             return
         state["handle"].remove()  # first: the action may call the model again
         action(module, args)
