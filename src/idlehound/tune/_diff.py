@@ -12,12 +12,17 @@ def _kw_text(v: Any) -> str:
     return repr(v)
 
 
+def _line_offsets(source: str) -> list[int]:
+    """Character offset at which each line starts (1-based line n starts at [n - 1]), and the end."""
+    offsets = [0]
+    for ln in source.splitlines(keepends=True):
+        offsets.append(offsets[-1] + len(ln))
+    return offsets
+
+
 def _rewrite_call(source: str, call: ast.Call, overrides: dict[str, Any]) -> tuple[int, int, str]:
     """(start offset, end offset, new text) for a call with its keywords replaced or added."""
-    lines = source.splitlines(keepends=True)
-    offsets = [0]
-    for ln in lines:
-        offsets.append(offsets[-1] + len(ln))
+    offsets = _line_offsets(source)
     start = offsets[call.lineno - 1] + call.col_offset
     end = offsets[call.end_lineno - 1] + call.end_col_offset
     func = ast.get_source_segment(source, call.func)
@@ -94,7 +99,7 @@ def _model_edit(source: str, tree: ast.Module, settings: dict[str, Any],
         stmt, model = found
         pad = " " * stmt.col_offset
         text = "".join(pad + ln for ln in _model_lines(model, settings, inputs).splitlines(keepends=True))
-        at = len("".join(source.splitlines(keepends=True)[:stmt.end_lineno]))
+        at = _line_offsets(source)[stmt.end_lineno]
         return (at, at, text), ""
     where = "# once the model is on the GPU and its optimizer is built:\n"
     return None, where + _model_lines("model", settings, inputs)
