@@ -16,7 +16,9 @@ from .errors import IdlehoundError
 
 
 def _fail(msg: str, code: int = 2) -> None:
-    click.echo(f"idlehound: {msg}", err=True)
+    from .report._escape import visible
+
+    click.echo(f"idlehound: {visible(msg)}", err=True)  # a message may quote a name from a trace
     sys.exit(code)
 
 
@@ -54,7 +56,7 @@ def main() -> None:
 @click.option("--fail-under", "fail_under", multiple=True, metavar="METRIC=VALUE",
               help="Exit 1 when a metric is below VALUE, e.g. gpu_util=70 (repeatable).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-              help="Also write the report: .json, .md or .html by extension.")
+              help="Also write the report: .json, .md or .html by extension (with --ranks: .json or .html).")
 @click.option("--ranks", is_flag=True, help="Compare every rank of a distributed run: straggler and waits.")
 @_guard
 def analyze(path: Path, as_json: bool, step: Optional[int], run: Optional[str], worker: Optional[str],
@@ -66,6 +68,10 @@ def analyze(path: Path, as_json: bool, step: Optional[int], run: Optional[str], 
         from .distributed import analyze_ranks, render_ranks
 
         doc = analyze_ranks(path)
+        if output is not None:
+            from .report.files import write_ranks
+
+            write_ranks(doc, output)
         if as_json:
             click.echo(json.dumps(doc, indent=2))
         else:

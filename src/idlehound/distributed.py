@@ -124,50 +124,51 @@ def render_ranks(doc: dict[str, Any], console=None) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from .report._escape import inert
+
     c = console or Console()
+    doc = inert(doc)  # names and metadata from traces: shown as text, control characters made visible
     c.print(Panel(Text(doc["headline"], style="bold")))
-    t = Table(title=f"{doc['world_size']} ranks ({doc['backend'] or 'backend unknown'}), ms per step",
+    t = Table(title=Text(f"{doc['world_size']} ranks ({doc['backend'] or 'backend unknown'}), ms per step"),
               title_justify="left")
     for col in ("rank", "step", "GPU busy %", "work", "collectives", "exposed", "overlapped", "waiting",
                 "top finding"):
         t.add_column(col, justify="left" if col in ("top finding",) else "right")
     for r in doc["ranks"]:
-        t.add_row(str(r["rank"]), f"{r['step_ms']:.2f}", "—" if r["gpu_util"] is None else f"{r['gpu_util']:.1f}",
+        t.add_row(Text(str(r["rank"])), f"{r['step_ms']:.2f}",
+                  "—" if r["gpu_util"] is None else f"{r['gpu_util']:.1f}",
                   f"{r['compute_ms']:.2f}", f"{r['comm_ms']:.2f}", f"{r['exposed_comm_ms']:.2f}",
-                  f"{r['overlapped_comm_ms']:.2f}", f"{r['wait_ms']:.2f}", r["top_finding"])
+                  f"{r['overlapped_comm_ms']:.2f}", f"{r['wait_ms']:.2f}", Text(r["top_finding"]))
     c.print(t)
     s = doc["straggler"]
     if s:
         for w in s["why_lines"][:3]:
-            c.print(f"  {w['file']}:{w['line']} ({w['function']}): {w['ms_per_step']:.2f} ms per step on rank "
-                    f"{s['rank']}, {w['others_ms_per_step']:.2f} on the others")
+            c.print(Text(f"  {w['file']}:{w['line']} ({w['function']}): {w['ms_per_step']:.2f} ms per step on "
+                         f"rank {s['rank']}, {w['others_ms_per_step']:.2f} on the others"))
         for f in s["findings"][:3]:
-            c.print(f"  rank {s['rank']} finding: {f['title']} ({f['recoverable_ms_per_step']:.2f} ms per step)")
+            c.print(Text(f"  rank {s['rank']} finding: {f['title']} ({f['recoverable_ms_per_step']:.2f} ms per "
+                         "step)"))
 
 
 def render_ranks_html(doc: dict[str, Any]) -> str:
     """Per-rank bars: work, exposed collectives and overlapped collectives per step."""
-    from .report.html import _CSS, e
+    from .report.html import render_page
 
     rows = doc["ranks"]
     top = max(r["step_ms"] for r in rows) or 1
     w, bar, gap = 640, 20, 8
-    svg = [f"<svg id='rank-chart' width='{w + 200}' height='{len(rows) * (bar + gap) + 10}' role='img'>"]
+    bars = []
     for i, r in enumerate(rows):
         y, x = 4 + i * (bar + gap), 70.0
-        svg.append(f"<text x='0' y='{y + 14}'>rank {r['rank']}</text>")
+        rects = []
         for key, color in (("compute_ms", "#2e7d32"), ("exposed_comm_ms", "#c62828")):
             bw = w * r[key] / top
-            svg.append(f"<rect x='{x:.1f}' y='{y}' width='{bw:.1f}' height='{bar}' fill='{color}'>"
-                       f"<title>{key.replace('_ms', '')}: {r[key]:.2f} ms</title></rect>")
+            rects.append({"x": f"{x:.1f}", "w": f"{bw:.1f}", "fill": color,
+                          "title": f"{key.replace('_ms', '')}: {r[key]:.2f} ms"})
             x += bw
-        svg.append(f"<text x='{x + 4:.1f}' y='{y + 14}'>{r['step_ms']:.2f} ms</text>")
-    svg.append("</svg>")
-    why = "".join(f"<li><code>{e(w_['file'])}:{w_['line']}</code> {w_['ms_per_step']:.2f} ms per step vs "
-                  f"{w_['others_ms_per_step']:.2f} on the other ranks</li>"
-                  for w_ in (doc["straggler"] or {}).get("why_lines", []))
-    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>idlehound ranks</title>"
-            f"<style>{_CSS}</style></head><body><h1>{doc['world_size']} ranks</h1>"
-            f"<p class='headline'>{e(doc['headline'])}</p><p><i class='sw' style='background:#2e7d32'></i>work "
-            f"<i class='sw' style='background:#c62828'></i>collectives not hidden by compute</p>{''.join(svg)}"
-            f"<ul>{why}</ul></body></html>")
+        bars.append({"y": y, "text_y": y + 14, "rank": r["rank"], "rects": rects, "end_x": f"{x + 4:.1f}",
+                     "ms": f"{r['step_ms']:.2f}"})
+    why = [{"where": f"{w_['file']}:{w_['line']}", "ms": f"{w_['ms_per_step']:.2f}",
+            "others": f"{w_['others_ms_per_step']:.2f}"} for w_ in (doc["straggler"] or {}).get("why_lines", [])]
+    return render_page("ranks.html", world_size=doc["world_size"], headline=doc["headline"], width=w + 200,
+                       height=len(rows) * (bar + gap) + 10, bar_h=bar, bars=bars, why=why)

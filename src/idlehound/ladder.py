@@ -291,10 +291,11 @@ def ladder_doc(results: list[RungResult], device: str) -> dict[str, Any]:
 
 
 def ladder_markdown(doc: dict[str, Any]) -> str:
+    from .report._escape import md_text
     from .report.ladder import ladder_table_rows
 
     head = ("| rung | samples/s | ms/step | GPU busy | NVML util | peak GiB | speed-up | % of ceiling | "
             "top remaining finding |")
     rows = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-    rows += ["| " + " | ".join(row) + " |" for row in ladder_table_rows(doc)]
+    rows += ["| " + " | ".join(map(md_text, row)) + " |" for row in ladder_table_rows(doc)]
     return "\n".join(rows) + "\n"

@@ -40,3 +40,9 @@ def write_compare(doc: dict[str, Any], path: Path) -> Path:
     return _write(doc, path, {".json": _json, ".md": render_compare_markdown,
                               ".markdown": render_compare_markdown, ".html": render_compare_html,
                               ".htm": render_compare_html})
+
+
+def write_ranks(doc: dict[str, Any], path: Path) -> Path:
+    from ..distributed import render_ranks_html
+
+    return _write(doc, path, {".json": _json, ".html": render_ranks_html, ".htm": render_ranks_html})

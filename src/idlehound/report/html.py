@@ -1,10 +1,16 @@
-"""A self-contained HTML report: inline CSS and SVG drawn here, no scripts or fonts from the network."""
+"""Self-contained HTML pages: inline CSS and SVG, no scripts or fonts from the network.
+
+Every page comes from a Jinja2 template in report/templates/ with autoescaping on: the functions here only
+compute what to draw (numbers, labels), and the template escapes every value, trace names and numbers alike.
+"""
 
 from __future__ import annotations
 
-import html
-import json
-from typing import Any
+from functools import lru_cache
+from typing import Any, Optional
+
+import jinja2
+from markupsafe import Markup
 
 from ..metrics import BREAKDOWN_DEFINITION, IDLE_CAUSES, METRICS
 from ._data import CAUSE_WORDS
@@ -32,267 +38,203 @@ margin-right:4px}.muted{color:#777}svg text{font:11px sans-serif}
 """
 
 
-def e(x: Any) -> str:
-    return html.escape(str(x), quote=True)
+@lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("idlehound.report", "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals["css"] = Markup(_CSS)  # a constant of this module, the one value not escaped
+    return env
+
+
+def render_page(template: str, **values: Any) -> str:
+    """A page from report/templates/: every value is HTML-escaped unless it is a markupsafe.Markup."""
+    return _env().get_template(template).render(**values)
 
 
 def render_html(doc: dict[str, Any]) -> str:
     t = doc["trace"]
-    parts = [
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>idlehound · {e(t['path'])}</title><style>{_CSS}</style></head><body>",
-        f"<h1>idlehound report</h1><div class='muted'>{e(t['path'])} · {len(t['steps'])} step(s) · "
-        f"{e(doc['device']['name'] or 'CPU')}</div>",
-        f"<p class='headline' id='headline'>{e(doc['headline'])}</p>",
-        _cards(doc), _breakdown(doc), _timeline(doc), _curve(doc), _findings(doc), _lines(doc),
-        _kernels(doc), _memory(doc), _notes(doc),
-        f"<script type='application/json' id='idlehound-data'>{_json_for_html(doc)}</script>",
-        "</body></html>",
-    ]
-    return "\n".join(p for p in parts if p)
-
-
-def _json_for_html(doc: dict[str, Any]) -> str:
-    return json.dumps(doc).replace("</", "<\\/")
+    return render_page(
+        "report.html", doc=doc, path=t["path"], n_steps=len(t["steps"]), device=doc["device"]["name"] or "CPU",
+        headline=doc["headline"], cards=_cards(doc), breakdown=_breakdown(doc), timeline=_timeline(doc),
+        curve=_curve(doc), findings=_findings(doc), lines=_lines(doc), kernels=_kernels(doc), memory=_memory(doc),
+        notes=doc["notes"])
 
 
 fmt_metric = metric_text  # how a metric is written on the page (tests compare this with the JSON)
 
 
-def _cards(doc: dict[str, Any]) -> str:
-    out = ["<h2>Metrics per step</h2><div class='cards'>"]
+def _cards(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
     for key, m in doc["metrics"].items():
         if m["value"] is None:
             continue
         band = "" if m["ideal"] is None else (f"ideal {'≥' if m['higher_is_better'] else '≤'} {m['ideal']:g}, "
                                               f"problem {'<' if m['higher_is_better'] else '>'} {m['problem']:g}")
-        out.append(f"<div class='card {e(m['status'])}' title='{e(METRICS[key].definition)}' data-metric='{e(key)}'>"
-                   f"<div class='v'>{e(fmt_metric(m))}</div><div class='l'>{e(m['label'])}</div>"
-                   f"<div class='l'>{e(band)}</div></div>")
-    out.append("</div>")
-    return "".join(out)
+        out.append({"key": key, "status": m["status"], "definition": METRICS[key].definition,
+                    "value": fmt_metric(m), "label": m["label"], "band": band})
+    return out
 
 
-def _legend(keys) -> str:
-    return "<div class='legend'>" + "".join(
-        f"<span><i class='sw' style='background:{COLORS.get(k, '#999')}'></i>{e(CAUSE_WORDS.get(k, k))}</span>"
-        for k in keys) + "</div>"
+def _legend(keys) -> list[dict[str, str]]:
+    return [{"color": COLORS.get(k, "#999"), "label": CAUSE_WORDS.get(k, k)} for k in keys]
 
 
-def _breakdown(doc: dict[str, Any]) -> str:
+def _breakdown(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
     steps = doc["steps"]
     if not steps:
-        return ""
+        return None
     w, bar_h, gap = 760, 18, 6
     longest = max(s["duration_ms"] for s in steps) or 1
-    h = len(steps) * (bar_h + gap) + 10
-    svg = [f"<svg id='breakdown-chart' width='{w + 170}' height='{h}' role='img'>"]
+    bars = []
     for i, s in enumerate(steps):
         y, x = 5 + i * (bar_h + gap), 80.0
-        svg.append(f"<text x='0' y='{y + 13}'>step {e(s['number'] if s['number'] is not None else '-')}</text>")
+        rects = []
         for cat, ms in s["breakdown_ms"].items():
             if not ms:
                 continue
             bw = w * ms / longest
-            svg.append(f"<rect x='{x:.1f}' y='{y}' width='{bw:.1f}' height='{bar_h}' fill='{COLORS.get(cat)}'>"
-                       f"<title>{e(cat)}: {ms:.3f} ms</title></rect>")
+            rects.append({"x": f"{x:.1f}", "w": f"{bw:.1f}", "fill": COLORS.get(cat, "#999"),
+                          "title": f"{cat}: {ms:.3f} ms"})
             x += bw
-        svg.append(f"<text x='{x + 4:.1f}' y='{y + 13}'>{s['duration_ms']:.2f} ms</text>")
-    svg.append("</svg>")
-    cats = [k for k in doc["breakdown_ms"] if doc["breakdown_ms"][k]]
-    table = "".join(f"<tr><td>{e(k)}</td><td class='n' data-breakdown='{e(k)}'>{v:.3f}</td></tr>"
-                    for k, v in doc["breakdown_ms"].items() if v)
-    idle = "".join(f"<tr title='{e(IDLE_CAUSES.get(k, ''))}'><td>{e(CAUSE_WORDS.get(k, k))}</td>"
-                   f"<td class='n' data-idle='{e(k)}'>{v:.3f}</td></tr>"
-                   for k, v in doc["idle_by_cause_ms"].items() if v)
-    return (f"<h2 title='{e(BREAKDOWN_DEFINITION)}'>Step time breakdown</h2>{_legend(cats)}{''.join(svg)}"
-            f"<table><tr><th>category</th><th>ms per step</th></tr>{table}</table>"
-            + (f"<h2>GPU idle by cause</h2><table><tr><th>cause</th><th>ms per step</th></tr>{idle}</table>"
-               if idle else ""))
+        bars.append({"y": y, "text_y": y + 13, "number": "-" if s["number"] is None else s["number"],
+                     "rects": rects, "end_x": f"{x + 4:.1f}", "ms": f"{s['duration_ms']:.2f}"})
+    return {
+        "definition": BREAKDOWN_DEFINITION, "width": w + 170, "height": len(steps) * (bar_h + gap) + 10,
+        "bar_h": bar_h, "bars": bars, "legend": _legend([k for k, v in doc["breakdown_ms"].items() if v]),
+        "table": [{"key": k, "ms": f"{v:.3f}"} for k, v in doc["breakdown_ms"].items() if v],
+        "idle": [{"key": k, "label": CAUSE_WORDS.get(k, k), "definition": IDLE_CAUSES.get(k, ""), "ms": f"{v:.3f}"}
+                 for k, v in doc["idle_by_cause_ms"].items() if v],
+    }
 
 
-def _timeline(doc: dict[str, Any]) -> str:
+def _timeline(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
     tl = doc.get("timeline") or {}
     span = (tl.get("end_ns", 0) - tl.get("start_ns", 0)) or 0
     if not span or not (tl.get("busy") or tl.get("gaps")):
-        return ""
-    w, h = 880, 34
-    svg = [f"<svg id='timeline' viewBox='0 0 {w} {h + 16}' width='100%' preserveAspectRatio='none' role='img'>"]
-    for s, t in tl.get("busy", []):
-        svg.append(f"<rect x='{w * s / span:.2f}' y='2' width='{max(w * (t - s) / span, 0.3):.2f}' height='{h}' "
-                   f"fill='#2e7d32'><title>GPU busy {(t - s) / 1e3:.1f} µs</title></rect>")
-    for s, t, cause in tl.get("gaps", []):
-        svg.append(f"<rect x='{w * s / span:.2f}' y='2' width='{max(w * (t - s) / span, 0.3):.2f}' height='{h}' "
-                   f"fill='{COLORS.get(cause, '#bbb')}' opacity='0.8'><title>idle {(t - s) / 1e3:.1f} µs: "
-                   f"{e(CAUSE_WORDS.get(cause, cause))}</title></rect>")
-    svg.append(f"<text x='0' y='{h + 14}'>0</text><text x='{w - 60}' y='{h + 14}'>{span / 1e6:.2f} ms</text></svg>")
-    return ("<h2>GPU timeline (first steps): busy in green, idle coloured by cause</h2>"
-            f"{_legend(list(IDLE_CAUSES))}"
-            "<div id='timeline-box' style='overflow-x:auto'>" + "".join(svg) + "</div>"
-            "<label class='muted'>zoom <input id='timeline-zoom' type='range' min='1' max='40' value='1'></label> "
-            "<span class='muted'>hover a span for its length and cause; scroll sideways when zoomed.</span>"
-            "<script>(function(){var z=document.getElementById('timeline-zoom'),"
-            "s=document.getElementById('timeline');z.addEventListener('input',function(){"
-            "s.setAttribute('width',(100*z.value)+'%');});})();</script>")
+        return None
+    w = 880
+    rects = [{"x": f"{w * s / span:.2f}", "w": f"{max(w * (t - s) / span, 0.3):.2f}", "fill": "#2e7d32",
+              "idle": False, "title": f"GPU busy {(t - s) / 1e3:.1f} µs"} for s, t in tl.get("busy", [])]
+    rects += [{"x": f"{w * s / span:.2f}", "w": f"{max(w * (t - s) / span, 0.3):.2f}",
+               "fill": COLORS.get(cause, "#bbb"), "idle": True,
+               "title": f"idle {(t - s) / 1e3:.1f} µs: {CAUSE_WORDS.get(cause, cause)}"}
+              for s, t, cause in tl.get("gaps", [])]
+    return {"w": w, "h": 34, "rects": rects, "span": f"{span / 1e6:.2f}", "legend": _legend(list(IDLE_CAUSES))}
 
 
-def _curve(doc: dict[str, Any]) -> str:
+def _curve(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
     c = doc.get("utilization_curve") or {}
     pts = c.get("samples") or []
     if len(pts) < 2:
-        return ""
+        return None
     w, h = 880, 120
     t_end = pts[-1][0] or 1
-    path = " ".join(f"{w * t / t_end:.1f},{h - h * min(u, 100) / 100:.1f}" for t, u, _ in pts)
-    what = "GPU utilisation (NVML)" if c.get("source") == "nvml" else "process CPU use (no NVML)"
-    saw = (doc.get("run") or {}).get("sampler", {}).get("sawtooth")
-    return (f"<h2>{e(what)} over the whole run</h2>"
-            f"<svg id='util-curve' viewBox='0 0 {w} {h + 14}' width='100%' role='img'>"
-            f"<polyline fill='none' stroke='#1565c0' stroke-width='1.2' points='{path}'/>"
-            f"<text x='0' y='{h + 12}'>0 s</text><text x='{w - 50}' y='{h + 12}'>{t_end:.1f} s</text>"
-            f"<text x='{w - 40}' y='10'>100 %</text></svg>"
-            + ("<p><b>Saw-tooth:</b> busy bursts alternate with idle stretches, the mark of a starved input "
-               "pipeline.</p>" if saw else ""))
+    return {"w": w, "h": h, "t_end": f"{t_end:.1f}",
+            "points": " ".join(f"{w * t / t_end:.1f},{h - h * min(u, 100) / 100:.1f}" for t, u, _ in pts),
+            "what": "GPU utilisation (NVML)" if c.get("source") == "nvml" else "process CPU use (no NVML)",
+            "sawtooth": bool((doc.get("run") or {}).get("sampler", {}).get("sawtooth"))}
 
 
-def _findings(doc: dict[str, Any]) -> str:
-    out = ["<h2>Findings, most recoverable first</h2>"]
-    if not doc["findings"]:
-        out.append("<p id='no-findings'>No findings: nothing explains a significant share of the step.</p>")
+def _findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
     for i, f in enumerate(doc["findings"], 1):
         loc = f["location"]
-        where = ""
+        where = None
         if loc:
-            where = f"<div>at <code>{e(loc['file'])}:{loc['line']}</code>" + (
-                "" if loc["exact"] else f" <span class='muted'>(in {e(loc['function'])}, def line: approximate)</span>")
-            where += "</div>" + _snippet(loc)
-        gain = "" if f["kind"] == "risk" else (
-            f" — up to <b data-finding-ms='{i}'>{f['recoverable_ms_per_step']:.3f}</b> ms per step "
-            f"({100 * f['recoverable_share_of_step']:.1f}% of the step)")
-        ev = "".join(f"<li>{e(x)}</li>" for x in f["evidence"])
-        code = f"<pre><code>{e(f['code'])}</code></pre>" if f["code"] else ""
-        out.append(f"<div class='finding sev-{e(f['severity'])}'><b>{i}. [{e(f['severity'])}] {e(f['title'])}</b>"
-                   f"{gain}{where}<ul>{ev}</ul><div><b>Fix:</b> {e(f['fix'])}</div>{code}</div>")
-    return "".join(out)
+            where = {"text": f"{loc['file']}:{loc['line']}", "function": None if loc["exact"] else loc["function"],
+                     "snippet": snippet_text(loc)}
+        gain = None if f["kind"] == "risk" else {"ms": f"{f['recoverable_ms_per_step']:.3f}",
+                                                 "share": f"{100 * f['recoverable_share_of_step']:.1f}"}
+        out.append({"i": i, "severity": f["severity"], "title": f["title"], "gain": gain, "where": where,
+                    "evidence": f["evidence"], "fix": f["fix"], "code": f["code"]})
+    return out
 
 
-def _snippet(loc: dict[str, Any]) -> str:
-    """The source lines around the location, when the file is readable from here."""
-    from pathlib import Path
+def snippet_text(loc: dict[str, Any], around: int = 3) -> str:
+    """The source lines capture stored with a location (its `snippet`), the location's line marked with '>'.
 
-    p = Path(loc.get("path") or loc["file"])
-    try:
-        lines = p.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+    Nothing is read from disk here: a location without a stored snippet shows none.
+    """
+    s = loc.get("snippet")
+    if not isinstance(s, dict):
         return ""
-    n = loc["line"]
-    lo, hi = max(1, n - 3), min(len(lines), n + 3)
-    body = "\n".join(f"{'>' if i == n else ' '} {i:5d}  {lines[i - 1]}" for i in range(lo, hi + 1))
-    return f"<pre class='snippet'>{e(body)}</pre>"
-
-
-def _lines(doc: dict[str, Any]) -> str:
-    rows = doc["idle_by_line"]
-    if not rows:
+    first, lines, n = s.get("first_line"), s.get("lines"), loc.get("line")
+    if type(first) is not int or type(n) is not int or not isinstance(lines, list) or \
+            not all(isinstance(x, str) for x in lines) or not first <= n < first + len(lines):
         return ""
-    body = "".join(
-        f"<tr><td><code>{e(r['location']['file'] + ':' + str(r['location']['line']) if r['location'] else '(no user frame)')}"
-        f"</code></td><td>{e(CAUSE_WORDS.get(r['cause'], r['cause']))}</td><td class='n'>{r['idle_ms_per_step']:.3f}</td>"
-        f"<td class='n'>{r['gaps']}</td></tr>" for r in rows)
-    return ("<h2>GPU idle by source line</h2><table><tr><th>line</th><th>cause</th><th>ms per step</th>"
-            f"<th>gaps</th></tr>{body}</table>")
+    lo, hi = max(first, n - around), min(first + len(lines) - 1, n + around)
+    return "\n".join(f"{'>' if i == n else ' '} {i:5d}  {lines[i - first]}" for i in range(lo, hi + 1))
 
 
-def _kernels(doc: dict[str, Any]) -> str:
-    k = doc["kernels"]
-    if not k["top"]:
-        return ""
-    body = "".join(f"<tr><td><code>{e(g['name'][:110])}</code></td><td class='n'>{g['count_per_step']:g}</td>"
-                   f"<td class='n'>{g['ms_per_step']:.3f}</td><td>{e(g['precision'] or '')}</td></tr>"
-                   for g in k["top"])
-    return ("<h2>Top kernels</h2><table><tr><th>kernel</th><th>per step</th><th>ms per step</th>"
-            f"<th>matmul precision</th></tr>{body}</table>")
+def _lines(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"where": f"{r['location']['file']}:{r['location']['line']}" if r["location"] else "(no user frame)",
+             "cause": CAUSE_WORDS.get(r["cause"], r["cause"]), "ms": f"{r['idle_ms_per_step']:.3f}", "gaps": r["gaps"]}
+            for r in doc["idle_by_line"]]
 
 
-def _memory(doc: dict[str, Any]) -> str:
+def _kernels(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"name": g["name"][:110], "count": f"{g['count_per_step']:g}", "ms": f"{g['ms_per_step']:.3f}",
+             "precision": g["precision"] or ""} for g in doc["kernels"]["top"]]
+
+
+def _memory(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
     m = doc["memory"]
     if not m["recorded"]:
-        return ""
-    text = (f"<h2>Memory</h2><p>Peak allocated {m['peak_allocated_gib']} GiB, peak reserved "
-            f"{m['peak_reserved_gib']} GiB of {m['capacity_gib']} GiB; {m['allocs_per_step']} allocations per step; "
-            f"{m['empty_cache_calls']} empty_cache calls.</p>")
+        return None
     pts = m.get("curve") or []
-    if len(pts) < 2:
-        return text
-    w, h = 880, 120
-    t_end = pts[-1][0] or 1
-    top = max(p[1] for p in pts) or 1
-    line = " ".join(f"{w * t / t_end:.1f},{h - h * b / top:.1f}" for t, b in pts)
-    return (text + f"<svg id='memory-curve' viewBox='0 0 {w} {h + 14}' width='100%' role='img'>"
-            f"<polyline fill='none' stroke='#6a1b9a' stroke-width='1.2' points='{line}'/>"
-            f"<text x='0' y='{h + 12}'>0 ms</text><text x='{w - 80}' y='{h + 12}'>{t_end / 1e6:.1f} ms</text>"
-            f"<text x='{w - 80}' y='10'>{top:.2f} GiB</text></svg>"
-            "<div class='muted'>Memory allocated by PyTorch over the profiled steps.</div>")
+    curve = None
+    if len(pts) >= 2:
+        w, h = 880, 120
+        t_end = pts[-1][0] or 1
+        top = max(p[1] for p in pts) or 1
+        curve = {"w": w, "h": h, "t_end": f"{t_end / 1e6:.1f}", "top": f"{top:.2f}",
+                 "points": " ".join(f"{w * t / t_end:.1f},{h - h * b / top:.1f}" for t, b in pts)}
+    return {**{k: m[k] for k in ("peak_allocated_gib", "peak_reserved_gib", "capacity_gib", "allocs_per_step",
+                                 "empty_cache_calls")}, "curve": curve}
 
 
-def _notes(doc: dict[str, Any]) -> str:
-    if not doc["notes"]:
-        return ""
-    return "<h2>Notes</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in doc["notes"]) + "</ul>"
+_COMPARE_SECTIONS = (("Metrics", "metrics"), ("Step time breakdown (ms per step)", "breakdown_ms"),
+                     ("GPU idle by cause (ms per step)", "idle_by_cause_ms"), ("Top kernels", "kernels_ms"),
+                     ("Memory", "memory"))
 
 
 def render_compare_html(c: dict[str, Any]) -> str:
     """Two runs side by side: a table per section and bars for the breakdown of each."""
-    parts = ["<!doctype html><html lang='en'><head><meta charset='utf-8'><title>idlehound compare</title>",
-             f"<style>{_CSS}</style></head><body><h1>idlehound compare</h1>",
-             f"<p><b>A</b> {e(c['a']['path'])}<br>{e(c['a']['headline'])}</p>",
-             f"<p><b>B</b> {e(c['b']['path'])}<br>{e(c['b']['headline'])}</p>"]
-    for title, key in (("Metrics", "metrics"), ("Step time breakdown (ms per step)", "breakdown_ms"),
-                       ("GPU idle by cause (ms per step)", "idle_by_cause_ms"), ("Top kernels", "kernels_ms"),
-                       ("Memory", "memory")):
-        if not c[key]:
-            continue
-        rows = "".join(f"<tr><td>{e(x['label'])}</td><td class='n'>{num(x['a'])}</td><td class='n'>{num(x['b'])}"
-                       f"</td><td class='n'>{num(x['delta'], signed=True)}</td><td class='n'>{num(x['delta_pct'], signed=True)}"
-                       "</td></tr>" for x in c[key])
-        parts.append(f"<h2>{title}</h2><table><tr><th></th><th>A</th><th>B</th><th>Δ</th><th>Δ %</th></tr>{rows}"
-                     "</table>")
-    items = [f"<li>gone: {e(f['title'])} ({f['ms']:.3f} ms per step in A)</li>" for f in c["findings_gone"]]
-    items += [f"<li>new: {e(f['title'])} ({f['ms']:.3f} ms per step in B)</li>" for f in c["findings_new"]]
-    items += [f"<li>still there: {e(f['title'])} ({f['a_ms']:.3f} → {f['b_ms']:.3f} ms per step)</li>"
+    sections = [{"title": title, "rows": [[x["label"], num(x["a"]), num(x["b"]), num(x["delta"], signed=True),
+                                           num(x["delta_pct"], signed=True)] for x in c[key]]}
+                for title, key in _COMPARE_SECTIONS if c[key]]
+    items = [f"gone: {f['title']} ({f['ms']:.3f} ms per step in A)" for f in c["findings_gone"]]
+    items += [f"new: {f['title']} ({f['ms']:.3f} ms per step in B)" for f in c["findings_new"]]
+    items += [f"still there: {f['title']} ({f['a_ms']:.3f} → {f['b_ms']:.3f} ms per step)"
               for f in c["findings_kept"]]
-    parts.append("<h2>Findings</h2><ul>" + "".join(items) + "</ul></body></html>")
-    return "\n".join(parts)
+    return render_page("compare.html", a=c["a"], b=c["b"], sections=sections, findings=items)
+
+
+_LADDER_HEAD = ("rung", "samples/s", "ms/step", "GPU busy", "NVML util", "peak GiB", "speed-up", "% of ceiling",
+                "top remaining finding")
 
 
 def render_ladder_html(doc: dict[str, Any]) -> str:
     """Throughput per rung as bars against the in-memory ceiling line, and the ladder table."""
+    from .ladder import ladder_table_rows
+
     rungs = [r for r in doc["rungs"] if r["name"] != "ceiling"]
     ceiling = next((r["samples_per_s"] for r in doc["rungs"] if r["name"] == "ceiling"), None)
     top = max([r["samples_per_s"] or 0 for r in rungs] + [ceiling or 0]) or 1
     w, bar, gap = 640, 22, 8
     h = len(rungs) * (bar + gap) + 20
-    svg = [f"<svg id='ladder-chart' width='{w + 360}' height='{h}' role='img'>"]
+    bars = []
     for i, r in enumerate(rungs):
         y = 4 + i * (bar + gap)
-        svg.append(f"<text x='0' y='{y + 15}'>{e(r['label'][:46])}</text>")
+        b = {"y": y, "text_y": y + 15, "label": r["label"][:46], "status": r["status"], "reason": r["reason"],
+             "bar": None}
         if r["samples_per_s"]:
-            bw = w * r["samples_per_s"] / top
-            svg.append(f"<rect x='330' y='{y}' width='{bw * 0.95:.1f}' height='{bar}' fill='#2e7d32'>"
-                       f"<title>{r['samples_per_s']:,.0f} samples/s</title></rect>"
-                       f"<text x='{334 + bw * 0.95:.1f}' y='{y + 15}'>{r['samples_per_s']:,.0f}/s</text>")
-        else:
-            svg.append(f"<text x='334' y='{y + 15}' fill='#777'>{e(r['status'])}: {e(r['reason'])}</text>")
+            bw = w * r["samples_per_s"] / top * 0.95
+            b["bar"] = {"w": f"{bw:.1f}", "end_x": f"{334 + bw:.1f}", "rate": f"{r['samples_per_s']:,.0f}"}
+        bars.append(b)
+    line = None
     if ceiling:
         x = 330 + w * 0.95 * ceiling / top
-        svg.append(f"<line x1='{x:.1f}' x2='{x:.1f}' y1='0' y2='{h}' stroke='#c62828' stroke-dasharray='4'/>"
-                   f"<text x='{x + 4:.1f}' y='{h - 4}' fill='#c62828'>ceiling {ceiling:,.0f}/s</text>")
-    svg.append("</svg>")
-    from .ladder import ladder_table_rows
-
-    rows = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in ladder_table_rows(doc))
-    head = "".join(f"<th>{c}</th>" for c in ("rung", "samples/s", "ms/step", "GPU busy", "NVML util", "peak GiB",
-                                              "speed-up", "% of ceiling", "top remaining finding"))
-    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>idlehound ladder</title>"
-            f"<style>{_CSS}</style></head><body><h1>Optimisation ladder on {e(doc['device'])}</h1>"
-            f"{''.join(svg)}<table><tr>{head}</tr>{rows}</table></body></html>")
+        line = {"x": f"{x:.1f}", "text_x": f"{x + 4:.1f}", "rate": f"{ceiling:,.0f}"}
+    return render_page("ladder.html", device=doc["device"], width=w + 360, height=h, bar_h=bar, bars=bars,
+                       ceiling=line, head=_LADDER_HEAD, rows=ladder_table_rows(doc))

@@ -6,23 +6,25 @@ from typing import Any, Optional
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from ._escape import visible
 from ._format import num as _n
 
 
 def render_ladder(doc: dict[str, Any], console: Optional[Console] = None) -> None:
     c = console or Console()
-    t = Table(title=f"Optimisation ladder on {doc['device']}", title_justify="left")
+    t = Table(title=Text(visible(f"Optimisation ladder on {doc['device']}")), title_justify="left")
     for col, just in [("rung", "left"), ("samples/s", "right"), ("ms/step", "right"), ("GPU busy", "right"),
                       ("NVML util", "right"), ("peak GiB", "right"), ("speed-up", "right"),
                       ("% ceiling", "right"), ("top remaining finding", "left")]:
         t.add_column(col, justify=just)
     for row in ladder_table_rows(doc):
-        t.add_row(*row)
+        t.add_row(*(Text(visible(cell)) for cell in row))
     c.print(t)
     for r in doc["rungs"]:
         for tr in r.get("tried") or []:
-            c.print(f"  [dim]{r['name']} tried: {tr}[/]")
+            c.print(Text(visible(f"  {r['name']} tried: {tr}"), style="dim"))
 
 
 def ladder_table_rows(doc: dict[str, Any]) -> list[list[str]]:

@@ -1,4 +1,8 @@
-"""Render the report document in the terminal with rich."""
+"""Render the report document in the terminal with rich.
+
+Every string from the document is printed as rich `Text`, never parsed as markup, after `inert` has made its
+control characters visible: a name from a trace cannot style, link, move the cursor or crash the output.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ._data import CAUSE_WORDS
+from ._escape import inert
 from ._format import metric_text
 
 _MARK = {"ideal": ("✓ ideal", "green"), "fair": ("~ fair", "yellow"), "problem": ("✗ problem", "red")}
@@ -19,6 +24,7 @@ _SEV = {"high": "bold red", "medium": "yellow", "low": "cyan"}
 
 def render(doc: dict[str, Any], console: Optional[Console] = None) -> None:
     c = console or Console()
+    doc = inert(doc)
     t = doc["trace"]
     dev = doc["device"]["name"] or ("CPU" if not t["cuda_run"] else "GPU")
     steps = t["steps"]
@@ -55,7 +61,7 @@ def _metric_table(metrics: dict) -> Table:
         if m["value"] is None:
             continue
         mark, style = _MARK.get(m["status"], ("", ""))
-        tab.add_row(m["label"], metric_text(m), _band(m), Text(mark, style=style))
+        tab.add_row(Text(m["label"]), Text(metric_text(m)), Text(_band(m)), Text(mark, style=style))
     return tab
 
 
@@ -73,7 +79,7 @@ def _breakdown(doc: dict) -> Table:
     tab.add_column("")
     for k, v in doc["breakdown_ms"].items():
         if v:
-            tab.add_row(k, f"{v:.3f}", f"{100 * v / step:.1f}" if step else "", _bar(v, step))
+            tab.add_row(Text(k), f"{v:.3f}", f"{100 * v / step:.1f}" if step else "", _bar(v, step))
     return tab
 
 
@@ -85,7 +91,7 @@ def _idle(doc: dict) -> Table:
     tab.add_column("% of step", justify="right")
     for k, v in doc["idle_by_cause_ms"].items():
         if v:
-            tab.add_row(CAUSE_WORDS.get(k, k), f"{v:.3f}", f"{100 * v / step:.1f}" if step else "")
+            tab.add_row(Text(CAUSE_WORDS.get(k, k)), f"{v:.3f}", f"{100 * v / step:.1f}" if step else "")
     return tab
 
 
@@ -123,6 +129,6 @@ def _lines(rows: list[dict]) -> Table:
     for row in rows:
         loc = row["location"]
         where = "(no user frame)" if loc is None else f"{loc['file']}:{loc['line']}" + ("" if loc["exact"] else " ~")
-        tab.add_row(where, CAUSE_WORDS.get(row["cause"], row["cause"]), f"{row['idle_ms_per_step']:.3f}",
-                    str(row["gaps"]))
+        tab.add_row(Text(where), Text(CAUSE_WORDS.get(row["cause"], row["cause"])), f"{row['idle_ms_per_step']:.3f}",
+                    Text(str(row["gaps"])))
     return tab

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..report._escape import md_code, md_fence, md_text
 from ..report._format import num as _n
 
 _COLS = ("candidate", "samples/s", "steps/s", "speed-up", "gain on top", "GPU busy", "loss check", "verdict")
@@ -72,28 +73,22 @@ def render_tune(doc: dict[str, Any], console=None) -> None:
 
 
 def tune_markdown(doc: dict[str, Any]) -> str:
-    out = [f"# idlehound tune: `{doc['script']}`", "",
+    out = [f"# idlehound tune: {md_code(doc['script'])}", "",
            f"Diagnosed causes: {', '.join(doc['diagnosed_causes']) or 'none'}", "",
            "| " + " | ".join(_COLS) + " |",
            "|" + "|".join("---:" if c in _NUMERIC else "---" for c in _COLS) + "|"]
-    out += ["| " + " | ".join(r) + " |" for r in rows(doc)]
+    out += ["| " + " | ".join(map(md_text, r)) + " |" for r in rows(doc)]
     out += ["", noise_line(doc)]
     out += ["", best_line(doc)]
     if doc["diff"]:
-        out += ["", "```diff", doc["diff"].rstrip(), "```"]
+        out += ["", *md_fence(doc["diff"].rstrip(), "diff")]
     for s in doc["snippets"]:
-        out += ["", "```python", s, "```"]
+        out += ["", *md_fence(s, "python")]
     return "\n".join(out) + "\n"
 
 
 def tune_html(doc: dict[str, Any]) -> str:
-    from ..report.html import _CSS, e
+    from ..report.html import render_page
 
-    head = "".join(f"<th>{c}</th>" for c in _COLS)
-    body = "".join("<tr>" + "".join(f"<td>{e(x)}</td>" for x in r) + "</tr>" for r in rows(doc))
-    best = f"<p><b>{e(best_line(doc))}</b></p>"
-    diff = f"<pre>{e(doc['diff'])}</pre>" if doc["diff"] else ""
-    snippets = "".join(f"<pre>{e(s)}</pre>" for s in doc["snippets"])
-    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>idlehound tune</title>"
-            f"<style>{_CSS}</style></head><body><h1>idlehound tune: {e(doc['script'])}</h1>"
-            f"<table><tr>{head}</tr>{body}</table><p>{e(noise_line(doc))}</p>{best}{diff}{snippets}</body></html>")
+    return render_page("tune.html", script=doc["script"], head=_COLS, rows=rows(doc), noise=noise_line(doc),
+                       best=best_line(doc), diff=doc["diff"], snippets=doc["snippets"])
