@@ -332,6 +332,13 @@ def _dom(tmp_path, page):
     return r.stdout
 
 
+def test_the_browser_check_sees_a_payload_that_runs(tmp_path):
+    page = tmp_path / "control.html"
+    for raw in (f"<script>{MARK.format('script')}</script>", f"<img src=x onerror=\"{MARK.format('img')}\">"):
+        page.write_text(f"<!doctype html><html><body><p>{raw}</p></body></html>")  # the payload unescaped
+        assert re.search(r"<body[^>]*data-pwned", _dom(tmp_path, page)), raw
+
+
 def test_report_and_ranks_pages_run_no_payload_in_chromium(doc, ranks, tmp_path):
     report = write_report(doc, tmp_path / "report.html")
     rank_page = tmp_path / "ranks.html"
