@@ -206,7 +206,8 @@ def test_compare_and_ladder_markdown_show_the_payload_as_text_only(doc):
 
 
 def test_markdown_escapes_each_payload_alone():
-    assert md_text("<script>alert(1)</script>") == "&lt;script&gt;alert(1)&lt;/script&gt;"
+    assert md_text("<script>alert(1)</script>") == "&lt;script>alert(1)&lt;/script>"
+    assert md_text("> quote, a -> b & c") == "\\> quote, a -> b &amp; c"
     assert md_text("[x](javascript:alert(1))") == "\\[x\\](javascript:alert(1))"
     assert md_text("a|b\nc") == "a\\|b\\\\x0ac"  # rendered: a|b\\x0ac
     assert md_code("train.py:12") == "`train.py:12`"

@@ -38,17 +38,17 @@ def inert(value: Any, multiline: bool = False) -> Any:
     return value
 
 
-# What makes markdown do something: raw HTML and autolinks (< >), entities (&), links and images ([ ]),
-# code spans (`), table cells (|) and the escape character itself. Emphasis is left alone: it cannot hide or
-# run anything, and escaping it would clutter every snake_case name.
-_MD_SPECIAL = re.compile(r"[\\`\[\]|]")
-_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+# What makes markdown do something: raw HTML and autolinks (both open with <), entities (&), links and images
+# ([ ]), code spans (`), table cells (|) and the escape character itself; > only at the start (a quote).
+# Emphasis is left alone: it cannot hide or run anything, and escaping it would clutter every snake_case name.
+_MD_SPECIAL = re.compile(r"[\\`\[\]|]|^>")
+_HTML = {"&": "&amp;", "<": "&lt;"}
 
 
 def md_text(value: Any) -> str:
     """A value as one line of plain markdown text: no HTML, link, code span or table break can come of it."""
     text = visible(str(value))
-    text = re.sub("[&<>]", lambda m: _HTML[m.group(0)], text)
+    text = re.sub("[&<]", lambda m: _HTML[m.group(0)], text)
     return _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), text)
 
 
