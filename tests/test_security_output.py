@@ -142,6 +142,12 @@ def test_an_error_message_quoting_a_name_is_printed_inert(crafted, run_cli):
     assert r.returncode == 2 and "\x1b" not in r.stderr and "\\x1b[31m[/]" in r.stderr
 
 
+def test_compare_prints_inert_markdown(crafted, run_cli):
+    r = run_cli("compare", crafted, crafted)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "\x1b" not in r.stdout and "<script" not in r.stdout and "\\[link=https://evil.example\\]" in r.stdout
+
+
 # --- markdown -------------------------------------------------------------------------------------------------
 
 class _Page(HTMLParser):
