@@ -45,7 +45,8 @@ class Trace:
     @property
     def cuda_run(self) -> bool:
         """True when the run used CUDA (metadata says so), whatever the GPU side recorded."""
-        return bool(self.device_properties) or "cuda_runtime_version" in self.metadata
+        gpu_props = any("computeMajor" in p for p in self.device_properties)  # MTIA lists other fields
+        return gpu_props or "cuda_runtime_version" in self.metadata
 
     @property
     def with_stack(self) -> bool:
