@@ -113,7 +113,8 @@ class TableBuilder:
         self.negative_durs += int((d < 0).sum())
         c["dur"].append(np.rint(np.clip(d, 0.0, 1e15) * 1000.0).astype(np.int64))
         cols = zip(*[_NO_ARGS if a is None else _ARG_FIELDS(a) for a in args])
-        ext, corr, py_id, py_parent, nbytes, mem_bytes = (np.array(col, dtype=np.float64) for col in cols)
+        ext, corr, py_id, py_parent, nbytes, mem_bytes, ext_lc = (np.array(col, dtype=np.float64) for col in cols)
+        ext = np.where(np.isnan(ext), ext_lc, ext)
         for key, col in (("ext", ext), ("corr", corr), ("py_id", py_id), ("py_parent", py_parent)):
             c[key].append(_id_ints(col))
         c["nbytes"].append(np.where(np.isnan(nbytes), mem_bytes, nbytes))
@@ -191,8 +192,8 @@ class _PhCodes(dict):
 _PH = _PhCodes(PH_CODES)
 _EVENT_FIELDS = operator.attrgetter("ph", "cat", "name", "pid", "tid", "ts", "dur", "args")
 _ARG_FIELDS = operator.attrgetter("external_id", "correlation", "python_id", "python_parent_id", "nbytes",
-                                  "mem_bytes")
-_NO_ARGS = (None,) * 6
+                                  "mem_bytes", "external_id_lc")
+_NO_ARGS = (None,) * 7
 
 
 def _us_to_ns(t: np.ndarray) -> np.ndarray:
