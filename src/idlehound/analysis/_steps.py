@@ -129,7 +129,7 @@ _OTHER_DEVICES = {"mtia_": "MTIA", "xpu_": "XPU", "hpu_": "HPU", "privateuse1_":
 def _accelerator(ev: EventTable, ctx: _Context) -> tuple[str, dict[str, int]]:
     """Which device the trace shows: CUDA or ROCm GPU events, or another accelerator's event categories."""
     other = {}
-    for i, cat in enumerate(ev.cats):
+    for i, cat in sorted(enumerate(ev.cats), key=lambda x: x[1]):
         kind = next((k for pre, k in _OTHER_DEVICES.items() if cat.startswith(pre)), "")
         if kind:
             other[cat] = (kind, int((ev.cat == i).sum()))
