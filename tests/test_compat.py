@@ -362,3 +362,23 @@ def test_resnet50_samples_match_the_tensorboard_plugin(corpus):
     assert mod.check_plugin(root, docs, 1.0) == []
     nw0 = docs[mod.span1(root, "resnet50_num_workers_0")]
     assert nw0["metrics"]["dataloader_pct"]["value"] == pytest.approx(33.37, abs=0.01)
+
+
+def test_recorded_torch231_trace_reads_like_its_raw_events():
+    """A CPU trace recorded with torch 2.3.1 (benchmarks/record_cpu_trace.py): epoch µs, no baseTimeNanoseconds."""
+    path = next((TRACES / "torch231_cpu").glob("*.pt.trace.json.gz"))
+    raw = json.loads(gzip.decompress(path.read_bytes()))
+    assert "baseTimeNanoseconds" not in raw
+    timed = [e for e in raw["traceEvents"] if e.get("ph") != "M"]
+    first = min(e["ts"] for e in timed)
+    steps = {e["name"]: (e["ts"], e["ts"] + e["dur"]) for e in timed if e["name"].startswith("ProfilerStep#")}
+    loading = sum(e["dur"] for e in timed if e["name"].startswith("enumerate(DataLoader)#")
+                  and any(lo <= e["ts"] < hi for lo, hi in steps.values()))
+    res = analyze_path(path)
+    a = res.analysis
+    assert a.trace.metadata["baseTimeNanoseconds"] == first * 1000
+    assert [f"ProfilerStep#{s.number}" for s in a.steps] == sorted(steps)
+    assert a.window_ns == sum(hi - lo for lo, hi in steps.values()) * 1000
+    assert a.breakdown_ns["DataLoader"] == loading * 1000
+    assert sum(a.breakdown_ns.values()) == a.window_ns
+    assert [f.cause for f in res.findings] == ["data_loading"]
