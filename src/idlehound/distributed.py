@@ -16,14 +16,14 @@ from typing import Any, Optional, Union
 from .errors import IdlehoundError
 from .trace import list_traces
 
-_RANK_RE = re.compile(r"rank(\d+)")
+_RANK_RE = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)  # idlehound's rank0_..., HTA's rank-0 / inference_rank_0
 
 
 def rank_traces(path: Union[str, Path]) -> list[Path]:
     """The newest trace of each worker in the newest run under path (one per rank)."""
     found = list_traces(Path(path))
     if not found:
-        raise IdlehoundError(f"{path}: no traces")
+        raise IdlehoundError(f"{path}: no traces (*.pt.trace.json[.gz] or rank-N.json[.gz] files)")
     run = max(found, key=lambda t: t.sort_key).run
     newest: dict[str, Any] = {}
     for t in (t for t in found if t.run == run):
@@ -38,9 +38,14 @@ def _rank_of(worker: str, default: int) -> int:
 
 
 def _one(path: str) -> dict[str, Any]:
+    """One rank's report document, or {"error": one line, "trace": path}: errors travel back as values, so one
+    unreadable rank cannot break the process pool."""
     from .pipeline import analyze_path
 
-    res = analyze_path(path)
+    try:
+        res = analyze_path(path)
+    except IdlehoundError as e:
+        return {"error": str(e), "trace": {"path": path}}
     info = res.analysis.trace.metadata.get("distributedInfo") or {}
     doc = res.doc
     doc["rank_figures"] = res.analysis.ranks
@@ -61,7 +66,14 @@ def analyze_ranks(path: Union[str, Path], workers: Optional[int] = None) -> dict
             docs = list(pool.map(_one, map(str, paths)))
     else:
         docs = [_one(str(p)) for p in paths]
-    return compare_ranks(docs)
+    failed = [d["error"] for d in docs if "error" in d]
+    docs = [d for d in docs if "error" not in d]
+    if len(docs) < 2:
+        raise IdlehoundError(f"{path}: {len(docs)} of {len(paths)} rank traces could be analysed; a comparison "
+                             f"needs two ({failed[0]})")
+    doc = compare_ranks(docs)
+    doc["failed"] = failed
+    return doc
 
 
 def compare_ranks(docs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -87,6 +99,7 @@ def compare_ranks(docs: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "schema": "idlehound/distributed", "schema_version": 1, "headline": headline,
         "world_size": docs[0].get("world_size") or len(docs), "backend": docs[0].get("backend"),
+        "ranks_compared": len(docs),
         "ranks": rows,
         "straggler": ({"rank": slow["rank"], "excess_ms_per_step": round(excess, 4), "why_lines": why,
                        "findings": straggler_doc["findings"], "trace": straggler_doc["trace"]["path"]}
@@ -129,7 +142,11 @@ def render_ranks(doc: dict[str, Any], console=None) -> None:
     c = console or Console()
     doc = inert(doc)  # names and metadata from traces: shown as text, control characters made visible
     c.print(Panel(Text(doc["headline"], style="bold")))
-    t = Table(title=Text(f"{doc['world_size']} ranks ({doc['backend'] or 'backend unknown'}), ms per step"),
+    for err in doc.get("failed", []):
+        c.print(Text(f"skipped a rank: {err}", style="yellow"))
+    n = doc.get("ranks_compared", len(doc["ranks"]))
+    of = f" of world size {doc['world_size']}" if doc["world_size"] and doc["world_size"] != n else ""
+    t = Table(title=Text(f"{n} ranks compared{of} ({doc['backend'] or 'backend unknown'}), ms per step"),
               title_justify="left")
     for col in ("rank", "step", "GPU busy %", "work", "collectives", "exposed", "overlapped", "waiting",
                 "top finding"):
@@ -170,5 +187,7 @@ def render_ranks_html(doc: dict[str, Any]) -> str:
                      "ms": f"{r['step_ms']:.2f}"})
     why = [{"where": f"{w_['file']}:{w_['line']}", "ms": f"{w_['ms_per_step']:.2f}",
             "others": f"{w_['others_ms_per_step']:.2f}"} for w_ in (doc["straggler"] or {}).get("why_lines", [])]
-    return render_page("ranks.html", world_size=doc["world_size"], headline=doc["headline"], width=w + 200,
+    n = doc.get("ranks_compared", len(doc["ranks"]))
+    of = f" of world size {doc['world_size']}" if doc["world_size"] and doc["world_size"] != n else ""
+    return render_page("ranks.html", title=f"{n} ranks compared{of}", headline=doc["headline"], width=w + 200,
                        height=len(rows) * (bar + gap) + 10, bar_h=bar, bars=bars, why=why)

@@ -15,6 +15,9 @@ class TraceError(IdlehoundError):
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
 
+    def __reduce__(self):  # pickle by (path, problem), so the error can cross a process boundary
+        return (type(self), (self.path, self.problem))
+
 
 class CaptureError(IdlehoundError):
     """The profiler could not be run on the user's script."""

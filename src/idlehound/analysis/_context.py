@@ -30,8 +30,9 @@ class _Context:
         self.sync = self.runtime[np.isin(rn, ev.name_ids(roles.is_sync_call))]
         self.sync = self.sync[np.argsort(ev.ts[self.sync], kind="stable")]
         self.allocator = self.runtime[np.isin(rn, ev.name_ids(roles.is_allocator_call))]
-        an = ev.name[self.annotations]
-        self.dataloader = self.annotations[np.isin(an, ev.name_ids(roles.is_dataloader))]
+        # DataLoader __next__ is a user_annotation since PyTorch 1.10; 1.8/1.9 wrote it as an `Operator`.
+        marks = np.concatenate([self.annotations, self.cpu_ops])
+        self.dataloader = np.sort(marks[np.isin(ev.name[marks], ev.name_ids(roles.is_dataloader))])
         gn = ev.name[self.gpu]
         kernel_cat = ev.cat_id("kernel"), ev.cat_id("Kernel")
         self.is_kernel = np.isin(ev.cat[self.gpu], kernel_cat)

@@ -93,7 +93,12 @@ def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = 
             raise TraceError(trace.path, f"no ProfilerStep#{step} in this trace")
     device = _device(trace, ctx)
     gpu_recorded = ctx.gpu.size > 0
-    if trace.cuda_run and not gpu_recorded:
+    if device.unmeasured and not gpu_recorded:
+        shown = ", ".join(f"{c}: {n}" for c, n in device.unmeasured.items())
+        notes.append(f"the trace shows {device.accelerator} device activity ({shown} events); idlehound measures "
+                     "CUDA and ROCm GPU timelines only, so device busy and idle time are not reported: the host "
+                     "side is analysed")
+    elif trace.cuda_run and not gpu_recorded:
         notes.append("CUDA was in use but the trace holds no GPU events: CUPTI did not record "
                      "(profiling permissions?). Only the CPU side is analysed; GPU idle is unknown.")
     busy = ctx.busy_set(device.index)
@@ -121,7 +126,33 @@ def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = 
         timeline=_timeline(steps, busy, gaps),
     )
     a.ranks = _rank_figures(ctx, smap, steps, device.index, busy)
+    _slow_launches(ctx, a.kernels, busy, win_s, win_e)
+    if a.kernels.slow_launches:
+        a.notes.append(f"{a.kernels.slow_launches} one-off launch call(s) of up to "
+                       f"{a.kernels.slow_launch_max_us / 1e3:.2f} ms (first launch, code-object load) in the "
+                       "profiled steps: start-up cost; profile later steps (schedule wait/warmup) for steady state")
     return a
+
+
+SLOW_LAUNCH_NS = 1_000_000
+SLOW_LAUNCH_FACTOR = 20
+
+
+def _slow_launches(ctx: _Context, k: KernelStats, busy: iv.Set, s0: np.ndarray, s1: np.ndarray) -> None:
+    """A few launch calls of a millisecond or more, 20x the median: one-off costs (first launch, code-object
+    load), not the per-launch overhead of many tiny kernels. Many slow launches stay counted as launch time."""
+    ev = ctx.ev
+    if ctx.launch.size < 2:
+        return
+    dur = ev.dur[ctx.launch]
+    slow = ctx.launch[(dur >= SLOW_LAUNCH_NS) & (dur >= SLOW_LAUNCH_FACTOR * np.median(dur))]
+    if slow.size == 0 or slow.size > max(2, ctx.launch.size // 100):
+        return
+    ops = ctx.op_of_ext(ev.ext[slow])  # the op that made the call: its dispatch is part of the one-off cost
+    idle = iv.subtract(iv.intersect(ctx.spans(np.concatenate([slow, ops[ops >= 0]])), iv.union(s0, s1)), busy)
+    k.slow_launches = int(slow.size)
+    k.slow_launch_max_us = float(ev.dur[slow].max()) / 1e3
+    k.slow_launch_idle_ns = int(iv.total(idle))
 
 
 def _rank_figures(ctx: _Context, smap: SourceMap, steps: list[Step], device: Optional[int],

@@ -187,7 +187,8 @@ def _first_inside(a: iv.Set, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def _main_thread(ev: EventTable, ctx: _Context) -> int:
-    marks = ctx.annotations[ev.mask_names(lambda n: roles.step_number(n) is not None)[ctx.annotations]]
+    host = np.concatenate([ctx.annotations, ctx.cpu_ops])  # ProfilerStep is a cpu_op/Operator in older traces
+    marks = host[ev.mask_names(lambda n: roles.step_number(n) is not None)[host]]
     pool = marks if marks.size else ctx.cpu_ops
     if pool.size == 0:
         return -1

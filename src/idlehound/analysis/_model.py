@@ -82,6 +82,9 @@ class KernelStats:
     max_us: Optional[float] = None
     shorter_than_launch: Optional[float] = None  # share of kernels shorter than their launch call
     launches_with_duration: int = 0
+    slow_launches: int = 0  # one-off launch calls far slower than the rest (first launch, module load)
+    slow_launch_max_us: float = 0.0
+    slow_launch_idle_ns: int = 0  # GPU idle time inside those calls, not per-launch overhead
     top: list[KernelGroup] = field(default_factory=list)
     fp32_matmul_ns: int = 0
     conv_ns: int = 0  # kernels launched by convolution ops
@@ -127,3 +130,5 @@ class DeviceInfo:
     memory_bytes: Optional[float] = None
     num_sms: Optional[int] = None
     devices_seen: list[int] = field(default_factory=list)
+    accelerator: str = ""  # "CUDA", "ROCm", or another device the trace shows ("MTIA", "XPU", ...); "" for none
+    unmeasured: dict[str, int] = field(default_factory=dict)  # device event categories not measured -> count

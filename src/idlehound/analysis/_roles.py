@@ -12,11 +12,13 @@ GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
 RUNTIME_CATS = ("cuda_runtime", "cuda_driver", "Runtime")
 CPU_OP_CATS = ("cpu_op", "Operator")
 
-_LAUNCH_RE = re.compile(r"^(__)?(cuda|cu|hip)(Graph)?Launch|^cudaLaunch|^cuGraphLaunch")
+# ROCm's HIP runtime adds hipExtModuleLaunchKernel / hipModuleLaunchKernel (hipBLASLt, Triton) to the CUDA names.
+_LAUNCH_RE = re.compile(r"^(__)?(cuda|cu|hip)(Graph)?Launch|^cudaLaunch|^cuGraphLaunch|^hip(Ext)?(Module)?Launch")
 _ENQUEUE_RE = re.compile(r"^(cuda|cu|hip)Mem(cpy|set).*Async|^cuMemcpy.*Async|^cuMemset.*Async")
-# Host calls that block until the GPU catches up (cudaFree and the blocking cudaMemcpy do so implicitly).
+# Host calls that block until the GPU catches up (cudaFree and the blocking cudaMemcpy do so implicitly;
+# PyTorch on ROCm copies with the blocking hipMemcpyWithStream).
 _SYNC_RE = re.compile(
-    r"^(cuda|cu|hip)(Stream|Device|Ctx|Event)Synchronize$|^cudaMemcpy(2D|3D|ToSymbol|FromSymbol)?$"
+    r"^(cuda|cu|hip)(Stream|Device|Ctx|Event)Synchronize$|^(cuda|hip)Memcpy(2D|3D|ToSymbol|FromSymbol|WithStream)?$"
     r"|^cuMemcpy(DtoH|HtoD|DtoD)?(_v2)?$|^(cuda|hip)Free(Host)?$|^cuMemFree(_v2)?$"
 )
 _COMM_KERNEL_RE = re.compile(r"nccl|rccl|hccl", re.IGNORECASE)

@@ -25,14 +25,44 @@ def _steps(ev: EventTable, ctx: _Context, notes: list[str]) -> tuple[list[Step],
         if n not in seen:
             seen.add(n)
             uniq.append(j)
+    uniq = _within_trace(ev, ctx, uniq, np.asarray(marks), notes)
+    if not uniq:
+        lo, hi = _window(ev, ctx, exclude=np.asarray(marks))
+        return [Step(None, lo, hi, lo, hi)], "whole trace"
     steps = [Step(nums[ev.name[j]], int(ev.ts[j]), int(ev.ts[j] + ev.dur[j]),
                   int(ev.ts[j]), int(ev.ts[j] + ev.dur[j])) for j in uniq]
     _extend_to_gpu(ev, ctx, steps, notes)
     return steps, "ProfilerStep"
 
 
-def _window(ev: EventTable, ctx: _Context) -> tuple[int, int]:
-    idx = np.concatenate([ctx.x_cpu, ctx.gpu])
+def _within_trace(ev: EventTable, ctx: _Context, uniq: list, marks: np.ndarray, notes: list[str]) -> list:
+    """Drop step markers that end after the profiler's recording window: a step cannot outlast its trace."""
+    end = _window_end(ev)
+    if end is None:
+        return uniq
+    bad = [j for j in uniq if ev.ts[j] + ev.dur[j] > end + WINDOW_SLACK_NS]
+    for j in bad:
+        notes.append(f"ignored {ev.name_of(j)}: it lasts {ev.dur[j] / 1e6:.2f} ms and ends "
+                     f"{(ev.ts[j] + ev.dur[j] - end) / 1e6:.2f} ms after the profiler stopped recording "
+                     "(a broken step marker)")
+    if bad and len(bad) == len(uniq):
+        notes.append("no usable ProfilerStep# markers: the whole trace is analysed as one step")
+    return [j for j in uniq if j not in bad]
+
+
+WINDOW_SLACK_NS = 1_000_000
+
+
+def _window_end(ev: EventTable):
+    """End of Kineto's recording window: the `PyTorch Profiler` span or the `Record Window End` instant."""
+    span = ev.mask_cat("Trace") & ev.mask_names(lambda n: n.startswith("PyTorch Profiler"))
+    mark = (ev.ph == 1) & ev.mask_names(lambda n: n == "Record Window End")
+    ends = np.concatenate([ev.ts[span] + ev.dur[span], ev.ts[mark]])
+    return int(ends.max()) if ends.size else None
+
+
+def _window(ev: EventTable, ctx: _Context, exclude: np.ndarray = np.zeros(0, np.int64)) -> tuple[int, int]:
+    idx = np.setdiff1d(np.concatenate([ctx.x_cpu, ctx.gpu]), exclude)
     if idx.size == 0:
         return 0, 0
     return int(ev.ts[idx].min()), int((ev.ts[idx] + ev.dur[idx]).max())
@@ -74,6 +104,9 @@ def _device(trace: Trace, ctx: _Context) -> DeviceInfo:
         info.index = max(busy, key=busy.get)
     props = trace.device_properties
     p = next((d for d in props if d.get("id") == info.index), props[0] if props else None)
+    info.accelerator, info.unmeasured = _accelerator(ev, ctx)
+    if not seen and info.unmeasured:
+        p = next((d for d in props if "computeMajor" not in d), None)  # MTIA and others list their own fields
     if p:
         info.name = str(p.get("name", ""))
         if isinstance(p.get("computeMajor"), int):
@@ -82,4 +115,28 @@ def _device(trace: Trace, ctx: _Context) -> DeviceInfo:
             info.memory_bytes = float(p["totalGlobalMem"])
         if isinstance(p.get("numSms"), int):
             info.num_sms = p["numSms"]
+    if not info.name and seen:
+        info.name = f"GPU {info.index} (the trace has no deviceProperties)"
+    elif not info.name and info.unmeasured:
+        info.name = info.accelerator
     return info
+
+
+# Kineto categories of accelerators other than CUDA/ROCm GPUs (ActivityType.h), by prefix.
+_OTHER_DEVICES = {"mtia_": "MTIA", "xpu_": "XPU", "hpu_": "HPU", "privateuse1_": "PrivateUse1", "glow_": "Glow"}
+
+
+def _accelerator(ev: EventTable, ctx: _Context) -> tuple[str, dict[str, int]]:
+    """Which device the trace shows: CUDA or ROCm GPU events, or another accelerator's event categories."""
+    other = {}
+    for i, cat in sorted(enumerate(ev.cats), key=lambda x: x[1]):
+        kind = next((k for pre, k in _OTHER_DEVICES.items() if cat.startswith(pre)), "")
+        if kind:
+            other[cat] = (kind, int((ev.cat == i).sum()))
+    if ctx.gpu.size:
+        hip = ctx.runtime.size and bool(ev.mask_names(lambda n: n.startswith("hip"))[ctx.runtime].any())
+        return ("ROCm" if hip else "CUDA"), {c: n for c, (_, n) in other.items()}
+    if other:
+        kinds = sorted({k for k, _ in other.values()})
+        return "/".join(kinds), {c: n for c, (_, n) in other.items()}
+    return "", {}

@@ -8,15 +8,19 @@ from ._finding import Finding, Thresholds, ms, pct
 
 def check(a: Analysis, t: Thresholds) -> list[Finding]:
     k = a.kernels
-    idle = ms(a, a.idle_ns.get("launch", 0))
-    if idle <= 0 or k.count == 0:
-        return []
+    # One-off slow launches (first launch, code-object load) are not the overhead of many tiny kernels.
+    idle = ms(a, max(a.idle_ns.get("launch", 0) - k.slow_launch_idle_ns, 0))
+    if idle <= 0 or k.count == 0 or (k.slow_launches and a.n_steps == 1):
+        return []  # a lone step with one-off launches is warm-up: its dispatch times say nothing steady
     if k.shorter_than_launch is not None and k.shorter_than_launch < 0.5:
         return []  # kernels outlast their launches: the launch path is not what starves the GPU
     evidence = [
         f"{k.count / a.n_steps:.0f} kernels per step, median {k.p50_us:.1f} µs",
         f"GPU idle {idle:.2f} ms per step while the host was in op dispatch and kernel launch calls",
     ]
+    if k.slow_launches:
+        evidence.append(f"not counted: {k.slow_launches} one-off launch call(s) of up to {k.slow_launch_max_us / 1e3:.2f} ms "
+                        "(first launch or code-object load)")
     if k.shorter_than_launch is not None:
         evidence.append(f"{pct(k.shorter_than_launch)} of kernels ran shorter than the call that launched them")
     fix = ("Give the GPU more work per launch: a larger batch, fused ops (torch.compile), CUDA graphs to "

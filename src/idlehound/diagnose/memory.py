@@ -28,11 +28,18 @@ def _churn(a: Analysis):
         evidence.append(f"torch.cuda.empty_cache() called {m.empty_cache_calls / a.n_steps:.1f} times per step")
     if m.allocs_per_step:
         evidence.append(f"{m.allocs_per_step:.0f} tensor allocations per step")
-    fix = ("Let the caching allocator keep its memory: remove torch.cuda.empty_cache() from the loop and keep "
-           "tensor shapes stable so cached blocks are reused.")
-    code = "# delete: torch.cuda.empty_cache()\n# optional: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+    # Advice names only calls this trace shows: empty_cache() is visible only through Python events.
+    if m.empty_cache_calls:
+        fix = ("Let the caching allocator keep its memory: remove torch.cuda.empty_cache() from the loop and keep "
+               "tensor shapes stable so cached blocks are reused.")
+        code = "# delete: torch.cuda.empty_cache()\n# optional: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+    else:
+        fix = ("Let the caching allocator reuse its memory: keep tensor shapes stable so cached blocks fit, and "
+               "let segments grow instead of allocating new ones.")
+        code = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+    where = "in the loop" if a.step_source == "ProfilerStep" else "in the profiled window"
     loc = next((s.location for s in sites if s.location), None)
-    return Finding("memory_churn", "Memory churn: allocator calls in the loop", idle, a.step_ms, evidence, fix,
+    return Finding("memory_churn", f"Memory churn: allocator calls {where}", idle, a.step_ms, evidence, fix,
                    code, location=loc, details={"drained_ms": drained, "inside_calls_ms": inside})
 
 

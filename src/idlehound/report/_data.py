@@ -38,6 +38,7 @@ def build(a: Analysis, findings: list[Finding]) -> dict[str, Any]:
             "name": a.device.name, "index": a.device.index,
             "compute_capability": list(a.device.compute_capability) if a.device.compute_capability else None,
             "memory_bytes": a.device.memory_bytes, "devices_seen": a.device.devices_seen,
+            "accelerator": a.device.accelerator,
         },
         "metrics": _metrics(a),
         "breakdown_ms": {k: r(a.per_step_ms(v)) for k, v in a.breakdown_ns.items()},
@@ -148,6 +149,9 @@ CAUSE_WORDS = {
 
 def headline(a: Analysis, findings: list[Finding]) -> str:
     if not a.gpu_recorded:
+        if a.device.unmeasured:
+            return (f"{a.device.accelerator} trace: its device events are not measured by idlehound (CUDA and ROCm "
+                    f"only); the host side is analysed; a step took {a.step_ms:.2f} ms.")
         if a.trace.cuda_run:
             return ("No GPU activity was recorded (CUPTI did not start): only the host side is analysed; "
                     f"a step took {a.step_ms:.2f} ms.")

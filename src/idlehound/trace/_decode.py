@@ -18,6 +18,7 @@ Num = Union[int, float]
 
 class Args(msgspec.Struct, gc=False, omit_defaults=True):
     external_id: Optional[int] = msgspec.field(default=None, name="External id")
+    external_id_lc: Optional[int] = msgspec.field(default=None, name="external id")  # Runtime/Kernel, torch 1.8-1.9
     correlation: Optional[int] = None
     python_id: Optional[int] = msgspec.field(default=None, name="Python id")
     python_parent_id: Optional[int] = msgspec.field(default=None, name="Python parent id")

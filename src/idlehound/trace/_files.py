@@ -11,6 +11,13 @@ from ..errors import TraceError
 
 # As torch's tensorboard_trace_handler names files: <worker>.<time_ns>.pt.trace.json[.gz]
 TRACE_RE = re.compile(r"^(?P<worker>.*?)(?:\.(?P<stamp>\d+))?\.pt\.trace\.json(?:\.gz)?$")
+# As Holistic Trace Analysis users name them: rank-0.json.gz, rank1.json, inference_rank_0.json.gz
+RANK_FILE_RE = re.compile(r"^(?P<worker>(?:.*[-_])?rank[-_]?\d+)(?:\.(?P<stamp>\d+))?\.json(?:\.gz)?$",
+                          re.IGNORECASE)
+
+
+def _match(name: str):
+    return TRACE_RE.match(name) or RANK_FILE_RE.match(name)
 
 
 @dataclass(frozen=True)
@@ -28,8 +35,8 @@ class TraceFile:
 def list_traces(root: Path) -> list[TraceFile]:
     """Every trace file below root, run = the folder relative to root."""
     out = []
-    for p in sorted(root.rglob("*.pt.trace.json*")):
-        m = TRACE_RE.match(p.name)
+    for p in sorted(root.rglob("*.json*")):
+        m = _match(p.name)
         if not m or not p.is_file():
             continue
         run = str(p.parent.relative_to(root)) if p.parent != root else root.name
@@ -42,12 +49,12 @@ def resolve(path: Path, run: Optional[str] = None, worker: Optional[str] = None)
     if not path.exists():
         raise TraceError(path, "no such file or folder")
     if path.is_file():
-        m = TRACE_RE.match(path.name)
+        m = _match(path.name)
         tf = TraceFile(path, path.parent.name, m.group("worker") if m else path.stem, int((m and m.group("stamp")) or 0))
         return tf, [tf]
     found = list_traces(path)
     if not found:
-        raise TraceError(path, "no *.pt.trace.json or *.pt.trace.json.gz files in this folder")
+        raise TraceError(path, "no *.pt.trace.json[.gz] or rank-N.json[.gz] files in this folder")
     if run is not None:
         found = [t for t in found if t.run == run or t.run.endswith("/" + run)]
         if not found:

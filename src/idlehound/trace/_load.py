@@ -45,7 +45,8 @@ class Trace:
     @property
     def cuda_run(self) -> bool:
         """True when the run used CUDA (metadata says so), whatever the GPU side recorded."""
-        return bool(self.device_properties) or "cuda_runtime_version" in self.metadata
+        gpu_props = any("computeMajor" in p for p in self.device_properties)  # MTIA lists other fields
+        return gpu_props or "cuda_runtime_version" in self.metadata
 
     @property
     def with_stack(self) -> bool:
@@ -97,7 +98,7 @@ def parse_trace_bytes(buf: bytes, path: Union[str, Path] = "<bytes>") -> Trace:
     except msgspec.DecodeError as e:
         raise TraceError(path, f"invalid or truncated JSON ({e})") from None
     if "traceEvents" not in top:
-        raise TraceError(path, "no 'traceEvents' key: not a torch.profiler (Kineto) trace")
+        raise TraceError(path, _no_events_problem(top))
     raw_events = top.pop("traceEvents")
     if bytes(memoryview(raw_events)[:1]) != b"[":
         raise TraceError(path, "'traceEvents' is not a list of events")
@@ -116,15 +117,48 @@ def parse_trace_bytes(buf: bytes, path: Union[str, Path] = "<bytes>") -> Trace:
     finally:
         if was_enabled:
             gc.enable()
-    if builder.n == 0 and not stats.get("malformed") and not builder.bad_times:
-        raise TraceError(path, "'traceEvents' is empty: the profiler recorded nothing")
-    if not KINETO_CATS.intersection(events.cats):
-        raise TraceError(path, "no torch.profiler events (cpu_op, kernel, ...): "
-                               "this looks like a Chrome trace from another tool")
+    _check_usable(path, top, events, stats, builder)
     trace = Trace(path=path, events=events, size_bytes=len(buf))
     trace.metadata, trace.device_properties = _metadata(top)
+    if builder.epoch_base_ns and "baseTimeNanoseconds" not in trace.metadata:
+        # Older Kineto wrote absolute epoch µs; the table now counts from the first event, so that is the base.
+        trace.metadata["baseTimeNanoseconds"] = builder.epoch_base_ns
+        trace.metadata["epoch_timestamps"] = True
     _note_problems(trace, stats, builder)
     return trace
+
+
+# Top-level keys only Kineto writes: a file with them is a torch.profiler trace even when no event is usable.
+_KINETO_KEYS = ("schemaVersion", "deviceProperties", "baseTimeNanoseconds", "distributedInfo", "traceName")
+
+
+def _no_events_problem(top: dict[str, msgspec.Raw]) -> str:
+    if "nodes" in top and "schema" in top:
+        return ("a PyTorch execution trace (ExecutionTraceObserver 'nodes'), not a torch.profiler (Kineto) trace: "
+                "profile with torch.profiler and pass its .pt.trace.json")
+    return "no 'traceEvents' key: not a torch.profiler (Kineto) trace"
+
+
+def _check_usable(path: Path, top: dict[str, msgspec.Raw], events: EventTable, stats: dict[str, int],
+                  b: TableBuilder) -> None:
+    """Raise a one-line TraceError that says what is wrong when the events cannot be analysed."""
+    skipped = stats.get("malformed", 0) + b.bad_times
+    if b.n == 0 and not skipped:
+        raise TraceError(path, "'traceEvents' is empty: the profiler recorded nothing")
+    if len(events) == 0:
+        why = f"{b.bad_times} with a 'ts' out of range" if b.bad_times else ""
+        if stats.get("malformed"):
+            why = ", ".join(x for x in (why, f"{stats['malformed']} with a 'ts' that is not a number or not "
+                                             "an object") if x)
+        raise TraceError(path, f"none of the {skipped} events is usable ({why})")
+    if KINETO_CATS.intersection(events.cats):
+        return
+    seen = ", ".join(sorted(c for c in events.cats if c)[:6]) or "none"
+    if any(k in top for k in _KINETO_KEYS):
+        raise TraceError(path, f"a Kineto trace, but no event has a 'cat' this version reads "
+                               f"(cpu_op, kernel, ...; categories in the file: {seen})")
+    raise TraceError(path, f"no torch.profiler events (cpu_op, kernel, ...; categories in the file: {seen}): "
+                           "this looks like a Chrome trace from another tool")
 
 
 def _metadata(top: dict[str, msgspec.Raw]) -> tuple[dict[str, Any], list[dict]]:

@@ -9,8 +9,10 @@ from typing import Any
 import numpy as np
 
 PH_CODES = {"X": 0, "i": 1, "I": 1, "s": 2, "f": 3, "M": 4, "C": 5, "B": 6, "E": 7}
-PH_X, PH_I = 0, 1
+PH_X, PH_I, PH_M = 0, 1, 4
 NONE = -1  # missing integer argument
+MAX_TS_US = 9.0e15  # |ts| in µs beyond which int64 ns would overflow
+EPOCH_NS = 10**18  # 2001-09-09 as Unix-epoch ns: times above are absolute, not relative to a base time
 
 
 @dataclass
@@ -81,6 +83,7 @@ class TableBuilder:
         }
         self.n = 0
         self.bad_times = 0
+        self.epoch_base_ns = 0  # set by build() when the times were absolute Unix-epoch µs, rebased
         self.negative_durs = 0
 
     def add(self, events: list) -> None:
@@ -90,8 +93,8 @@ class TableBuilder:
         # Transpose with C-level attrgetter/zip; intern strings with dict subclasses that number new keys.
         ph, cat, name, pid, tid, ts, dur, args = zip(*map(_EVENT_FIELDS, events))
         t = np.array(ts, dtype=np.float64)
-        # |ts| beyond ~30 years of microseconds cannot be a real profile (and would overflow ns).
-        bad = np.abs(t) >= 1e15
+        # Beyond MAX_TS_US the time would overflow int64 ns: no real profile (nan stays: a missing ts reads as 0).
+        bad = np.abs(t) >= MAX_TS_US
         if bad.any():
             keep = [e for e, b in zip(events, bad) if not b]
             self.bad_times += len(events) - len(keep)
@@ -105,12 +108,13 @@ class TableBuilder:
         c["name"].append(np.array(list(map(self._name_ix.__getitem__, name)), dtype=np.int32))
         c["pid"].append(self._id_col(pid))
         c["tid"].append(self._id_col(tid))
-        c["ts"].append(np.rint(np.where(np.isnan(t), 0.0, t) * 1000.0).astype(np.int64))
+        c["ts"].append(_us_to_ns(np.where(np.isnan(t), 0.0, t)))
         d = _floats(dur, 0.0)
         self.negative_durs += int((d < 0).sum())
         c["dur"].append(np.rint(np.clip(d, 0.0, 1e15) * 1000.0).astype(np.int64))
         cols = zip(*[_NO_ARGS if a is None else _ARG_FIELDS(a) for a in args])
-        ext, corr, py_id, py_parent, nbytes, mem_bytes = (np.array(col, dtype=np.float64) for col in cols)
+        ext, corr, py_id, py_parent, nbytes, mem_bytes, ext_lc = (np.array(col, dtype=np.float64) for col in cols)
+        ext = np.where(np.isnan(ext), ext_lc, ext)
         for key, col in (("ext", ext), ("corr", corr), ("py_id", py_id), ("py_parent", py_parent)):
             c[key].append(_id_ints(col))
         c["nbytes"].append(np.where(np.isnan(nbytes), mem_bytes, nbytes))
@@ -153,8 +157,15 @@ class TableBuilder:
 
     def build(self) -> EventTable:
         cols = {k: (np.concatenate(v) if v else np.zeros(0, dtype=_COLS[k])) for k, v in self._cols.items()}
+        self.epoch_base_ns = _rebase_epoch(cols)
+        keep = cols.pop("_keep", None)
+        extra = self.extra
+        if keep is not None:
+            self.bad_times += int((~keep).sum())
+            cols = {k: v[keep] for k, v in cols.items()}
+            extra = _keep_extras(extra, keep)
         return EventTable(
-            names=list(self._name_ix), cats=list(self._cat_ix), extra=self.extra,
+            names=list(self._name_ix), cats=list(self._cat_ix), extra=extra,
             str_ids=list(self._str_ix), **cols)
 
 
@@ -181,8 +192,43 @@ class _PhCodes(dict):
 _PH = _PhCodes(PH_CODES)
 _EVENT_FIELDS = operator.attrgetter("ph", "cat", "name", "pid", "tid", "ts", "dur", "args")
 _ARG_FIELDS = operator.attrgetter("external_id", "correlation", "python_id", "python_parent_id", "nbytes",
-                                  "mem_bytes")
-_NO_ARGS = (None,) * 6
+                                  "mem_bytes", "external_id_lc")
+_NO_ARGS = (None,) * 7
+
+
+def _us_to_ns(t: np.ndarray) -> np.ndarray:
+    """µs (float64) -> int64 ns. Whole µs are converted in integers: at epoch magnitudes (1.7e15 µs) a float
+    multiply by 1000 would round to 256 ns."""
+    whole = np.floor(t)
+    return whole.astype(np.int64) * 1000 + np.rint((t - whole) * 1000.0).astype(np.int64)
+
+
+def _rebase_epoch(cols: dict[str, np.ndarray]) -> int:
+    """Make absolute Unix-epoch times (Kineto before baseTimeNanoseconds, PyTorch < 2.4) relative to the
+    first timed event; returns the base in epoch ns, or 0 for relative traces.
+
+    Relative Kineto times stay below about a quarter year (< 1e16 ns); epoch times since 2001 are >= 1e18 ns.
+    The kind most timed (non-metadata) events have wins; events of the other kind cannot be placed on the
+    trace's clock and are marked for dropping in cols["_keep"]. Metadata events keep ts 0.
+    """
+    ts = cols["ts"]
+    timed = cols["ph"] != PH_M
+    epoch = timed & (ts >= EPOCH_NS)
+    n_epoch, n_timed = int(epoch.sum()), int(timed.sum())
+    if n_epoch * 2 <= n_timed:
+        if n_epoch:
+            cols["_keep"] = ~epoch
+        return 0
+    base = int(ts[epoch].min())
+    cols["ts"] = np.where(epoch, ts - base, 0)
+    if n_epoch < n_timed:
+        cols["_keep"] = epoch | ~timed
+    return base
+
+
+def _keep_extras(extra: dict[str, dict[int, Any]], keep: np.ndarray) -> dict[str, dict[int, Any]]:
+    new_ix = np.cumsum(keep) - 1
+    return {k: {int(new_ix[i]): v for i, v in d.items() if keep[i]} for k, d in extra.items()}
 
 
 def _floats(vals: tuple, missing: float) -> np.ndarray:
