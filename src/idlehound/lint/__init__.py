@@ -7,22 +7,18 @@ from typing import Optional, Union
 
 from ..errors import IdlehoundError
 from ._rules import RULES, LintFinding, check_source
+from ._source import python_files, read_source
 
 
 def lint_paths(paths: list[Union[str, Path]]) -> list[LintFinding]:
-    """Lint .py files (folders are searched recursively). Raises IdlehoundError on unreadable or invalid files."""
+    """Lint .py files (folders are searched recursively). Raises IdlehoundError on unreadable or invalid files,
+    FIFOs and devices (never opened), files over the size bound, and nesting Python itself cannot parse."""
     out: list[LintFinding] = []
     for p in map(Path, paths):
         if not p.exists():
             raise IdlehoundError(f"{p}: no such file or folder")
-        files = sorted(p.rglob("*.py")) if p.is_dir() else [p]
-        for f in files:
-            try:
-                out += check_source(f.read_text(encoding="utf-8"), str(f))
-            except SyntaxError as e:
-                raise IdlehoundError(f"{f}: not valid Python (line {e.lineno}: {e.msg})") from None
-            except (OSError, UnicodeDecodeError) as e:
-                raise IdlehoundError(f"{f}: cannot read ({e})") from None
+        for f in python_files(p) if p.is_dir() else [p]:
+            out += check_source(read_source(f), str(f))
     return out
 
 
