@@ -89,11 +89,13 @@ class Functions:
         self.methods: dict[str, list[Func]] = {}
         self.scopes: dict[tuple[int, int], Scope] = {}
         self.module: Optional[Scope] = None  # parent scope of every function's (module globals)
+        self.classes: dict[str, dict[str, Func]] = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 for item in node.body:
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         self.methods.setdefault(item.name, []).append(item)
+                        self.classes.setdefault(node.name, {})[item.name] = item
         in_class = {id(f) for fs in self.methods.values() for f in fs}
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) not in in_class:
@@ -105,13 +107,18 @@ class Functions:
             self.scopes[key] = Scope(f, self, self.module, depth)
         return self.scopes[key]
 
-    def resolve(self, call: ast.Call) -> list[Func]:
+    def resolve(self, call: ast.Call, scope: Optional[Scope] = None) -> list[Func]:
+        """The same-file functions a call may run: `f()`, `self.m()`, and `obj.m()` where `obj = Cls(...)`."""
         f = call.func
         if isinstance(f, ast.Name):
             return self.plain.get(f.id, [])
-        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in ("self", "cls"):
+        if not isinstance(f, ast.Attribute):
+            return []
+        if isinstance(f.value, ast.Name) and f.value.id in ("self", "cls"):
             return self.methods.get(f.attr, [])
-        return []
+        cls = scope.instance_of(dotted(f.value)) if scope is not None else ""
+        method = self.classes.get(cls, {}).get(f.attr)
+        return [method] if method is not None else []
 
 
 class Scope:
@@ -126,6 +133,7 @@ class Scope:
         self.optimizers: set[str] = set()
         self.schedulers: set[str] = set()
         self.loaders: set[str] = set()
+        self.instances: dict[str, str] = {}  # name -> class defined in this file
         self._collect()
 
     # ---- building
@@ -184,6 +192,8 @@ class Scope:
             self.optimizers.add(name)
         elif last == "DataLoader":
             self.loaders.add(name)
+        elif isinstance(value.func, ast.Name) and value.func.id in self.funcs.classes:
+            self.instances[name] = value.func.id
 
     def _bind_loop(self, target: ast.expr, it: ast.expr) -> None:
         if isinstance(it, ast.Call) and dotted(it.func) == "enumerate" and it.args and \
@@ -204,6 +214,14 @@ class Scope:
 
     def all_loaders(self) -> set[str]:
         return self.loaders | (self.parent.all_loaders() if self.parent else set())
+
+    def instance_of(self, name: str) -> str:
+        s: Optional[Scope] = self
+        while s is not None:
+            if name in s.instances:
+                return s.instances[name]
+            s = s.parent
+        return ""
 
     def role(self, name: str) -> str:
         s: Optional[Scope] = self
@@ -238,7 +256,7 @@ class Scope:
 
     def _returns(self, call: ast.Call) -> Optional[list[_Bound]]:
         """Return values of the same-file function this call runs, read in that function's own scope."""
-        funcs = self.funcs.resolve(call)
+        funcs = self.funcs.resolve(call, self)
         if not funcs or self.depth >= 2:
             return None
         rets: list[_Bound] = []
@@ -274,7 +292,8 @@ class Scope:
         if isinstance(e, ast.Attribute):
             return self._attr_kind(e)
         if isinstance(e, ast.Subscript):
-            return TENSOR if self.kind(e.value) == TENSOR else UNKNOWN
+            inner = self.kind(e.value)
+            return inner if inner == TENSOR or isinstance(e.slice, ast.Slice) else UNKNOWN
         if isinstance(e, ast.Call):
             return self._call_kind(e)
         return UNKNOWN
@@ -353,7 +372,7 @@ def reaches_step(stmts: list[ast.stmt], funcs: Functions, scope: Scope, depth: i
         if is_step_call(node, scope):
             return True
         if depth < 2:
-            for f in funcs.resolve(node):
+            for f in funcs.resolve(node, scope):
                 if id(f) not in seen:
                     seen.add(id(f))
                     if reaches_step(f.body, funcs, funcs.scope(f, 1), depth + 1, seen):

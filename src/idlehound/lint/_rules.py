@@ -222,16 +222,27 @@ class _Checker(ast.NodeVisitor):
     def visit_If(self, node: ast.If) -> None:
         if self.per_step and self.scope.kind(node.test) == TENSOR:
             self.add("IH007", node)
-        self.visit(node.test)
+        self._visit_test(node.test)
         # `if step % 100 == 0:` runs rarely: a sync or print inside it costs nothing worth reporting.
-        periodic = any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) and
-                       not isinstance(n.left, (ast.Constant, ast.JoinedStr)) for n in ast.walk(node.test))
+        periodic = _periodic(node.test)
         self.periodic += periodic
         for child in node.body:
             self.visit(child)
         self.periodic -= periodic
         for child in node.orelse:
             self.visit(child)
+
+    def _visit_test(self, test: ast.expr) -> None:
+        """`if step % 100 == 0 and loss.item() > x:` reads the loss only when the first part holds."""
+        if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)):
+            self.visit(test)
+            return
+        rare = 0
+        for value in test.values:
+            self.periodic += rare
+            self.visit(value)
+            self.periodic -= rare
+            rare = rare or _periodic(value)
 
     def visit_Assert(self, node: ast.Assert) -> None:
         if self.per_step and self.scope.kind(node.test) == TENSOR:
@@ -244,7 +255,7 @@ class _Checker(ast.NodeVisitor):
         attr = f.attr if isinstance(f, ast.Attribute) else ""
         if self.per_step:
             self._per_step(node, dotted(f), attr)
-            self.pending += [(fn, self.level + 1) for fn in self.funcs.resolve(node)]
+            self.pending += [(fn, self.level + 1) for fn in self.funcs.resolve(node, self.scope)]
         if not self.level:
             self._anywhere(node, dotted(f), attr)
         self.generic_visit(node)
@@ -260,12 +271,19 @@ class _Checker(ast.NodeVisitor):
             self.add("IH008", node)
         elif name.endswith("empty_cache"):
             self.add("IH009", node)
-        elif name == "print" and any(self._shows_tensor(a) for a in node.args):
+        elif self._prints_tensor(node, name, attr):
             self.add("IH005", node)
         elif name in ("float", "int", "bool") and node.args and self.scope.kind(node.args[0]) == TENSOR:
             self.add("IH006", node)
         elif self.pinned_loader and self._blocking_copy(node, attr):
             self.add("IH012", node)
+
+    def _prints_tensor(self, node: ast.Call, name: str, attr: str) -> bool:
+        if name == "print" or _is_log_call(name):
+            return any(self._shows_tensor(a) for a in node.args)
+        if attr == "format" and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Constant):
+            return any(self._shows_tensor(a) for a in [*node.args, *(k.value for k in node.keywords)])
+        return False
 
     @staticmethod
     def _blocking_copy(node: ast.Call, attr: str) -> bool:
@@ -276,7 +294,23 @@ class _Checker(ast.NodeVisitor):
         return attr == "to" and bool(node.args) and _device_like(node.args[0]) and \
             not (len(node.args) > 1 and const(node.args[1]) is True)
 
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        if self.per_step and self._shows_tensor(node):
+            self.add("IH005", node)
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if self.per_step and isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) and \
+                isinstance(node.left.value, str) and self._shows_tensor(node):
+            self.add("IH005", node)
+        self.generic_visit(node)
+
     def _shows_tensor(self, arg: ast.expr) -> bool:
+        """Formatting or printing this reads a tensor's values on the host."""
+        if isinstance(arg, (ast.List, ast.Tuple, ast.Set)):
+            return any(self._shows_tensor(e) for e in arg.elts)
+        if isinstance(arg, ast.Dict):
+            return any(self._shows_tensor(v) for v in arg.values)
         if isinstance(arg, ast.JoinedStr):
             return any(isinstance(v, ast.FormattedValue) and self.scope.kind(v.value) == TENSOR for v in arg.values)
         if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr == "format":
@@ -292,6 +326,17 @@ class _Checker(ast.NodeVisitor):
         elif name.rsplit(".", 1)[-1] in _OPTIMIZER_CLASSES and const(kw(node, "foreach")) is False \
                 and const(kw(node, "fused")) is not True:
             self.add("IH014", node)
+
+
+def _periodic(test: ast.expr) -> bool:
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) and
+               not isinstance(n.left, (ast.Constant, ast.JoinedStr)) for n in ast.walk(test))
+
+
+def _is_log_call(name: str) -> bool:
+    recv, _, method = name.rpartition(".")
+    return method in ("debug", "info", "warning", "error", "log") and \
+        recv.rsplit(".", 1)[-1].lower() in ("log", "logger", "logging", "_log", "_logger")
 
 
 _OPTIMIZER_CLASSES = {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop"}
