@@ -1,3 +1,4 @@
+# ruff: noqa: SIM113
 """Written blind (before running lint on it): transfer-learning and Hugging Face style loops."""
 
 import copy
