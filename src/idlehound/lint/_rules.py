@@ -342,13 +342,43 @@ def _is_log_call(name: str) -> bool:
 _OPTIMIZER_CLASSES = {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop"}
 
 
-def _first_conv(tree: ast.Module) -> Optional[ast.Call]:
+_CONVS = ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")
+
+
+def _vision_model_names(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """Aliases of torchvision.models (`models`) and model builders imported from it (`resnet18`)."""
+    modules, builders = {"torchvision.models"}, set()
     for n in ast.walk(tree):
-        if isinstance(n, ast.Call):
-            name = dotted(n.func)
-            if name.endswith(("Conv2d", "Conv3d")) or "resnet" in name.rsplit(".", 1)[-1].lower():
-                return n
+        if isinstance(n, ast.Import):
+            modules |= {a.asname for a in n.names if a.name == "torchvision.models" and a.asname}
+        elif isinstance(n, ast.ImportFrom) and n.module == "torchvision":
+            modules |= {a.asname or a.name for a in n.names if a.name == "models"}
+        elif isinstance(n, ast.ImportFrom) and (n.module or "").startswith("torchvision.models"):
+            builders |= {a.asname or a.name for a in n.names}
+    return modules, builders
+
+
+def _first_conv(tree: ast.Module) -> Optional[ast.Call]:
+    """The first convolution layer or torchvision model built in this file."""
+    modules, builders = _vision_model_names(tree)
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.Call):
+            continue
+        func = n.func.value if isinstance(n.func, ast.Subscript) else n.func  # models.__dict__[arch](...)
+        name = dotted(func)
+        if name.endswith(_CONVS) or name in builders or name.rsplit(".", 1)[0] in modules or \
+                name.rsplit(".", 2)[0] in modules:
+            return n
     return None
+
+
+def _benchmark_on(tree: ast.Module) -> bool:
+    """Whether the file sets cudnn.benchmark to anything but a literal False (a flag counts as set)."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Assign) and any(dotted(t).endswith("cudnn.benchmark") for t in n.targets) and \
+                const(n.value) is not False:
+            return True
+    return False
 
 
 def check_source(source: str, file: str) -> list[LintFinding]:
@@ -367,8 +397,7 @@ def check_source(source: str, file: str) -> list[LintFinding]:
         raise IdlehoundError(f"{file}: an expression is nested too deeply to lint") from None
     finally:
         sys.setrecursionlimit(limit)
-    benchmark = "cudnn.benchmark" in source
-    conv = _first_conv(tree) if gpu and not benchmark else None
+    conv = _first_conv(tree) if gpu and not _benchmark_on(tree) else None
     if conv is not None:
         c.add("IH015", conv)
     return _suppressed(c.out, lines)
