@@ -66,3 +66,12 @@ def test_cpu_only_script_is_quiet_and_the_same_loop_on_cuda_is_not(tmp_path):
     gpu.write_text(cpu.read_text().replace("torch.nn.Linear(2, 1)", "torch.nn.Linear(2, 1).to(device)"))
     assert lint_paths([cpu]) == []
     assert [(f.rule, f.line) for f in lint_paths([gpu])] == [("IH001", 9)]
+
+
+def test_files_linted_together_share_what_their_imports_show():
+    """A pinned loader in main.py makes helpers.py's copies blocking; main.py's GPU reaches model.py's convs.
+    A script in the same folder that imports none of them stays a CPU script."""
+    project = SCRIPTS / "lint" / "project"
+    found = {(f.file.rsplit("/", 1)[-1], f.rule, f.line) for f in lint_paths([project])}
+    assert found == {("helpers.py", "IH012", 3), ("model.py", "IH015", 7)}
+    assert lint_paths([project / "helpers.py"]) == []  # alone, nothing says it runs after a pinned loader

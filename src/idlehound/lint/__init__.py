@@ -2,23 +2,33 @@
 
 from __future__ import annotations
 
+import ast
+import os
 from pathlib import Path
 from typing import Optional, Union
 
 from ..errors import IdlehoundError
-from ._rules import RULES, LintFinding, check_source
-from ._source import python_files, read_source
+from ._project import shared_facts
+from ._rules import RULES, LintFinding, check_tree, file_facts
+from ._source import parse_source, python_files, read_source
 
 
 def lint_paths(paths: list[Union[str, Path]]) -> list[LintFinding]:
-    """Lint .py files (folders are searched recursively). Raises IdlehoundError on unreadable or invalid files,
-    FIFOs and devices (never opened), files over the size bound, and nesting Python itself cannot parse."""
-    out: list[LintFinding] = []
+    """Lint .py files (folders are searched recursively). Files linted together that import one another share
+    what they show (GPU use, a pinned loader, cudnn.benchmark). Raises IdlehoundError on unreadable or invalid
+    files, FIFOs and devices (never opened), files over the size bound, and nesting Python itself cannot parse."""
+    files: dict[Path, tuple[str, str, ast.Module]] = {}  # absolute path -> (name as given, source, tree)
     for p in map(Path, paths):
         if not p.exists():
             raise IdlehoundError(f"{p}: no such file or folder")
         for f in python_files(p) if p.is_dir() else [p]:
-            out += check_source(read_source(f), str(f))
+            source = read_source(f)
+            files.setdefault(Path(os.path.abspath(f)), (str(f), source, parse_source(source, str(f))))
+    facts = {k: file_facts(tree, name) for k, (name, _, tree) in files.items()}
+    shared = shared_facts({k: tree for k, (_, _, tree) in files.items()}, facts)
+    out: list[LintFinding] = []
+    for k, (name, source, tree) in files.items():
+        out += check_tree(tree, source, name, shared[k], facts[k])
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -156,9 +157,25 @@ class _Loader:
         return any(const(v) is not False for v in self.keys.get("pin_memory", []))
 
 
+@dataclass(frozen=True)
+class Facts:
+    """What one file shows about the program: run on a GPU, a loader pinning memory, cudnn.benchmark set."""
+    gpu: bool
+    pinned: bool
+    benchmark: bool
+
+    def __or__(self, other: Facts) -> Facts:
+        return Facts(self.gpu or other.gpu, self.pinned or other.pinned, self.benchmark or other.benchmark)
+
+
+def _loaders(tree: ast.Module) -> list[_Loader]:
+    return [_Loader(n, c) for n, c in _with_scopes(tree)
+            if isinstance(n, ast.Call) and dotted(n.func).rsplit(".", 1)[-1] == "DataLoader"]
+
+
 class _Checker(ast.NodeVisitor):
-    def __init__(self, file: str, lines: list[str], tree: ast.Module, gpu: bool) -> None:
-        self.file, self.lines, self.gpu = file, lines, gpu
+    def __init__(self, file: str, lines: list[str], tree: ast.Module, facts: Facts) -> None:
+        self.file, self.lines, self.gpu = file, lines, facts.gpu
         self.out: list[LintFinding] = []
         self.funcs = Functions(tree)
         self.scope = Scope(tree, self.funcs)
@@ -167,9 +184,8 @@ class _Checker(ast.NodeVisitor):
         self.periodic = 0  # inside `if step % N == 0:` blocks
         self.level = 0  # how many calls away from a training loop this code is
         self.pending: list[tuple[Func, int]] = []  # same-file functions called per step
-        self.loaders = [_Loader(n, c) for n, c in _with_scopes(tree)
-                        if isinstance(n, ast.Call) and dotted(n.func).rsplit(".", 1)[-1] == "DataLoader"]
-        self.pinned_loader = any(ld.pinned() for ld in self.loaders)
+        self.loaders = _loaders(tree)
+        self.pinned_loader = facts.pinned
 
     def add(self, rule: str, node: ast.AST) -> None:
         line = getattr(node, "lineno", 0)
@@ -381,26 +397,43 @@ def _benchmark_on(tree: ast.Module) -> bool:
     return False
 
 
-def check_source(source: str, file: str) -> list[LintFinding]:
-    from ._source import parse_source
-
-    tree = parse_source(source, file)
-    lines = source.splitlines()
+@contextlib.contextmanager
+def _deep_stack(file: str) -> Iterator[None]:
+    """Deep but valid expressions (the parser accepts a few thousand levels) need more than 1000 frames."""
     limit = sys.getrecursionlimit()
     try:
-        # Deep but valid expressions (the parser accepts a few thousand levels) need a deeper stack than 1000.
         sys.setrecursionlimit(max(limit, 20_000))
-        gpu = gpu_evidence(tree)
-        c = _Checker(file, lines, tree, gpu)
-        c.run(tree)
+        yield
     except RecursionError:
         raise IdlehoundError(f"{file}: an expression is nested too deeply to lint") from None
     finally:
         sys.setrecursionlimit(limit)
-    conv = _first_conv(tree) if gpu and not _benchmark_on(tree) else None
+
+
+def file_facts(tree: ast.Module, file: str) -> Facts:
+    with _deep_stack(file):
+        return Facts(gpu_evidence(tree), any(ld.pinned() for ld in _loaders(tree)), _benchmark_on(tree))
+
+
+def check_tree(tree: ast.Module, source: str, file: str, shared: Optional[Facts] = None,
+               own: Optional[Facts] = None) -> list[LintFinding]:
+    """Findings in one parsed file; `shared` adds what the files it imports, or that import it, show."""
+    lines = source.splitlines()
+    facts = own if own is not None else file_facts(tree, file)
+    facts = facts | shared if shared is not None else facts
+    with _deep_stack(file):
+        c = _Checker(file, lines, tree, facts)
+        c.run(tree)
+        conv = _first_conv(tree) if facts.gpu and not facts.benchmark else None
     if conv is not None:
         c.add("IH015", conv)
     return _suppressed(c.out, lines)
+
+
+def check_source(source: str, file: str) -> list[LintFinding]:
+    from ._source import parse_source
+
+    return check_tree(parse_source(source, file), source, file)
 
 
 def _suppressed(found: list[LintFinding], lines: list[str]) -> list[LintFinding]:
