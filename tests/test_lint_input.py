@@ -2,8 +2,11 @@
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from idlehound.errors import IdlehoundError
 from idlehound.lint import lint_paths
@@ -91,3 +94,35 @@ def test_size_bound(tmp_path):
     with pytest.raises(IdlehoundError, match="too large"):
         read_source(f, max_bytes=100)
     assert read_source(f, max_bytes=10_000).count("\n") == 100
+
+
+CORPUS = sorted((Path(__file__).parent / "scripts" / "lint" / "corpus").glob("*.py"))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_mutated_scripts_give_findings_or_a_clean_error(tmp_path, data):
+    """Lines cut, repeated or shuffled out of real loops: a result or an IdlehoundError, never a crash."""
+    lines = data.draw(st.sampled_from(CORPUS)).read_text().splitlines()
+    ops = data.draw(st.lists(st.tuples(st.sampled_from(["cut", "dup", "swap", "dedent"]),
+                                       st.integers(0, len(lines) - 1), st.integers(0, len(lines) - 1)), max_size=6))
+    for op, i, j in ops:
+        i, j = i % len(lines), j % len(lines)
+        if op == "cut":
+            del lines[min(i, j):max(i, j) + 1]
+        elif op == "dup":
+            lines[i:i] = lines[i:j + 1]
+        elif op == "swap":
+            lines[i], lines[j] = lines[j], lines[i]
+        else:
+            lines[i] = lines[i].lstrip()
+        if not lines:
+            lines = ["pass"]
+    f = tmp_path / "mutated.py"
+    f.write_text("\n".join(lines) + "\n")
+    try:
+        found = lint_paths([f])
+    except IdlehoundError as e:
+        assert str(e).startswith(str(f)) and "\n" not in str(e)
+    else:
+        assert all(1 <= x.line <= len(lines) for x in found)
