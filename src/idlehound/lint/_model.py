@@ -315,9 +315,10 @@ class Scope:
                 return PY
             if f.id in ("abs", "min", "max", "sum"):
                 return join(self.kind(a) for a in e.args) if e.args else PY
-        if name.startswith(_PY_MODULES):
+        module_call = "()" not in name  # torch.max(...), not torch.tensor(x).item() or Beta(...).sample()
+        if module_call and name.startswith(_PY_MODULES):
             return PY
-        if name.startswith(("torch.", "F.", "nn.functional.", "torch.nn.functional.")):
+        if module_call and name.startswith(("torch.", "F.", "nn.functional.", "torch.nn.functional.")):
             return TENSOR
         if isinstance(f, ast.Attribute):
             if f.attr in _PY_METHODS:

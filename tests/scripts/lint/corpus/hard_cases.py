@@ -51,6 +51,8 @@ def fit(model, opt, loader, pbar):
         if x.shape[0] != 32 or len(y) < 32:  # expect: none
             continue
         print(f"shape {x.shape} on {x.device}")  # expect: none
+        if torch.isnan(loss).any().item():  # expect: item-in-loop
+            break
         model.train()
 
 
