@@ -73,5 +73,18 @@ def test_files_linted_together_share_what_their_imports_show():
     A script in the same folder that imports none of them stays a CPU script."""
     project = SCRIPTS / "lint" / "project"
     found = {(f.file.rsplit("/", 1)[-1], f.rule, f.line) for f in lint_paths([project])}
-    assert found == {("helpers.py", "IH012", 3), ("model.py", "IH015", 7)}
+    assert {f for f in found if f[0] in ("helpers.py", "model.py", "cpu_tool.py")} == {
+        ("helpers.py", "IH012", 3), ("model.py", "IH015", 7)}
     assert lint_paths([project / "helpers.py"]) == []  # alone, nothing says it runs after a pinned loader
+
+
+def test_a_step_imported_from_another_file_makes_a_training_loop():
+    """loop_main.py loops over train_step / Stepper.step / steps.last_loss from steps.py: its loop is a training
+    loop, and the helpers' bodies are checked in steps.py as code that runs every step."""
+    project = SCRIPTS / "lint" / "project"
+    found = {(f.file.rsplit("/", 1)[-1], f.rule, f.line) for f in lint_paths([project])}
+    assert {f for f in found if f[0] in ("loop_main.py", "steps.py")} == {
+        ("loop_main.py", "IH007", 12), ("loop_main.py", "IH005", 19), ("steps.py", "IH001", 6),
+        ("steps.py", "IH007", 18)}
+    alone = {(f.file.rsplit("/", 1)[-1], f.rule, f.line) for f in lint_paths([project / "loop_main.py"])}
+    assert alone == set()  # without steps.py nothing says the loop trains

@@ -82,10 +82,14 @@ def own_nodes(stmts: Iterable[ast.AST], into_loops: bool = True, into_defs: bool
 
 
 class Functions:
-    """The functions and methods defined in one file, by name."""
+    """The functions and methods defined in one file, by name, and those it imports from files linted with it
+    (`imported`: name -> function or class; `modules`: alias -> that module's top-level definitions)."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, imported: Optional[dict[str, ast.AST]] = None,
+                 modules: Optional[dict[str, dict[str, ast.AST]]] = None) -> None:
         self.plain: dict[str, list[Func]] = {}
+        self.modules = {alias: {n: d for n, d in defs.items() if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                        for alias, defs in (modules or {}).items()}
         self.methods: dict[str, list[Func]] = {}
         self.scopes: dict[tuple[int, int], Scope] = {}
         self.module: Optional[Scope] = None  # parent scope of every function's (module globals)
@@ -100,6 +104,12 @@ class Functions:
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) not in in_class:
                 self.plain.setdefault(node.name, []).append(node)
+        for name, d in (imported or {}).items():
+            if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.plain.setdefault(name, [d])
+            elif isinstance(d, ast.ClassDef):
+                self.classes.setdefault(name, {i.name: i for i in d.body
+                                               if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))})
 
     def scope(self, f: Func, depth: int) -> Scope:
         key = (id(f), depth)
@@ -116,6 +126,9 @@ class Functions:
             return []
         if isinstance(f.value, ast.Name) and f.value.id in ("self", "cls"):
             return self.methods.get(f.attr, [])
+        if isinstance(f.value, ast.Name) and f.value.id in self.modules:
+            found = self.modules[f.value.id].get(f.attr)
+            return [found] if found is not None else []
         cls = scope.instance_of(dotted(f.value)) if scope is not None else ""
         method = self.classes.get(cls, {}).get(f.attr)
         return [method] if method is not None else []
@@ -192,7 +205,7 @@ class Scope:
             self.optimizers.add(name)
         elif last == "DataLoader":
             self.loaders.add(name)
-        elif isinstance(value.func, ast.Name) and value.func.id in self.funcs.classes:
+        elif isinstance(value.func, ast.Name) and value.func.id in self.funcs.classes:  # a class of this file
             self.instances[name] = value.func.id
 
     def _bind_loop(self, target: ast.expr, it: ast.expr) -> None:

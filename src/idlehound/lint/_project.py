@@ -7,6 +7,7 @@ loader; a model file's convolutions run under that script's cudnn settings.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Optional
 
@@ -22,27 +23,58 @@ def _module_paths(name: str, roots: list[Path]) -> list[Path]:
     return out
 
 
-def imported_files(path: Path, tree: ast.Module, known: set[Path]) -> set[Path]:
-    """Files among `known` that this file imports: `import a.b`, `from a import b`, `from .b import c`; absolute
-    names are looked up beside the file and in its two parent folders (where scripts are usually run from)."""
-    here = path.parent
-    out: set[Path] = set()
+def _roots(here: Path, level: int) -> list[Path]:
+    """Folders an import is looked up in: relative imports from the package; absolute ones beside the file and in
+    its two parent folders (where scripts are usually run from)."""
+    if not level:
+        return [here, here.parent, here.parent.parent]
+    for _ in range(level - 1):
+        here = here.parent
+    return [here]
+
+
+def _imports(tree: ast.Module, here: Path) -> Iterator[tuple[str, list[str], list[Path], ast.AST]]:
+    """(module, imported names, lookup folders, node) for every import statement."""
     for n in ast.walk(tree):
         if isinstance(n, ast.Import):
-            names, roots = [a.name for a in n.names], [here, here.parent, here.parent.parent]
+            for a in n.names:
+                yield a.name, [], _roots(here, 0), n
         elif isinstance(n, ast.ImportFrom):
-            up = here
-            for _ in range(n.level - 1):
-                up = up.parent
-            roots = [up] if n.level else [here, here.parent, here.parent.parent]
-            module = n.module or ""
-            names = [module] + [f"{module}.{a.name}" if module else a.name for a in n.names]
-        else:
-            continue
-        for name in names:
+            yield n.module or "", [a.name for a in n.names], _roots(here, n.level), n
+
+
+def imported_files(path: Path, tree: ast.Module, known: set[Path]) -> set[Path]:
+    """Files among `known` that this file imports: `import a.b`, `from a import b`, `from .b import c`."""
+    out: set[Path] = set()
+    for module, names, roots, _ in _imports(tree, path.parent):
+        for name in [module] + [f"{module}.{a}" if module else a for a in names]:
             out |= {p for p in _module_paths(name, roots) if p in known}
     out.discard(path)
     return out
+
+
+def _top_level(tree: ast.Module) -> dict[str, ast.AST]:
+    return {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def imported_defs(path: Path, tree: ast.Module, trees: dict[Path, ast.Module]
+                  ) -> tuple[dict[str, ast.AST], dict[str, dict[str, ast.AST]]]:
+    """Functions and classes this file imports from files linted with it (`from steps import train_step`), and
+    modules it imports whole (`import steps as s` -> s.train_step)."""
+    names: dict[str, ast.AST] = {}
+    modules: dict[str, dict[str, ast.AST]] = {}
+    for module, _names, roots, node in _imports(tree, path.parent):
+        files = [p for p in _module_paths(module, roots) if p in trees and p != path]
+        if isinstance(node, ast.Import):
+            alias = next((a.asname or a.name for a in node.names if a.name == module), module)
+            if files and "." not in alias:
+                modules[alias] = _top_level(trees[files[0]])
+            continue
+        for a in node.names:
+            found = next((_top_level(trees[f]).get(a.name) for f in files if a.name in _top_level(trees[f])), None)
+            if found is not None:
+                names[a.asname or a.name] = found
+    return names, modules
 
 
 def shared_facts(trees: dict[Path, ast.Module], facts: dict[Path, Facts]) -> dict[Path, Optional[Facts]]:

@@ -173,11 +173,18 @@ def _loaders(tree: ast.Module) -> list[_Loader]:
             if isinstance(n, ast.Call) and dotted(n.func).rsplit(".", 1)[-1] == "DataLoader"]
 
 
-class _Checker(ast.NodeVisitor):
-    def __init__(self, file: str, lines: list[str], tree: ast.Module, facts: Facts) -> None:
-        self.file, self.lines, self.gpu = file, lines, facts.gpu
+class Checker(ast.NodeVisitor):
+    """The rules over one file. `run()` checks it; calls into other files linted with it that run every step are
+    left in `foreign` for those files' checkers (`pending` + `drain()`); `findings()` gives the result."""
+
+    def __init__(self, file: str, source: str, tree: ast.Module, facts: Facts,
+                 funcs: Optional[Functions] = None) -> None:
+        self.file, self.lines, self.gpu, self.tree, self.facts = file, source.splitlines(), facts.gpu, tree, facts
         self.out: list[LintFinding] = []
-        self.funcs = Functions(tree)
+        self.funcs = funcs or Functions(tree)
+        self.own = {id(n) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.foreign: list[tuple[Func, int]] = []
+        self.done: set[int] = set()
         self.scope = Scope(tree, self.funcs)
         self.funcs.module = self.scope
         self.step = 0  # inside code that runs once per training step
@@ -196,26 +203,42 @@ class _Checker(ast.NodeVisitor):
     def per_step(self) -> bool:
         return bool(self.step) and not self.periodic
 
-    def run(self, tree: ast.Module) -> None:
-        self.visit(tree)
-        if self.gpu:
-            for ld in self.loaders:
-                if ld.no_workers():
-                    self.add("IH010", ld.call)
-                if ld.unpinned():
-                    self.add("IH011", ld.call)
-        # Functions called from a training loop run every step too: check their bodies as such.
-        done: set[int] = set()
+    def run(self) -> None:
+        with _deep_stack(self.file):
+            self.visit(self.tree)
+            if self.gpu:
+                for ld in self.loaders:
+                    if ld.no_workers():
+                        self.add("IH010", ld.call)
+                    if ld.unpinned():
+                        self.add("IH011", ld.call)
+            conv = _first_conv(self.tree) if self.gpu and not self.facts.benchmark else None
+            if conv is not None:
+                self.add("IH015", conv)
+            self.drain()
+
+    def drain(self) -> None:
+        """Functions called from a training loop run every step too: check their bodies as such."""
+        with _deep_stack(self.file):
+            self._drain()
+
+    def _drain(self) -> None:
         while self.pending:
             f, level = self.pending.pop()
-            if id(f) in done or level > _LEVELS:
+            if id(f) in self.done or level > _LEVELS:
                 continue
-            done.add(id(f))
+            if id(f) not in self.own:
+                self.foreign.append((f, level))
+                continue
+            self.done.add(id(f))
             self.level, self.step, outer = level, 1, self.scope
             self.scope = Scope(f, self.funcs, self.funcs.module)
             for stmt in f.body:
                 self.visit(stmt)
             self.scope, self.step = outer, 0
+
+    def findings(self) -> list[LintFinding]:
+        return _suppressed(self.out, self.lines)
 
     # ---- scopes and loops
     def _function(self, node: Func) -> None:
@@ -416,24 +439,19 @@ def file_facts(tree: ast.Module, file: str) -> Facts:
 
 
 def check_tree(tree: ast.Module, source: str, file: str, shared: Optional[Facts] = None,
-               own: Optional[Facts] = None) -> list[LintFinding]:
-    """Findings in one parsed file; `shared` adds what the files it imports, or that import it, show."""
-    lines = source.splitlines()
+               own: Optional[Facts] = None, funcs: Optional[Functions] = None) -> Checker:
+    """The checker of one parsed file, run; `shared` adds what the files it imports, or that import it, show."""
     facts = own if own is not None else file_facts(tree, file)
     facts = facts | shared if shared is not None else facts
-    with _deep_stack(file):
-        c = _Checker(file, lines, tree, facts)
-        c.run(tree)
-        conv = _first_conv(tree) if facts.gpu and not facts.benchmark else None
-    if conv is not None:
-        c.add("IH015", conv)
-    return _suppressed(c.out, lines)
+    c = Checker(file, source, tree, facts, funcs)
+    c.run()
+    return c
 
 
 def check_source(source: str, file: str) -> list[LintFinding]:
     from ._source import parse_source
 
-    return check_tree(parse_source(source, file), source, file)
+    return check_tree(parse_source(source, file), source, file).findings()
 
 
 def _suppressed(found: list[LintFinding], lines: list[str]) -> list[LintFinding]:
