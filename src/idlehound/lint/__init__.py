@@ -2,28 +2,57 @@
 
 from __future__ import annotations
 
+import ast
+import os
 from pathlib import Path
 from typing import Optional, Union
 
 from ..errors import IdlehoundError
-from ._rules import RULES, LintFinding, check_source
+from ._model import Functions
+from ._project import imported_defs, shared_facts
+from ._rules import RULES, Checker, LintFinding, check_tree, file_facts
+from ._source import parse_source, python_files, read_source
 
 
 def lint_paths(paths: list[Union[str, Path]]) -> list[LintFinding]:
-    """Lint .py files (folders are searched recursively). Raises IdlehoundError on unreadable or invalid files."""
-    out: list[LintFinding] = []
+    """Lint .py files (folders are searched recursively). Files linted together that import one another share
+    what they show (GPU use, a pinned loader, cudnn.benchmark) and the helpers a training loop calls. Raises
+    IdlehoundError on unreadable or invalid files, FIFOs and devices (never opened), files over the size bound,
+    and nesting Python itself cannot parse."""
+    files: dict[Path, tuple[str, str, ast.Module]] = {}  # absolute path -> (name as given, source, tree)
     for p in map(Path, paths):
         if not p.exists():
             raise IdlehoundError(f"{p}: no such file or folder")
-        files = sorted(p.rglob("*.py")) if p.is_dir() else [p]
-        for f in files:
-            try:
-                out += check_source(f.read_text(encoding="utf-8"), str(f))
-            except SyntaxError as e:
-                raise IdlehoundError(f"{f}: not valid Python (line {e.lineno}: {e.msg})") from None
-            except (OSError, UnicodeDecodeError) as e:
-                raise IdlehoundError(f"{f}: cannot read ({e})") from None
-    return out
+        for f in python_files(p) if p.is_dir() else [p]:
+            source = read_source(f)
+            files.setdefault(Path(os.path.abspath(f)), (str(f), source, parse_source(source, str(f))))
+    trees = {k: tree for k, (_, _, tree) in files.items()}
+    facts = {k: file_facts(tree, name) for k, (name, _, tree) in files.items()}
+    shared = shared_facts(trees, facts)
+    checkers: dict[Path, Checker] = {}
+    for k, (name, source, tree) in files.items():
+        funcs = Functions(tree, *imported_defs(k, tree, trees))
+        checkers[k] = check_tree(tree, source, name, shared[k], facts[k], funcs)
+    _check_foreign_helpers(checkers)
+    return [f for c in checkers.values() for f in c.findings()]
+
+
+def _check_foreign_helpers(checkers: dict[Path, Checker]) -> None:
+    """A helper imported from another linted file and called every step is checked there, as per-step code."""
+    owner = {id(n): k for k, c in checkers.items() for n in ast.walk(c.tree)
+             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for _ in range(3):  # bounded: helpers calling helpers across files
+        moved = set()
+        for c in checkers.values():
+            for f, level in c.foreign:
+                if id(f) in owner:
+                    checkers[owner[id(f)]].pending.append((f, level))
+                    moved.add(owner[id(f)])
+            c.foreign = []
+        if not moved:
+            return
+        for k in moved:
+            checkers[k].drain()
 
 
 def join_costs(found: list[LintFinding], doc: dict) -> dict[tuple[str, int], float]:

@@ -3,8 +3,26 @@
 from __future__ import annotations
 
 import ast
+import contextlib
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Optional
+
+from ..errors import IdlehoundError
+from ._model import (
+    PY,
+    TENSOR,
+    Func,
+    Functions,
+    Scope,
+    const,
+    dotted,
+    kw,
+    loop_body,
+    reaches_step,
+    resolve_kwargs,
+)
 
 
 @dataclass(frozen=True)
@@ -42,8 +60,8 @@ RULES: dict[str, Rule] = {r.id: r for r in [
          "until the copy is done", "x = x.to(device, non_blocking=True)"),
     Rule("IH013", "zero-grad-not-none", "`zero_grad(set_to_none=False)` launches a memset kernel per parameter",
          "opt.zero_grad(set_to_none=True) (the default)"),
-    Rule("IH014", "optimizer-not-fused", "this optimizer runs one small kernel per parameter and op",
-         "pass fused=True (Adam, AdamW, SGD on CUDA) or keep foreach on"),
+    Rule("IH014", "optimizer-not-fused", "`foreach=False` makes this optimizer launch small kernels per parameter "
+         "and op (the default on CUDA is the multi-tensor path)", "drop foreach=False, or pass fused=True"),
     Rule("IH015", "cudnn-benchmark-off", "convolutions without `torch.backends.cudnn.benchmark = True` use cuDNN's "
          "heuristic algorithm instead of the fastest for your shapes", "torch.backends.cudnn.benchmark = True"),
 ]}
@@ -68,96 +86,184 @@ class LintFinding:
 
 
 _SYNC_METHODS = {"item": "IH001", "cpu": "IH002", "numpy": "IH003", "tolist": "IH004"}
-_SCALARS = {"item", "tolist", "numpy", "float", "int", "bool", "len", "str", "format", "round"}
+_DEVICE_WORDS = ("device", "gpu", "rank", "cuda")
+_LEVELS = 2  # how far calls are followed from a training loop into functions of the same file
 
 
-def _dotted(node: ast.AST) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
+def _device_like(e: ast.expr) -> bool:
+    if isinstance(e, ast.Constant) and isinstance(e.value, str):
+        return e.value.startswith("cuda")
+    if isinstance(e, ast.Call) and dotted(e.func) == "torch.device":
+        return not (e.args and const(e.args[0]) == "cpu")
+    name = dotted(e).lower()
+    return any(w in name for w in _DEVICE_WORDS)
 
 
-def _is_training_loop(loop: ast.AST) -> bool:
-    """A loop whose body calls backward() or an optimizer step: it runs once per training step."""
-    for node in ast.walk(loop):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                node.func.attr in ("backward", "step", "zero_grad"):
+def gpu_evidence(tree: ast.Module) -> bool:
+    """Whether the file runs on an accelerator: `cuda`, `torch.accelerator`, `nccl`, or tensors moved to a
+    device variable (device-agnostic scripts pick the GPU when there is one)."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Attribute) and n.attr in ("cuda", "accelerator"):
+            return True
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and (n.value.startswith("cuda")
+                                                                         or n.value == "nccl"):
+            return True
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "to" and n.args \
+                and _device_like(n.args[0]):
+            return True
+        if isinstance(n, ast.keyword) and n.arg == "device" and const(n.value) != "cpu" and _device_like(n.value):
             return True
     return False
 
 
-def _kw(call: ast.Call, name: str) -> Optional[ast.expr]:
-    return next((k.value for k in call.keywords if k.arg == name), None)
+def _with_scopes(tree: ast.Module) -> Iterator[tuple[ast.AST, tuple[ast.AST, ...]]]:
+    """Every node with the chain of module and functions that encloses it (iteratively: no recursion limit)."""
+    stack: list[tuple[ast.AST, tuple[ast.AST, ...]]] = [(tree, (tree,))]
+    while stack:
+        node, chain = stack.pop()
+        yield node, chain
+        sub = chain + (node,) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else chain
+        stack += [(c, sub) for c in ast.iter_child_nodes(node)]
 
 
-def _const(node: Optional[ast.expr]):
-    return node.value if isinstance(node, ast.Constant) else None
+class _Loader:
+    """What a DataLoader(...) call passes for num_workers and pin_memory, reading `**kwargs` dicts."""
+
+    def __init__(self, call: ast.Call, chain: tuple[ast.AST, ...]) -> None:
+        self.call = call
+        self.known = not any(isinstance(a, ast.Starred) for a in call.args)
+        self.keys: dict[str, list[ast.expr]] = {}
+        for k in call.keywords:
+            sub = {k.arg: [k.value]} if k.arg else resolve_kwargs(k.value, list(chain))
+            if sub is None:
+                self.known = False
+                break
+            for name, values in sub.items():
+                self.keys.setdefault(name, []).extend(values)
+        if len(call.args) > 5:
+            self.keys.setdefault("num_workers", []).append(call.args[5])
+        if len(call.args) > 7:
+            self.keys.setdefault("pin_memory", []).append(call.args[7])
+
+    def no_workers(self) -> bool:
+        values = self.keys.get("num_workers")
+        return self.known and (values is None or all(const(v) == 0 and isinstance(v, ast.Constant) for v in values))
+
+    def unpinned(self) -> bool:
+        values = self.keys.get("pin_memory")
+        return self.known and (values is None or all(const(v) is False for v in values))
+
+    def pinned(self) -> bool:
+        return any(const(v) is not False for v in self.keys.get("pin_memory", []))
 
 
-class _Checker(ast.NodeVisitor):
-    def __init__(self, file: str, lines: list[str], uses_cuda: bool, has_conv: bool, benchmark: bool) -> None:
-        self.file, self.lines = file, lines
-        self.uses_cuda, self.has_conv, self.benchmark = uses_cuda, has_conv, benchmark
+@dataclass(frozen=True)
+class Facts:
+    """What one file shows about the program: run on a GPU, a loader pinning memory, cudnn.benchmark set."""
+    gpu: bool
+    pinned: bool
+    benchmark: bool
+
+    def __or__(self, other: Facts) -> Facts:
+        return Facts(self.gpu or other.gpu, self.pinned or other.pinned, self.benchmark or other.benchmark)
+
+
+def _loaders(tree: ast.Module) -> list[_Loader]:
+    return [_Loader(n, c) for n, c in _with_scopes(tree)
+            if isinstance(n, ast.Call) and dotted(n.func).rsplit(".", 1)[-1] == "DataLoader"]
+
+
+class Checker(ast.NodeVisitor):
+    """The rules over one file. `run()` checks it; calls into other files linted with it that run every step are
+    left in `foreign` for those files' checkers (`pending` + `drain()`); `findings()` gives the result."""
+
+    def __init__(self, file: str, source: str, tree: ast.Module, facts: Facts,
+                 funcs: Optional[Functions] = None) -> None:
+        self.file, self.lines, self.gpu, self.tree, self.facts = file, source.splitlines(), facts.gpu, tree, facts
         self.out: list[LintFinding] = []
-        self.loop_depth = 0
-        self.tensors: set[str] = set()  # names assigned tensor-valued expressions inside training loops
-        self.pinned_loader = False
+        self.funcs = funcs or Functions(tree)
+        self.own = {id(n) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.foreign: list[tuple[Func, int]] = []
+        self.done: set[int] = set()
+        self.scope = Scope(tree, self.funcs)
+        self.funcs.module = self.scope
+        self.step = 0  # inside code that runs once per training step
         self.periodic = 0  # inside `if step % N == 0:` blocks
+        self.level = 0  # how many calls away from a training loop this code is
+        self.pending: list[tuple[Func, int]] = []  # same-file functions called per step
+        self.loaders = _loaders(tree)
+        self.pinned_loader = facts.pinned
 
     def add(self, rule: str, node: ast.AST) -> None:
         line = getattr(node, "lineno", 0)
         text = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
         self.out.append(LintFinding(rule, self.file, line, getattr(node, "col_offset", 0), text))
 
-    # ---- loops
+    @property
+    def per_step(self) -> bool:
+        return bool(self.step) and not self.periodic
+
+    def run(self) -> None:
+        with _deep_stack(self.file):
+            self.visit(self.tree)
+            if self.gpu:
+                for ld in self.loaders:
+                    if ld.no_workers():
+                        self.add("IH010", ld.call)
+                    if ld.unpinned():
+                        self.add("IH011", ld.call)
+            conv = _first_conv(self.tree) if self.gpu and not self.facts.benchmark else None
+            if conv is not None:
+                self.add("IH015", conv)
+            self.drain()
+
+    def drain(self) -> None:
+        """Functions called from a training loop run every step too: check their bodies as such."""
+        with _deep_stack(self.file):
+            self._drain()
+
+    def _drain(self) -> None:
+        while self.pending:
+            f, level = self.pending.pop()
+            if id(f) in self.done or level > _LEVELS:
+                continue
+            if id(f) not in self.own:
+                self.foreign.append((f, level))
+                continue
+            self.done.add(id(f))
+            self.level, self.step, outer = level, 1, self.scope
+            self.scope = Scope(f, self.funcs, self.funcs.module)
+            for stmt in f.body:
+                self.visit(stmt)
+            self.scope, self.step = outer, 0
+
+    def findings(self) -> list[LintFinding]:
+        return _suppressed(self.out, self.lines)
+
+    # ---- scopes and loops
+    def _function(self, node: Func) -> None:
+        outer, self.scope = self.scope, Scope(node, self.funcs, self.scope)
+        self.generic_visit(node)
+        self.scope = outer
+
+    visit_FunctionDef = visit_AsyncFunctionDef = _function
+
     def _loop(self, node) -> None:
-        training = _is_training_loop(node)
-        self.loop_depth += training
-        if training:
-            self._collect_tensors(node)
-        if isinstance(node, ast.While) and self.loop_depth and self._tensor_expr(node.test):
+        training = self.gpu and reaches_step(loop_body(node), self.funcs, self.scope)
+        self.step += training
+        if isinstance(node, ast.While) and self.per_step and self.scope.kind(node.test) == TENSOR:
             self.add("IH007", node)
         self.generic_visit(node)
-        self.loop_depth -= training
+        self.step -= training
 
     visit_For = visit_While = visit_AsyncFor = _loop
 
-    def _collect_tensors(self, loop) -> None:
-        for node in ast.walk(loop):
-            if isinstance(node, ast.Assign) and self._tensor_valued(node.value):
-                for t in node.targets:
-                    if isinstance(t, ast.Name):
-                        self.tensors.add(t.id)
-
-    @staticmethod
-    def _tensor_valued(v: ast.expr) -> bool:
-        if isinstance(v, ast.Call):
-            f = v.func
-            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-            return name not in _SCALARS
-        return isinstance(v, (ast.BinOp, ast.Subscript))
-
-    def _tensor_expr(self, node: ast.expr) -> bool:
-        if isinstance(node, ast.Name):
-            return node.id in self.tensors
-        if isinstance(node, ast.Compare):
-            return any(self._tensor_expr(x) for x in [node.left, *node.comparators])
-        if isinstance(node, ast.BoolOp):
-            return any(self._tensor_expr(x) for x in node.values)
-        if isinstance(node, ast.UnaryOp):
-            return self._tensor_expr(node.operand)
-        return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
-            "any", "all", "isnan", "isinf")
-
     def visit_If(self, node: ast.If) -> None:
-        if self.loop_depth and self._tensor_expr(node.test):
+        if self.per_step and self.scope.kind(node.test) == TENSOR:
             self.add("IH007", node)
+        self._visit_test(node.test)
         # `if step % 100 == 0:` runs rarely: a sync or print inside it costs nothing worth reporting.
-        periodic = any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(node.test))
+        periodic = _periodic(node.test)
         self.periodic += periodic
         for child in node.body:
             self.visit(child)
@@ -165,85 +271,195 @@ class _Checker(ast.NodeVisitor):
         for child in node.orelse:
             self.visit(child)
 
+    def _visit_test(self, test: ast.expr) -> None:
+        """`if step % 100 == 0 and loss.item() > x:` reads the loss only when the first part holds."""
+        if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)):
+            self.visit(test)
+            return
+        rare = 0
+        for value in test.values:
+            self.periodic += rare
+            self.visit(value)
+            self.periodic -= rare
+            rare = rare or _periodic(value)
+
+    def visit_Assert(self, node: ast.Assert) -> None:
+        if self.per_step and self.scope.kind(node.test) == TENSOR:
+            self.add("IH007", node)
+        self.generic_visit(node)
+
     # ---- calls
     def visit_Call(self, node: ast.Call) -> None:
         f = node.func
-        dotted = _dotted(f)
         attr = f.attr if isinstance(f, ast.Attribute) else ""
-        if self.loop_depth and not self.periodic:
-            self._in_loop(node, dotted, attr)
-        self._anywhere(node, dotted, attr)
+        if self.per_step:
+            self._per_step(node, dotted(f), attr)
+            self.pending += [(fn, self.level + 1) for fn in self.funcs.resolve(node, self.scope)]
+        if not self.level:
+            self._anywhere(node, dotted(f), attr)
         self.generic_visit(node)
 
-    def _in_loop(self, node: ast.Call, dotted: str, attr: str) -> None:
-        if attr in _SYNC_METHODS and not node.args:
-            self.add(_SYNC_METHODS[attr], node)
-        elif dotted.endswith("cuda.synchronize"):
+    def _per_step(self, node: ast.Call, name: str, attr: str) -> None:
+        f = node.func
+        if attr in _SYNC_METHODS and not node.args and isinstance(f, ast.Attribute):
+            recv = f.value
+            after_cpu = isinstance(recv, ast.Call) and dotted(recv.func).endswith(".cpu") and attr != "item"
+            if self.scope.kind(recv) != PY and not after_cpu:
+                self.add(_SYNC_METHODS[attr], node)
+        elif name.endswith(("cuda.synchronize", "accelerator.synchronize")):
             self.add("IH008", node)
-        elif dotted.endswith("cuda.empty_cache"):
+        elif name.endswith("empty_cache"):
             self.add("IH009", node)
-        elif dotted == "print" and any(self._shows_tensor(a) for a in node.args):
+        elif self._prints_tensor(node, name, attr):
             self.add("IH005", node)
-        elif dotted in ("float", "int", "bool") and node.args and self._tensor_expr(node.args[0]):
+        elif name in ("float", "int", "bool") and node.args and self.scope.kind(node.args[0]) == TENSOR:
             self.add("IH006", node)
-        elif attr == "to" and self.pinned_loader and node.args and _const(_kw(node, "non_blocking")) is not True:
+        elif self.pinned_loader and self._blocking_copy(node, attr):
             self.add("IH012", node)
 
-    def _shows_tensor(self, arg: ast.expr) -> bool:
-        if isinstance(arg, ast.JoinedStr):
-            return any(isinstance(v, ast.FormattedValue) and self._tensor_expr(v.value) for v in arg.values)
-        return self._tensor_expr(arg)
+    def _prints_tensor(self, node: ast.Call, name: str, attr: str) -> bool:
+        if name == "print" or _is_log_call(name):
+            return any(self._shows_tensor(a) for a in node.args)
+        if attr == "format" and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Constant):
+            return any(self._shows_tensor(a) for a in [*node.args, *(k.value for k in node.keywords)])
+        return False
 
-    def _anywhere(self, node: ast.Call, dotted: str, attr: str) -> None:
-        name = dotted.rsplit(".", 1)[-1]
-        if name == "DataLoader":
-            workers = _const(_kw(node, "num_workers"))
-            if _kw(node, "num_workers") is None or workers == 0:
-                self.add("IH010", node)
-            pin = _kw(node, "pin_memory")
-            if _const(pin) is True:
-                self.pinned_loader = True
-            elif self.uses_cuda:
-                self.add("IH011", node)
-        elif attr == "zero_grad" and _const(_kw(node, "set_to_none")) is False:
+    @staticmethod
+    def _blocking_copy(node: ast.Call, attr: str) -> bool:
+        if const(kw(node, "non_blocking")) is True:
+            return False
+        if attr == "cuda":
+            return not node.args or const(node.args[-1]) is not True
+        return attr == "to" and bool(node.args) and _device_like(node.args[0]) and \
+            not (len(node.args) > 1 and const(node.args[1]) is True)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        if self.per_step and self._shows_tensor(node):
+            self.add("IH005", node)
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if self.per_step and isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) and \
+                isinstance(node.left.value, str) and self._shows_tensor(node):
+            self.add("IH005", node)
+        self.generic_visit(node)
+
+    def _shows_tensor(self, arg: ast.expr) -> bool:
+        """Formatting or printing this reads a tensor's values on the host."""
+        if isinstance(arg, (ast.List, ast.Tuple, ast.Set)):
+            return any(self._shows_tensor(e) for e in arg.elts)
+        if isinstance(arg, ast.Dict):
+            return any(self._shows_tensor(v) for v in arg.values)
+        if isinstance(arg, ast.JoinedStr):
+            return any(isinstance(v, ast.FormattedValue) and self.scope.kind(v.value) == TENSOR for v in arg.values)
+        if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr == "format":
+            return any(self.scope.kind(a) == TENSOR for a in [*arg.args, *(k.value for k in arg.keywords)])
+        if isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Mod) and isinstance(arg.left, ast.Constant):
+            values = arg.right.elts if isinstance(arg.right, ast.Tuple) else [arg.right]
+            return any(self.scope.kind(v) == TENSOR for v in values)
+        return self.scope.kind(arg) == TENSOR
+
+    def _anywhere(self, node: ast.Call, name: str, attr: str) -> None:
+        if attr == "zero_grad" and const(kw(node, "set_to_none")) is False:
             self.add("IH013", node)
-        elif name in ("Adam", "AdamW", "SGD") and dotted.startswith(("torch.optim", "optim", "Adam", "AdamW", "SGD")) \
-                and self._unfused(node, name):
+        elif name.rsplit(".", 1)[-1] in _OPTIMIZER_CLASSES and const(kw(node, "foreach")) is False \
+                and const(kw(node, "fused")) is not True:
             self.add("IH014", node)
 
-    def _unfused(self, node: ast.Call, name: str) -> bool:
-        if _const(_kw(node, "foreach")) is False:
+
+def _periodic(test: ast.expr) -> bool:
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) and
+               not isinstance(n.left, (ast.Constant, ast.JoinedStr)) for n in ast.walk(test))
+
+
+def _is_log_call(name: str) -> bool:
+    recv, _, method = name.rpartition(".")
+    return method in ("debug", "info", "warning", "error", "log") and \
+        recv.rsplit(".", 1)[-1].lower() in ("log", "logger", "logging", "_log", "_logger")
+
+
+_OPTIMIZER_CLASSES = {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop"}
+
+
+_CONVS = ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")
+
+
+def _vision_model_names(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """Aliases of torchvision.models (`models`) and model builders imported from it (`resnet18`)."""
+    modules, builders = {"torchvision.models"}, set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            modules |= {a.asname for a in n.names if a.name == "torchvision.models" and a.asname}
+        elif isinstance(n, ast.ImportFrom) and n.module == "torchvision":
+            modules |= {a.asname or a.name for a in n.names if a.name == "models"}
+        elif isinstance(n, ast.ImportFrom) and (n.module or "").startswith("torchvision.models"):
+            builders |= {a.asname or a.name for a in n.names}
+    return modules, builders
+
+
+def _first_conv(tree: ast.Module) -> Optional[ast.Call]:
+    """The first convolution layer or torchvision model built in this file."""
+    modules, builders = _vision_model_names(tree)
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.Call):
+            continue
+        func = n.func.value if isinstance(n.func, ast.Subscript) else n.func  # models.__dict__[arch](...)
+        name = dotted(func)
+        if name.endswith(_CONVS) or name in builders or name.rsplit(".", 1)[0] in modules or \
+                name.rsplit(".", 2)[0] in modules:
+            return n
+    return None
+
+
+def _benchmark_on(tree: ast.Module) -> bool:
+    """Whether the file sets cudnn.benchmark to anything but a literal False (a flag counts as set)."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Assign) and any(dotted(t).endswith("cudnn.benchmark") for t in n.targets) and \
+                const(n.value) is not False:
             return True
-        return self.uses_cuda and name in ("Adam", "AdamW") and _kw(node, "fused") is None \
-            and _kw(node, "foreach") is None
+    return False
+
+
+@contextlib.contextmanager
+def _deep_stack(file: str) -> Iterator[None]:
+    """Deep but valid expressions (the parser accepts a few thousand levels) need more than 1000 frames."""
+    limit = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(max(limit, 20_000))
+        yield
+    except RecursionError:
+        raise IdlehoundError(f"{file}: an expression is nested too deeply to lint") from None
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def file_facts(tree: ast.Module, file: str) -> Facts:
+    with _deep_stack(file):
+        return Facts(gpu_evidence(tree), any(ld.pinned() for ld in _loaders(tree)), _benchmark_on(tree))
+
+
+def check_tree(tree: ast.Module, source: str, file: str, shared: Optional[Facts] = None,
+               own: Optional[Facts] = None, funcs: Optional[Functions] = None) -> Checker:
+    """The checker of one parsed file, run; `shared` adds what the files it imports, or that import it, show."""
+    facts = own if own is not None else file_facts(tree, file)
+    facts = facts | shared if shared is not None else facts
+    c = Checker(file, source, tree, facts, funcs)
+    c.run()
+    return c
 
 
 def check_source(source: str, file: str) -> list[LintFinding]:
-    tree = ast.parse(source, filename=file)
-    lines = source.splitlines()
-    uses_cuda = "cuda" in source
-    has_conv = "Conv2d" in source or "torchvision.models" in source or "resnet" in source.lower()
-    benchmark = "cudnn.benchmark" in source
-    c = _Checker(file, lines, uses_cuda, has_conv, benchmark)
-    # Loaders first: whether a pinned loader exists decides IH012 inside the loop.
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _dotted(node.func).endswith("DataLoader") and \
-                _const(_kw(node, "pin_memory")) is True:
-            c.pinned_loader = True
-    c.visit(tree)
-    if uses_cuda and has_conv and not benchmark:
-        first = next((n for n in ast.walk(tree) if isinstance(n, ast.Call) and
-                      (_dotted(n.func).endswith("Conv2d") or "resnet" in _dotted(n.func).lower())), None)
-        if first is not None:
-            c.add("IH015", first)
-    return _suppressed(c.out, lines)
+    from ._source import parse_source
+
+    return check_tree(parse_source(source, file), source, file).findings()
 
 
 def _suppressed(found: list[LintFinding], lines: list[str]) -> list[LintFinding]:
-    """Drop findings whose line says `# idlehound: ignore` or `# idlehound: ignore[IH001,...]`."""
+    """One finding per rule and line; drop those whose line says `# idlehound: ignore` or
+    `# idlehound: ignore[IH001,...]`."""
     out, seen = [], set()
-    for f in found:
-        key = (f.rule, f.line, f.col)
+    for f in sorted(found, key=lambda f: (f.file, f.line, f.col, f.rule)):
+        key = (f.rule, f.line)
         if key in seen:
             continue
         seen.add(key)
@@ -252,5 +468,4 @@ def _suppressed(found: list[LintFinding], lines: list[str]) -> list[LintFinding]
         if tag is not None and (not tag.startswith("[") or f.rule in tag.split("]")[0]):
             continue
         out.append(f)
-    return sorted(out, key=lambda f: (f.file, f.line, f.col, f.rule))
-
+    return out

@@ -5,7 +5,7 @@ from torch.utils.data import DataLoader
 
 device = "cuda"
 model = torch.nn.Conv2d(3, 8, 3).to(device)
-opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False)
 loader = DataLoader(torch.randn(64, 3, 8, 8), batch_size=8)
 for x in loader:
     x = x.to(device)

@@ -1,0 +1,496 @@
+"""A light static model of a training script: local functions, Python-vs-tensor kinds, training loops, kwargs dicts.
+
+Everything here is an approximation that prefers silence: what cannot be resolved is "unknown", and rules only
+fire on what is known.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from typing import Optional, Union
+
+TENSOR, PY, UNKNOWN = "tensor", "py", "unknown"
+Func = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+# Calls and methods whose result is a Python number, string or container, never a tensor.
+_PY_BUILTINS = {"float", "int", "bool", "len", "str", "repr", "format", "round", "isinstance", "hasattr", "range",
+                "list", "tuple", "dict", "set", "sorted", "type", "id", "hash", "ord", "chr", "input", "open"}
+_PY_METHODS = {"item", "tolist", "size", "dim", "numel", "ndimension", "element_size", "format", "join", "split",
+               "strip", "startswith", "endswith", "keys", "values", "items", "get_last_lr", "state_dict",
+               "is_available", "get_rank", "get_world_size", "is_initialized", "nelement", "is_contiguous"}
+_PY_ATTRS = {"shape", "ndim", "dtype", "device", "is_cuda", "requires_grad", "__name__"}
+_PY_MODULES = ("time.", "math.", "np.", "numpy.", "random.", "os.", "sys.", "json.", "datetime.", "statistics.",
+               "torch.cuda.", "torch.backends.", "torch.distributed.", "dist.", "torch.accelerator.", "logging.",
+               "torch.is_", "torch.get_", "torch.numel", "torch.manual_seed")
+# Methods only tensors have (numpy arrays and Python numbers do not): an unknown receiver is then a tensor.
+_TENSOR_METHODS = {"detach", "float", "half", "double", "bfloat16", "long", "cuda", "to", "clone", "contiguous",
+                   "view", "view_as", "softmax", "log_softmax", "sigmoid", "relu", "eq", "ne", "gt", "lt", "ge", "le",
+                   "unsqueeze", "masked_fill", "norm", "type_as", "expand", "permute", "matmul", "bmm", "mm", "add",
+                   "sub", "mul", "div", "isnan", "isinf", "isfinite", "topk", "exp", "log", "sqrt", "pow", "abs_",
+                   "add_", "mul_", "div_", "sub_", "logical_and", "logical_or", "nansum", "square", "neg"}
+# Methods shared with numpy: the result has the receiver's kind.
+_SHARED_METHODS = {"mean", "sum", "max", "min", "argmax", "argmin", "std", "var", "any", "all", "abs", "reshape",
+                   "squeeze", "transpose", "flatten", "prod", "cumsum", "round", "clamp", "t"}
+_MODULE_NAMES = ("model", "net", "criterion", "loss", "encoder", "decoder", "layer", "module", "head", "backbone")
+_OPTIMIZERS = {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "LBFGS",
+               "SparseAdam", "ASGD", "Rprop", "Adafactor", "ZeroRedundancyOptimizer", "Muon"}
+
+
+def dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    elif isinstance(node, ast.Call):
+        parts.append(dotted(node.func) + "()")
+    return ".".join(reversed(parts))
+
+
+def kw(call: ast.Call, name: str) -> Optional[ast.expr]:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def const(node: Optional[ast.expr]):
+    return node.value if isinstance(node, ast.Constant) else None
+
+
+def join(kinds: Iterable[str]) -> str:
+    """A tensor anywhere makes a tensor (`total = 0; total += loss`); all Python makes Python."""
+    ks = set(kinds)
+    if TENSOR in ks:
+        return TENSOR
+    return PY if ks == {PY} else UNKNOWN
+
+
+def own_nodes(stmts: Iterable[ast.AST], into_loops: bool = True, into_defs: bool = False) -> Iterator[ast.AST]:
+    """Nodes of these statements, iteratively; nested loops and definitions only when asked."""
+    def wanted(n: ast.AST) -> bool:
+        if isinstance(n, _LOOPS) and not into_loops:
+            return False
+        return into_defs or not isinstance(n, _DEFS) or isinstance(n, ast.Lambda)
+
+    stack = [n for n in stmts if wanted(n)][::-1]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack += [c for c in ast.iter_child_nodes(node) if wanted(c)][::-1]
+
+
+class Functions:
+    """The functions and methods defined in one file, by name, and those it imports from files linted with it
+    (`imported`: name -> function or class; `modules`: alias -> that module's top-level definitions)."""
+
+    def __init__(self, tree: ast.Module, imported: Optional[dict[str, ast.AST]] = None,
+                 modules: Optional[dict[str, dict[str, ast.AST]]] = None) -> None:
+        self.plain: dict[str, list[Func]] = {}
+        self.modules = {alias: {n: d for n, d in defs.items() if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                        for alias, defs in (modules or {}).items()}
+        self.methods: dict[str, list[Func]] = {}
+        self.scopes: dict[tuple[int, int], Scope] = {}
+        self.module: Optional[Scope] = None  # parent scope of every function's (module globals)
+        self.classes: dict[str, dict[str, Func]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        self.methods.setdefault(item.name, []).append(item)
+                        self.classes.setdefault(node.name, {})[item.name] = item
+        in_class = {id(f) for fs in self.methods.values() for f in fs}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) not in in_class:
+                self.plain.setdefault(node.name, []).append(node)
+        for name, d in (imported or {}).items():
+            if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.plain.setdefault(name, [d])
+            elif isinstance(d, ast.ClassDef):
+                self.classes.setdefault(name, {i.name: i for i in d.body
+                                               if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))})
+
+    def scope(self, f: Func, depth: int) -> Scope:
+        key = (id(f), depth)
+        if key not in self.scopes:
+            self.scopes[key] = Scope(f, self, self.module, depth)
+        return self.scopes[key]
+
+    def resolve(self, call: ast.Call, scope: Optional[Scope] = None) -> list[Func]:
+        """The same-file functions a call may run: `f()`, `self.m()`, and `obj.m()` where `obj = Cls(...)`."""
+        f = call.func
+        if isinstance(f, ast.Name):
+            return self.plain.get(f.id, [])
+        if not isinstance(f, ast.Attribute):
+            return []
+        if isinstance(f.value, ast.Name) and f.value.id in ("self", "cls"):
+            return self.methods.get(f.attr, [])
+        if isinstance(f.value, ast.Name) and f.value.id in self.modules:
+            found = self.modules[f.value.id].get(f.attr)
+            return [found] if found is not None else []
+        cls = scope.instance_of(dotted(f.value)) if scope is not None else ""
+        method = self.classes.get(cls, {}).get(f.attr)
+        return [method] if method is not None else []
+
+
+class Scope:
+    """Kinds (tensor / Python value / unknown) of the names of one function or module, flow-insensitively."""
+
+    def __init__(self, node: Union[ast.Module, Func], funcs: Functions, parent: Optional[Scope] = None,
+                 depth: int = 0) -> None:
+        self.node, self.funcs, self.parent, self.depth = node, funcs, parent, depth
+        self.values: dict[str, list[tuple[ast.expr, Optional[int]]]] = {}  # name -> (value, tuple index)
+        self.fixed: dict[str, list[str]] = {}  # kinds known without an expression (parameters, loop variables)
+        self.memo: dict[str, str] = {}
+        self.optimizers: set[str] = set()
+        self.schedulers: set[str] = set()
+        self.loaders: set[str] = set()
+        self.instances: dict[str, str] = {}  # name -> class defined in this file
+        self._collect()
+
+    # ---- building
+    def _collect(self) -> None:
+        if isinstance(self.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self._params(self.node.args)
+        body = self.node.body
+        for node in own_nodes(body):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    self._bind(t, node.value)
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+                value = node.value if isinstance(node, ast.AnnAssign) else ast.BinOp(node.target, node.op, node.value)
+                self._bind(node.target, value)
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                self._bind_loop(node.target, node.iter)
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                self._fix(node.optional_vars, UNKNOWN)
+            elif isinstance(node, ast.NamedExpr):
+                self._bind(node.target, node.value)
+
+    def _params(self, args: ast.arguments) -> None:
+        every = args.posonlyargs + args.args + args.kwonlyargs
+        defaults = [None] * (len(args.posonlyargs + args.args) - len(args.defaults)) + list(args.defaults)
+        defaults += list(args.kw_defaults)
+        for a, d in zip(every, defaults):
+            ann = dotted(a.annotation) if a.annotation is not None else ""
+            if ann.endswith("Tensor"):
+                self.fixed.setdefault(a.arg, []).append(TENSOR)
+            elif ann in ("int", "float", "str", "bool") or isinstance(d, ast.Constant) and d.value is not None:
+                self.fixed.setdefault(a.arg, []).append(PY)
+            else:
+                self.fixed.setdefault(a.arg, []).append(UNKNOWN)
+
+    def _bind(self, target: ast.expr, value: ast.expr, index: Optional[int] = None) -> None:
+        if isinstance(target, ast.Name):
+            self.values.setdefault(target.id, []).append((value, index))
+            self._note_role(target.id, value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for i, t in enumerate(target.elts):
+                if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+                    self._bind(t, value.elts[i])
+                else:
+                    self._bind(t, value, i)
+        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+            self._note_role("self." + target.attr, value)
+
+    def _note_role(self, name: str, value: ast.expr) -> None:
+        if not isinstance(value, ast.Call):
+            return
+        callee = dotted(value.func)
+        last = callee.rsplit(".", 1)[-1]
+        if "lr_scheduler" in callee or "Scheduler" in last or last.endswith("LR"):
+            self.schedulers.add(name)
+        elif last in _OPTIMIZERS or callee.startswith(("optim.", "torch.optim.")):
+            self.optimizers.add(name)
+        elif last == "DataLoader":
+            self.loaders.add(name)
+        elif isinstance(value.func, ast.Name) and value.func.id in self.funcs.classes:  # a class of this file
+            self.instances[name] = value.func.id
+
+    def _bind_loop(self, target: ast.expr, it: ast.expr) -> None:
+        if isinstance(it, ast.Call) and dotted(it.func) == "enumerate" and it.args and \
+                isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            self._fix(target.elts[0], PY)
+            self._bind_loop(target.elts[1], it.args[0])
+        elif isinstance(it, ast.Call) and dotted(it.func) == "range":
+            self._fix(target, PY)
+        elif isinstance(it, ast.Name) and it.id in self.all_loaders():
+            self._fix(target, TENSOR)
+        else:
+            self._fix(target, UNKNOWN)
+
+    def _fix(self, target: ast.expr, kind: str) -> None:
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                self.fixed.setdefault(node.id, []).append(kind)
+
+    def all_loaders(self) -> set[str]:
+        return self.loaders | (self.parent.all_loaders() if self.parent else set())
+
+    def instance_of(self, name: str) -> str:
+        s: Optional[Scope] = self
+        while s is not None:
+            if name in s.instances:
+                return s.instances[name]
+            s = s.parent
+        return ""
+
+    def role(self, name: str) -> str:
+        s: Optional[Scope] = self
+        while s is not None:
+            if name in s.optimizers:
+                return "optimizer"
+            if name in s.schedulers:
+                return "scheduler"
+            s = s.parent
+        return ""
+
+    # ---- querying
+    def name_kind(self, name: str) -> str:
+        if name in self.memo:
+            return self.memo[name]
+        if name not in self.values and name not in self.fixed:
+            return self.parent.name_kind(name) if self.parent else UNKNOWN
+        self.memo[name] = UNKNOWN  # a cycle (x = x + 1) resolves to unknown
+        kinds = list(self.fixed.get(name, []))
+        kinds += [self.kind(v) if i is None else self.element_kind(v, i) for v, i in self.values.get(name, [])]
+        self.memo[name] = join(kinds)
+        return self.memo[name]
+
+    def element_kind(self, value: ast.expr, index: int) -> str:
+        if isinstance(value, ast.Call):
+            rets = self._returns(value)
+            if rets is not None:
+                kinds = [r.scope.kind(r.value.elts[index]) if isinstance(r.value, ast.Tuple)
+                         and index < len(r.value.elts) else UNKNOWN for r in rets]
+                return join(kinds) if kinds else UNKNOWN
+        return TENSOR if self.kind(value) == TENSOR else UNKNOWN
+
+    def _returns(self, call: ast.Call) -> Optional[list[_Bound]]:
+        """Return values of the same-file function this call runs, read in that function's own scope."""
+        funcs = self.funcs.resolve(call, self)
+        if not funcs or self.depth >= 2:
+            return None
+        rets: list[_Bound] = []
+        for f in funcs:
+            scope = self.funcs.scope(f, self.depth + 1)
+            for node in own_nodes(f.body):
+                if isinstance(node, ast.Return) and node.value is not None:
+                    rets.append(_Bound(node.value, scope))
+        return rets
+
+    def kind(self, e: ast.expr) -> str:
+        if isinstance(e, _Bound):
+            return e.scope.kind(e.value)
+        if isinstance(e, (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp,
+                          ast.DictComp, ast.SetComp, ast.Lambda)):
+            return PY
+        if isinstance(e, ast.Name):
+            return self.name_kind(e.id)
+        if isinstance(e, ast.Compare):
+            if all(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in e.ops):
+                return PY
+            return join(self.kind(x) for x in [e.left, *e.comparators])
+        if isinstance(e, ast.BoolOp):
+            return join(self.kind(x) for x in e.values)
+        if isinstance(e, ast.UnaryOp):
+            return PY if isinstance(e.op, ast.Not) and self.kind(e.operand) == PY else self.kind(e.operand)
+        if isinstance(e, ast.BinOp):
+            if isinstance(e.op, ast.Mod) and isinstance(e.left, (ast.Constant, ast.JoinedStr)):
+                return PY  # "%d" % x
+            return join([self.kind(e.left), self.kind(e.right)])
+        if isinstance(e, ast.IfExp):
+            return join([self.kind(e.body), self.kind(e.orelse)])
+        if isinstance(e, ast.Attribute):
+            return self._attr_kind(e)
+        if isinstance(e, ast.Subscript):
+            inner = self.kind(e.value)
+            return inner if inner == TENSOR or isinstance(e.slice, ast.Slice) else UNKNOWN
+        if isinstance(e, ast.Call):
+            return self._call_kind(e)
+        return UNKNOWN
+
+    def _attr_kind(self, e: ast.Attribute) -> str:
+        if e.attr in _PY_ATTRS:
+            return PY
+        if e.attr in ("grad", "data", "T"):
+            return TENSOR if e.attr == "grad" else self.kind(e.value)
+        if isinstance(e.value, ast.Name) and e.value.id in ("args", "opt", "config", "cfg", "opts", "hparams"):
+            return PY  # argparse namespaces and configs hold Python values
+        return UNKNOWN
+
+    def _call_kind(self, e: ast.Call) -> str:
+        f = e.func
+        name = dotted(f)
+        if isinstance(f, ast.Name):
+            if f.id in _PY_BUILTINS:
+                return PY
+            if f.id in ("abs", "min", "max", "sum"):
+                return join(self.kind(a) for a in e.args) if e.args else PY
+        module_call = "()" not in name  # torch.max(...), not torch.tensor(x).item() or Beta(...).sample()
+        if module_call and name.startswith(_PY_MODULES):
+            return PY
+        if module_call and name.startswith(("torch.", "F.", "nn.functional.", "torch.nn.functional.")):
+            return TENSOR
+        if isinstance(f, ast.Attribute):
+            if f.attr in _PY_METHODS:
+                return PY
+            recv = self.kind(f.value)
+            if f.attr in _TENSOR_METHODS:
+                return PY if recv == PY else TENSOR
+            if f.attr in _SHARED_METHODS:
+                return recv
+        rets = self._returns(e)
+        if rets is not None:
+            return join(self.kind(r) for r in rets) if rets else PY
+        last = name.rsplit(".", 1)[-1].lower()
+        if any(m in last for m in _MODULE_NAMES):
+            return TENSOR  # model(x), criterion(out, y), self.loss_fn(...)
+        return UNKNOWN
+
+
+class _Bound(ast.expr):
+    """An expression to be read in another scope (a callee's return value)."""
+
+    def __init__(self, value: ast.expr, scope: Scope) -> None:
+        super().__init__()
+        self.value, self.scope = value, scope
+
+
+def is_step_call(call: ast.Call, scope: Scope) -> bool:
+    """loss.backward(), optimizer.step(), scaler.step(opt); not scheduler.step() or env.step(action)."""
+    f = call.func
+    if not isinstance(f, ast.Attribute):
+        return False
+    if f.attr == "backward":
+        return True
+    if f.attr != "step":
+        return False
+    recv = dotted(f.value)
+    role = scope.role(recv)
+    if role:
+        return role == "optimizer"
+    last = recv.rsplit(".", 1)[-1].lower()
+    return ("opt" in last and "sched" not in last) or last in ("scaler", "grad_scaler") or "optim" in last
+
+
+def reaches_step(stmts: list[ast.stmt], funcs: Functions, scope: Scope, depth: int = 0,
+                 seen: Optional[set[int]] = None) -> bool:
+    """Whether these statements call backward()/step() without entering a nested loop, directly or through a
+    function of the same file (followed two levels)."""
+    seen = set() if seen is None else seen
+    for node in own_nodes(stmts, into_loops=False, into_defs=True):
+        if not isinstance(node, ast.Call):
+            continue
+        if is_step_call(node, scope):
+            return True
+        if depth < 2:
+            for f in funcs.resolve(node, scope):
+                if id(f) not in seen:
+                    seen.add(id(f))
+                    if reaches_step(f.body, funcs, funcs.scope(f, 1), depth + 1, seen):
+                        return True
+    return False
+
+
+def loop_body(loop: ast.AST) -> list[ast.stmt]:
+    return list(loop.body) + list(getattr(loop, "orelse", []))
+
+
+# ---- **kwargs of a call: dicts built in the same function or module
+
+def resolve_kwargs(value: ast.expr, scopes: list[ast.AST], depth: int = 0) -> Optional[dict[str, list[ast.expr]]]:
+    """Keys (and their possible values) a `**value` can pass, or None when it cannot be known."""
+    if depth > 3:
+        return None
+    if isinstance(value, ast.Dict):
+        out: dict[str, list[ast.expr]] = {}
+        for k, v in zip(value.keys, value.values):
+            if k is None:  # {**other}
+                sub = resolve_kwargs(v, scopes, depth + 1)
+                if sub is None:
+                    return None
+                _merge(out, sub)
+            elif isinstance(k, ast.Constant) and isinstance(k.value, str):
+                out.setdefault(k.value, []).append(v)
+            else:
+                return None
+        return out
+    if isinstance(value, ast.Call) and dotted(value.func) == "dict" and not value.args:
+        return _kwargs_of(value, scopes, depth)
+    if isinstance(value, ast.IfExp):
+        a, b = resolve_kwargs(value.body, scopes, depth + 1), resolve_kwargs(value.orelse, scopes, depth + 1)
+        return None if a is None or b is None else _merge(a, b)
+    if isinstance(value, ast.Name):
+        return _resolve_name(value.id, scopes, depth)
+    return None
+
+
+def _kwargs_of(call: ast.Call, scopes: list[ast.AST], depth: int) -> Optional[dict[str, list[ast.expr]]]:
+    out: dict[str, list[ast.expr]] = {}
+    for k in call.keywords:
+        if k.arg is None:
+            sub = resolve_kwargs(k.value, scopes, depth + 1)
+            if sub is None:
+                return None
+            _merge(out, sub)
+        else:
+            out.setdefault(k.arg, []).append(k.value)
+    return out
+
+
+def _merge(a: dict[str, list[ast.expr]], b: dict[str, list[ast.expr]]) -> dict[str, list[ast.expr]]:
+    for k, vs in b.items():
+        a.setdefault(k, []).extend(vs)
+    return a
+
+
+def _resolve_name(name: str, scopes: list[ast.AST], depth: int) -> Optional[dict[str, list[ast.expr]]]:
+    """Every way `name` is built in the innermost scope that binds it; any unreadable step gives None."""
+    for i in range(len(scopes) - 1, -1, -1):
+        scope = scopes[i]
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = scope.args
+            if name in {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs} or \
+                    (a.kwarg is not None and a.kwarg.arg == name):
+                return None  # a parameter: whatever the caller passes
+        out: dict[str, list[ast.expr]] = {}
+        bound = False
+        for node in own_nodes(scope.body):
+            found = _dict_step(node, name, scopes[:i + 1], depth)
+            if found is False:
+                continue
+            if found is None:
+                return None
+            bound = True
+            _merge(out, found)
+        if bound:
+            return out
+    return None
+
+
+def _dict_step(node: ast.AST, name: str, scopes: list[ast.AST], depth: int):
+    """What this statement adds to dict `name`: a key map, None (unreadable) or False (not about `name`)."""
+    if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+        return resolve_kwargs(node.value, scopes, depth + 1)
+    if isinstance(node, ast.Assign) and any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                                            and t.value.id == name for t in node.targets):
+        t = next(t for t in node.targets if isinstance(t, ast.Subscript))
+        key = const(t.slice)
+        return {key: [node.value]} if isinstance(key, str) else None
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+        return resolve_kwargs(node.value, scopes, depth + 1)  # kwargs |= {...}
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            isinstance(node.func.value, ast.Name) and node.func.value.id == name:
+        if node.func.attr == "update":
+            if len(node.args) > 1:
+                return None
+            out = resolve_kwargs(node.args[0], scopes, depth + 1) if node.args else {}
+            return None if out is None else _merge(out, _kwargs_of(node, scopes, depth) or {})
+        if node.func.attr == "setdefault" and node.args and isinstance(const(node.args[0]), str):
+            return {node.args[0].value: node.args[1:2]}
+        if node.func.attr in ("pop", "get", "copy", "items", "keys", "values"):
+            return False
+        return None
+    return False

@@ -1,0 +1,94 @@
+"""Facts shared between the files linted together that import one another (one hop; packages pass through).
+
+A helper module (`train_utils.py`) runs on the GPU of the script that imports it, after that script's pinned
+loader; a model file's convolutions run under that script's cudnn settings.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Optional
+
+from ._rules import Facts
+
+
+def _module_paths(name: str, roots: list[Path]) -> list[Path]:
+    parts = name.split(".") if name else []
+    out = []
+    for root in roots:
+        base = root.joinpath(*parts) if parts else root
+        out += [base.with_name(base.name + ".py") if parts else base / "__init__.py", base / "__init__.py"]
+    return out
+
+
+def _roots(here: Path, level: int) -> list[Path]:
+    """Folders an import is looked up in: relative imports from the package; absolute ones beside the file and in
+    its two parent folders (where scripts are usually run from)."""
+    if not level:
+        return [here, here.parent, here.parent.parent]
+    for _ in range(level - 1):
+        here = here.parent
+    return [here]
+
+
+def _imports(tree: ast.Module, here: Path) -> Iterator[tuple[str, list[str], list[Path], ast.AST]]:
+    """(module, imported names, lookup folders, node) for every import statement."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            for a in n.names:
+                yield a.name, [], _roots(here, 0), n
+        elif isinstance(n, ast.ImportFrom):
+            yield n.module or "", [a.name for a in n.names], _roots(here, n.level), n
+
+
+def imported_files(path: Path, tree: ast.Module, known: set[Path]) -> set[Path]:
+    """Files among `known` that this file imports: `import a.b`, `from a import b`, `from .b import c`."""
+    out: set[Path] = set()
+    for module, names, roots, _ in _imports(tree, path.parent):
+        for name in [module] + [f"{module}.{a}" if module else a for a in names]:
+            out |= {p for p in _module_paths(name, roots) if p in known}
+    out.discard(path)
+    return out
+
+
+def _top_level(tree: ast.Module) -> dict[str, ast.AST]:
+    return {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def imported_defs(path: Path, tree: ast.Module, trees: dict[Path, ast.Module]
+                  ) -> tuple[dict[str, ast.AST], dict[str, dict[str, ast.AST]]]:
+    """Functions and classes this file imports from files linted with it (`from steps import train_step`), and
+    modules it imports whole (`import steps as s` -> s.train_step)."""
+    names: dict[str, ast.AST] = {}
+    modules: dict[str, dict[str, ast.AST]] = {}
+    for module, _names, roots, node in _imports(tree, path.parent):
+        files = [p for p in _module_paths(module, roots) if p in trees and p != path]
+        if isinstance(node, ast.Import):
+            alias = next((a.asname or a.name for a in node.names if a.name == module), module)
+            if files and "." not in alias:
+                modules[alias] = _top_level(trees[files[0]])
+            continue
+        for a in node.names:
+            found = next((_top_level(trees[f]).get(a.name) for f in files if a.name in _top_level(trees[f])), None)
+            if found is not None:
+                names[a.asname or a.name] = found
+    return names, modules
+
+
+def shared_facts(trees: dict[Path, ast.Module], facts: dict[Path, Facts]) -> dict[Path, Optional[Facts]]:
+    """For each file, the facts of the files it imports and of those importing it (through package __init__s)."""
+    known = set(trees)
+    imports = {p: imported_files(p, t, known) for p, t in trees.items()}
+    for _ in range(3):  # a package's __init__ passes its own imports on
+        for p in imports:
+            imports[p] |= {q for i in list(imports[p]) if i.name == "__init__.py" for q in imports[i]} - {p}
+    out: dict[Path, Optional[Facts]] = {}
+    for p in trees:
+        near = imports[p] | {q for q in trees if p in imports[q]}
+        merged: Optional[Facts] = None
+        for q in near:
+            merged = facts[q] if merged is None else merged | facts[q]
+        out[p] = merged
+    return out
