@@ -131,6 +131,13 @@ def _why(slow: dict[str, Any], others: list[dict[str, Any]]) -> list[dict[str, A
     return out[:5]
 
 
+def ranks_title(doc: dict[str, Any]) -> str:
+    """'2 ranks compared of world size 128': how many ranks the comparison really covers."""
+    n = doc.get("ranks_compared", len(doc["ranks"]))
+    of = f" of world size {doc['world_size']}" if doc["world_size"] and doc["world_size"] != n else ""
+    return f"{n} ranks compared{of}"
+
+
 def render_ranks(doc: dict[str, Any], console=None) -> None:
     from rich.console import Console
     from rich.panel import Panel
@@ -144,9 +151,7 @@ def render_ranks(doc: dict[str, Any], console=None) -> None:
     c.print(Panel(Text(doc["headline"], style="bold")))
     for err in doc.get("failed", []):
         c.print(Text(f"skipped a rank: {err}", style="yellow"))
-    n = doc.get("ranks_compared", len(doc["ranks"]))
-    of = f" of world size {doc['world_size']}" if doc["world_size"] and doc["world_size"] != n else ""
-    t = Table(title=Text(f"{n} ranks compared{of} ({doc['backend'] or 'backend unknown'}), ms per step"),
+    t = Table(title=Text(f"{ranks_title(doc)} ({doc['backend'] or 'backend unknown'}), ms per step"),
               title_justify="left")
     for col in ("rank", "step", "GPU busy %", "work", "collectives", "exposed", "overlapped", "waiting",
                 "top finding"):
@@ -187,7 +192,5 @@ def render_ranks_html(doc: dict[str, Any]) -> str:
                      "ms": f"{r['step_ms']:.2f}"})
     why = [{"where": f"{w_['file']}:{w_['line']}", "ms": f"{w_['ms_per_step']:.2f}",
             "others": f"{w_['others_ms_per_step']:.2f}"} for w_ in (doc["straggler"] or {}).get("why_lines", [])]
-    n = doc.get("ranks_compared", len(doc["ranks"]))
-    of = f" of world size {doc['world_size']}" if doc["world_size"] and doc["world_size"] != n else ""
-    return render_page("ranks.html", title=f"{n} ranks compared{of}", headline=doc["headline"], width=w + 200,
+    return render_page("ranks.html", title=ranks_title(doc), headline=doc["headline"], width=w + 200,
                        height=len(rows) * (bar + gap) + 10, bar_h=bar, bars=bars, why=why)
