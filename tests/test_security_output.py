@@ -318,7 +318,7 @@ def test_ranks_terminal_json_and_page_are_inert(ranks, tmp_path, run_cli):
     assert "\x1b" not in r.stdout and "[link=https://evil.example]x[/link]" in r.stdout
     assert "<img src=x onerror=document.body" in r.stdout  # the rank, as text
     page = _check_html(out.read_text())
-    assert f"<script>{MARK.format('ws')}</script> ranks" in page.all_text
+    assert f"of world size <script>{MARK.format('ws')}</script>" in page.all_text
     j = run_cli("analyze", "--ranks", "--json", ranks)
     assert j.returncode == 0 and json.loads(j.stdout)["world_size"] == f"<script>{MARK.format('ws')}</script>"
 
