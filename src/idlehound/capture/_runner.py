@@ -13,6 +13,7 @@ from typing import Optional
 
 from ..errors import CaptureError
 from ._session import CaptureOptions, Session, StopRun
+from ._signals import EXIT_SIGINT, EXIT_SIGTERM, Terminated
 
 
 @dataclass
@@ -35,8 +36,9 @@ def run_script(target: str, args: list[str], module: bool = False,
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
     code: int = 0
     error: Optional[str] = None
-    session.start()
+    restore_exit = _flush_on_os_exit(session)
     try:
+        session.start()
         if module:
             sys.argv[:] = [target, *args]
             sys.path.insert(0, os.getcwd())
@@ -50,17 +52,42 @@ def run_script(target: str, args: list[str], module: bool = False,
     except SystemExit as e:
         code = _exit_code(e.code)
     except KeyboardInterrupt:
-        code, error = 130, "interrupted (Ctrl-C)"
+        code, error = EXIT_SIGINT, "interrupted (Ctrl-C)"
         sys.stderr.write("\nidlehound: interrupted; saving what was captured\n")
+    except Terminated:
+        code, error = EXIT_SIGTERM, "terminated (SIGTERM)"
+        sys.stderr.write("\nidlehound: terminated (SIGTERM); saving what was captured\n")
     except BaseException as e:  # the user's script failed: show its traceback as python would
         code, error = 1, f"{type(e).__name__}: {e}"
         traceback.print_exc()
     finally:
+        restore_exit()
         sys.argv[:] = saved_argv
         if saved_path0 is not None and sys.path and sys.path[0] != saved_path0:
             sys.path.pop(0)
         session.stop(code, error)
     return RunResult(session.run_dir, code, session.traces, rank)
+
+
+def _flush_on_os_exit(session: Session):
+    """os._exit() ends the process at once, past every finally: save the trace and run.json first.
+
+    Only in this process: forked children (DataLoader workers, multiprocessing) leave by os._exit too.
+    """
+    real_exit, pid = os._exit, os.getpid()
+
+    def _exit(code: int) -> None:
+        if os.getpid() == pid and not session._stopped:
+            with contextlib.suppress(BaseException):
+                session.stop(code, f"os._exit({code})")
+                traces = "; analyse it with: idlehound analyze " + str(session.run_dir) if session.traces else ""
+                sys.stderr.write(f"idlehound: the script called os._exit({code}): run.json saved, not analysed"
+                                 f"{traces}\n")
+                sys.stderr.flush()
+        real_exit(code)
+
+    os._exit = _exit
+    return lambda: setattr(os, "_exit", real_exit)
 
 
 def _exit_code(c) -> int:
