@@ -39,7 +39,16 @@ def _guard(fn):
     return wrapper
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context):
+        """A Ctrl-C anywhere in a command exits 130, as a shell expects, not click's "Aborted!" and 1."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="idlehound")
 def main() -> None:
     """Catch a GPU slacking during PyTorch training, name why, and point at the line."""
@@ -123,21 +132,18 @@ def run(module: Optional[str], logdir: Path, run_name: Optional[str], skip: int,
     from .capture._signals import EXIT_SIGINT, EXIT_SIGTERM, Terminated, sigterm_raises
 
     sigterm_raises()  # from here a SIGTERM (timeout, a scheduler) is handled like Ctrl-C
+    res = None
     try:
         res = _capture(module, logdir, run_name, skip, warmup, active, step_on, stop_after, no_stack,
                        profile_memory, nproc, max_window_seconds, max_window_mb, run_dir, script_and_args)
+        _report_capture(res, nproc, run_dir, no_report)
     except IdlehoundError as e:
         _fail(str(e))
-    except KeyboardInterrupt:
-        _fail("interrupted before the script started; nothing was captured", EXIT_SIGINT)
-    except Terminated:
-        _fail("terminated (SIGTERM) before the script started; nothing was captured", EXIT_SIGTERM)
-    try:
-        _report_capture(res, nproc, run_dir, no_report)
-    except KeyboardInterrupt:
-        _fail(f"analysis interrupted; the trace is saved: idlehound analyze {res.run_dir}", EXIT_SIGINT)
-    except Terminated:
-        _fail(f"analysis terminated (SIGTERM); the trace is saved: idlehound analyze {res.run_dir}", EXIT_SIGTERM)
+    except (KeyboardInterrupt, Terminated) as e:
+        code, what = (EXIT_SIGINT, "interrupted") if isinstance(e, KeyboardInterrupt) else \
+            (EXIT_SIGTERM, "terminated (SIGTERM)")
+        _fail(f"{what} before the script started; nothing was captured" if res is None else
+              f"analysis {what}; the trace is saved: idlehound analyze {res.run_dir}", code)
     sys.exit(res.exit_code)
 
 

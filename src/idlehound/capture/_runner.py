@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 import runpy
+import signal
 import sys
+import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,14 +33,20 @@ def run_script(target: str, args: list[str], module: bool = False,
     if not module and not Path(target).is_file():
         raise CaptureError(f"{target}: no such script")
     label = Path(target).stem if not module else target.rsplit(".", 1)[-1]
-    session = Session(opts, label, [target, *args] if not module else ["-m", target, *args])
+    mask = _block_signals()  # a Ctrl-C now would leave a run folder without run.json: it waits for `try`
+    try:
+        session = Session(opts, label, [target, *args] if not module else ["-m", target, *args])
+        session.start()
+    except BaseException:
+        _unblock_signals(mask)
+        raise
     rank = session.rank
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
     code: int = 0
     error: Optional[str] = None
     restore_exit = _flush_on_os_exit(session)
     try:
-        session.start()
+        _unblock_signals(mask)  # one that arrived meanwhile is raised here, inside the try
         if module:
             sys.argv[:] = [target, *args]
             sys.path.insert(0, os.getcwd())
@@ -67,6 +75,18 @@ def run_script(target: str, args: list[str], module: bool = False,
             sys.path.pop(0)
         session.stop(code, error)
     return RunResult(session.run_dir, code, session.traces, rank)
+
+
+def _block_signals() -> Optional[set]:
+    """Block SIGINT and SIGTERM at the OS level (delivered once unblocked); returns the mask to restore."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def _unblock_signals(mask: Optional[set]) -> None:
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _flush_on_os_exit(session: Session):
