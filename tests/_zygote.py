@@ -22,7 +22,7 @@ class Trial:
     stdout: str
     stderr: str
     seconds: float
-    tag: str
+    pid: int
 
 
 class Zygote:
@@ -44,21 +44,22 @@ class Zygote:
         assert line, "the zygote died"
         ans = json.loads(line)
         return Trial(ans["status"], Path(f"{out}.stdout").read_text(), Path(f"{out}.stderr").read_text(),
-                     ans["seconds"], tag)
+                     ans["seconds"], ans["pid"])
 
     def close(self) -> None:
         self.proc.stdin.close()
         self.proc.wait(timeout=30)
 
 
-def processes_tagged(tag: str) -> list[int]:
-    """Live processes started by a trial (the tag is in their environment): orphans, once the trial ended."""
+def orphans(trial: Trial) -> list[int]:
+    """Processes still alive in the ended trial's process group: what it left behind."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if f"IDLEHOUND_FAULT_TRIAL={tag}".encode() in (entry / "environ").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
                 continue
+            if int(fields[2]) == trial.pid and fields[0] != "Z":
+                found.append(int(entry.name))
     return found

@@ -118,9 +118,9 @@ def analyze(path: Path, as_json: bool, step: Optional[int], run: Optional[str], 
 @click.option("--memory", "profile_memory", is_flag=True, help="Record memory allocations.")
 @click.option("--no-report", is_flag=True, help="Do not print the analysis at the end.")
 @click.option("--nproc", type=int, default=None, help="Launch N processes through torchrun (torch.distributed).")
-@click.option("--max-window-seconds", type=float, default=120.0, show_default=True,
+@click.option("--max-window-seconds", type=float, default=300.0, show_default=True,
               help="Cut the profiled window when it records longer than this (0: no limit).")
-@click.option("--max-window-mb", type=float, default=2048.0, show_default=True,
+@click.option("--max-window-mb", type=float, default=512.0, show_default=True,
               help="Cut the profiled window when the process grows by more than this while recording (0: no limit).")
 @click.option("--run-dir", type=click.Path(path_type=Path), default=None, hidden=True)
 @click.argument("script_and_args", nargs=-1, type=click.UNPROCESSED)
@@ -199,8 +199,12 @@ def _why_no_trace(run_dir: Path) -> str:
     steps, start = int(info.get("steps_seen") or 0), int(sched.get("skip", 0)) + int(sched.get("warmup", 0))
     facts = info.get("script_facts") or {}
     if info.get("exit_code") not in (0, None) and steps < start:
-        return (f"the script ended with exit code {info['exit_code']} ({info.get('error') or 'see above'}) "
-                f"after {steps} step(s), before the window began at step {start}")
+        how = info.get("error")
+        if not how:
+            how = f"the script exited with code {info['exit_code']}"
+        elif info["exit_code"] not in (130, 143) and not how.startswith("os._exit"):
+            how = f"the script failed first ({how})"
+        return f"{how} after {steps} step(s), before the window began at step {start}"
     if facts.get("child_processes") and steps == 0:
         return (f"the script trains in {facts['child_processes']} child process(es) (multiprocessing, mp.spawn); "
                 "idlehound profiles the process it starts: use idlehound.profile() inside the worker")

@@ -25,9 +25,9 @@ def check_run_name(name: str) -> str:
 def usable_logdir(logdir: Path) -> Path:
     """The log folder as an absolute path (a later os.chdir in the script cannot move it), created and writable."""
     path = Path(os.path.abspath(logdir))
-    if path.exists() and not path.is_dir():
-        raise CaptureError(f"{logdir}: --logdir is a file, not a folder")
     try:
+        if path.exists() and not path.is_dir():
+            raise CaptureError(f"{logdir}: --logdir is a file, not a folder")
         path.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise CaptureError(f"{logdir}: cannot create the log folder ({e.strerror or e})") from None

@@ -45,8 +45,8 @@ class CaptureOptions:
     sample_hz: float = 15.0
     progress: bool = True
     run_dir: Optional[Path] = None  # an existing folder to write into (ranks of one job share one)
-    max_window_seconds: float = 120.0  # cut the window when it records longer than this (0: no limit)
-    max_window_mb: float = 2048.0  # ... or when the process grows by more than this while recording (0: no limit)
+    max_window_seconds: float = 300.0  # cut the window when it records longer than this (0: no limit)
+    max_window_mb: float = 512.0  # ... or when the process grows by more than this while recording (0: no limit)
     extra: dict[str, Any] = field(default_factory=dict)  # merged into run.json
 
 
@@ -353,7 +353,9 @@ class Session:
             return
         o, n = self.opts, self.step_num
         start = o.skip + o.warmup
-        if n <= start:
+        if self._cut_step is not None:
+            msg = f"idlehound: window cut by its {self._cut_reason} budget; running on unprofiled, step {n}"
+        elif n <= start:
             msg = f"idlehound: warming up, step {n}/{start} before the profiled window"
         elif n <= self.window_end:
             msg = f"idlehound: profiling step {n - start}/{o.active}"
@@ -362,7 +364,7 @@ class Session:
         if _isatty():
             sys.stderr.write("\r" + msg.ljust(78))
             sys.stderr.flush()
-        elif n in (1, start, start + 1, self.window_end):
+        elif n in (1, start, start + 1, self.window_end) or n == (self._cut_step or -1) + 1:
             sys.stderr.write(msg + "\n")
 
     def step_timing(self) -> dict[str, Any]:
@@ -431,7 +433,9 @@ def _ended_by(exit_code: Optional[int], error: Optional[str]) -> str:
         return "Ctrl-C"
     if exit_code == EXIT_SIGTERM and error and "SIGTERM" in error:
         return "SIGTERM"
-    return "the script's end" if not error else "the script's error"
+    if error:
+        return error if error.startswith("os._exit") else f"the script's error ({error.split(':')[0]})"
+    return f"the script's exit (code {exit_code})" if exit_code else "the script's end"
 
 
 def distributed_rank() -> Optional[int]:

@@ -3,9 +3,11 @@
 A fresh interpreter per trial would spend seconds importing torch; a fork starts the CLI in milliseconds, with
 its own process, signals, exit status and file descriptors, as a user's command has. Reads one JSON trial a
 line on stdin: {"args": [...], "signal": 2 | 15 | null, "delay": s, "timeout": s, "out": path prefix, "tag": str}
-and answers one JSON line: {"status": exit code, or -N when signal N killed it, "seconds": wall time}.
+and answers one JSON line: {"status": exit code, or -N when signal N killed it, "seconds": wall time, "pid": the
+trial's pid, also its process group}.
 """
 
+import contextlib
 import json
 import os
 import signal
@@ -28,9 +30,9 @@ def child(trial: dict) -> None:
         os.close(f)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
-    sys.stdout = open(1, "w", buffering=1, closefd=False)
-    sys.stderr = open(2, "w", buffering=1, closefd=False)
-    os.environ["IDLEHOUND_FAULT_TRIAL"] = trial["tag"]  # finds orphans: every descendant inherits it
+    sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115 - the process's own streams
+    sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+    os.setpgid(0, 0)  # its own process group: any process left in it after the trial is an orphan
     code = 0
     try:
         cli.main(args=trial["args"], prog_name="idlehound")
@@ -71,12 +73,10 @@ def main() -> None:
             child(trial)
         if trial.get("signal"):
             time.sleep(trial["delay"])
-            try:
+            with contextlib.suppress(ProcessLookupError):  # it ended first
                 os.kill(pid, trial["signal"])
-            except ProcessLookupError:
-                pass
         status = wait(pid, trial["timeout"])
-        print(json.dumps({"status": status, "seconds": round(time.monotonic() - t0, 3)}), flush=True)
+        print(json.dumps({"status": status, "seconds": round(time.monotonic() - t0, 3), "pid": pid}), flush=True)
 
 
 if __name__ == "__main__":
