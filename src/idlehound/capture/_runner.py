@@ -100,9 +100,10 @@ def _flush_on_os_exit(session: Session):
         if os.getpid() == pid and not session._stopped:
             with contextlib.suppress(BaseException):
                 session.stop(code, f"os._exit({code})")
-                traces = "; analyse it with: idlehound analyze " + str(session.run_dir) if session.traces else ""
-                sys.stderr.write(f"idlehound: the script called os._exit({code}): run.json saved, not analysed"
-                                 f"{traces}\n")
+                what = (f"trace saved, not analysed: idlehound analyze {session.run_dir}" if session.traces else
+                        f"no trace was captured ({session.step_num} step(s); the window starts after "
+                        f"{session.opts.skip + session.opts.warmup})")
+                sys.stderr.write(f"idlehound: the script called os._exit({code}): {what}\n")
                 sys.stderr.flush()
         real_exit(code)
 
