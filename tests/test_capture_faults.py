@@ -219,3 +219,13 @@ def test_ctrl_c_during_start_up_exits_130(tmp_path):
             assert run_json(run)["status"] == "done"
         shutil.rmtree(tmp_path)
         tmp_path.mkdir()
+
+
+def test_cpu_samples_are_not_called_gpu_utilisation():
+    from idlehound.analysis._core import _run_notes
+
+    sampler = {"samples": 90, "mean_util": 80.0, "window_mean_util": 20.0, "idle_sample_share": 0.1}
+    (cpu,) = _run_notes({"sampler": {**sampler, "source": "cpu"}})
+    assert "CPU use 20% in the window vs 80%" in cpu and "GPU" not in cpu
+    (gpu,) = _run_notes({"sampler": {**sampler, "source": "nvml"}})
+    assert "GPU utilisation 20% in the window" in gpu

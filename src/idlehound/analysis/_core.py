@@ -152,7 +152,8 @@ def _run_notes(run: dict[str, Any]) -> list[str]:
                    "idle between busy bursts): the GPU works in bursts and waits for input between them")
     if s.get("window_mean_util") is not None and s.get("mean_util") is not None \
             and abs(s["window_mean_util"] - s["mean_util"]) > 20:
-        out.append(f"the profiled window is not typical of the run: GPU utilisation {s['window_mean_util']:.0f}% in "
+        what = "GPU utilisation" if s.get("source") == "nvml" else "the process's CPU use"  # no NVML: CPU samples
+        out.append(f"the profiled window is not typical of the run: {what} {s['window_mean_util']:.0f}% in "
                    f"the window vs {s['mean_util']:.0f}% over the run")
     ratio = run.get("profiler_overhead")
     if ratio and ratio > 1.25:

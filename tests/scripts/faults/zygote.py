@@ -18,9 +18,16 @@ import torch  # noqa: F401  (the point: imported once, before any fork)
 import torch._dynamo  # noqa: F401  (the first optimizer step imports it: seconds)
 import torch.profiler  # noqa: F401
 
+import idlehound.capture.report_run  # noqa: F401
 import idlehound.cli as cli
 import idlehound.pipeline  # noqa: F401
+import idlehound.report.html  # noqa: F401
+import idlehound.report.markdown  # noqa: F401
+import idlehound.report.tensorboard  # noqa: F401
 import idlehound.report.terminal  # noqa: F401
+
+with contextlib.suppress(ImportError):  # what writing the run's TensorBoard scalars imports
+    import tensorboard.summary.writer.event_file_writer  # noqa: F401
 
 
 def child(trial: dict) -> None:
