@@ -429,9 +429,9 @@ def _write_text(path: Path, text: str) -> None:
 
 def _ended_by(exit_code: Optional[int], error: Optional[str]) -> str:
     """How a window still open at the end of the run was ended."""
-    if exit_code == EXIT_SIGINT and error and "interrupt" in error:
+    if exit_code == EXIT_SIGINT and error and "nterrupt" in error:
         return "Ctrl-C"
-    if exit_code == EXIT_SIGTERM and error and "SIGTERM" in error:
+    if exit_code == EXIT_SIGTERM and error and ("SIGTERM" in error or "Terminated" in error):
         return "SIGTERM"
     if error:
         return error if error.startswith("os._exit") else f"the script's error ({error.split(':')[0]})"
