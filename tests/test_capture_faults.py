@@ -173,6 +173,8 @@ def test_torchrun_launches_with_one_job_id_get_their_own_folders(tmp_path, monke
     monkeypatch.setattr(os, "getppid", lambda: 999_999_002)  # a second launch, same job id
     second = shared_run_dir(tmp_path, "train", 0)
     assert second != first and second.parent == first.parent == tmp_path
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "1")  # an elastic restart: not refused, its own folder
+    assert shared_run_dir(tmp_path, "train", 0) not in (first, second)
     monkeypatch.setenv("TORCHELASTIC_RUN_ID", "../../evil")
     with pytest.raises(CaptureError):
         shared_run_dir(tmp_path, "train", 0)

@@ -74,6 +74,9 @@ def launch_tag() -> str:
     except (OSError, IndexError):
         pass
     tag = f"agent{agent}" + (f"t{started}" if started else "")
+    restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    if restart not in ("", "0"):  # an elastic restart of the same launch: its own folder, the failed try kept
+        tag += f"-restart{int(restart) if restart.isdigit() else 'x'}"
     return tag if run_id in ("", "none") else f"{check_run_name(run_id)}-{tag}"
 
 

@@ -14,7 +14,7 @@ import re
 import sys
 import tempfile
 
-NOISE = re.compile(rb"^(USDT:|ERROR:.*\] gpuGetDeviceCount failed)")
+NOISE = re.compile(rb"^(USDT:|STAGE:|ERROR:.*\] gpuGetDeviceCount failed)")  # STAGE: older Kineto's stages
 
 
 @contextlib.contextmanager
