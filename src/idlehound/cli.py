@@ -118,7 +118,7 @@ def analyze(path: Path, as_json: bool, step: Optional[int], run: Optional[str], 
 @click.option("--memory", "profile_memory", is_flag=True, help="Record memory allocations.")
 @click.option("--no-report", is_flag=True, help="Do not print the analysis at the end.")
 @click.option("--nproc", type=int, default=None, help="Launch N processes through torchrun (torch.distributed).")
-@click.option("--max-window-seconds", type=float, default=300.0, show_default=True,
+@click.option("--max-window-seconds", type=float, default=120.0, show_default=True,
               help="Cut the profiled window when it records longer than this (0: no limit).")
 @click.option("--max-window-mb", type=float, default=512.0, show_default=True,
               help="Cut the profiled window when the process grows by more than this while recording (0: no limit).")

@@ -45,7 +45,7 @@ class CaptureOptions:
     sample_hz: float = 15.0
     progress: bool = True
     run_dir: Optional[Path] = None  # an existing folder to write into (ranks of one job share one)
-    max_window_seconds: float = 300.0  # cut the window when it records longer than this (0: no limit)
+    max_window_seconds: float = 120.0  # cut the window when it records longer than this (0: no limit)
     max_window_mb: float = 512.0  # ... or when the process grows by more than this while recording (0: no limit)
     extra: dict[str, Any] = field(default_factory=dict)  # merged into run.json
 
