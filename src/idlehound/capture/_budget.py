@@ -39,7 +39,10 @@ class Watchdog:
         return self
 
     def stop(self) -> None:
+        """After this returns no cut request is on its way (one may be pending, not in flight)."""
         self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2)
 
     def over_budget(self) -> Optional[str]:
         """'time' or 'memory' when that budget is spent, else None."""
