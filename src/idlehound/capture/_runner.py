@@ -47,34 +47,50 @@ def run_script(target: str, args: list[str], module: bool = False,
     restore_exit = _flush_on_os_exit(session)
     try:
         _unblock_signals(mask)  # one that arrived meanwhile is raised here, inside the try
+        code, error = _execute(target, args, module)
+    except (KeyboardInterrupt, Terminated) as e:  # at the start, or a second one while the first was handled
+        code, error = _signalled(e)
+    finally:
+        mask = _block_signals()  # nothing stops the flush half-way or leaves run.json at "running"
+        try:
+            restore_exit()
+            sys.argv[:] = saved_argv
+            if saved_path0 is not None and sys.path and sys.path[0] != saved_path0:
+                sys.path.pop(0)
+            session.stop(code, error)
+        finally:
+            _drop_pending_signals(mask)
+    return RunResult(session.run_dir, code, session.traces, rank)
+
+
+def _execute(target: str, args: list[str], module: bool) -> tuple[int, Optional[str]]:
+    """Run the script as python would; returns its exit code and, when it did not end by itself, why."""
+    try:
+        sys.argv[:] = [target, *args]
         if module:
-            sys.argv[:] = [target, *args]
             sys.path.insert(0, os.getcwd())
             runpy.run_module(target, run_name="__main__", alter_sys=True)
         else:
-            sys.argv[:] = [target, *args]
             sys.path.insert(0, str(Path(target).resolve().parent))
             runpy.run_path(target, run_name="__main__")
     except StopRun:
-        code = 0
+        return 0, None
     except SystemExit as e:
-        code = _exit_code(e.code)
-    except KeyboardInterrupt:
-        code, error = EXIT_SIGINT, "interrupted (Ctrl-C)"
-        sys.stderr.write("\nidlehound: interrupted; saving what was captured\n")
-    except Terminated:
-        code, error = EXIT_SIGTERM, "terminated (SIGTERM)"
-        sys.stderr.write("\nidlehound: terminated (SIGTERM); saving what was captured\n")
+        return _exit_code(e.code), None
+    except (KeyboardInterrupt, Terminated) as e:
+        return _signalled(e)
     except BaseException as e:  # the user's script failed: show its traceback as python would
-        code, error = 1, f"{type(e).__name__}: {e}"
         traceback.print_exc()
-    finally:
-        restore_exit()
-        sys.argv[:] = saved_argv
-        if saved_path0 is not None and sys.path and sys.path[0] != saved_path0:
-            sys.path.pop(0)
-        session.stop(code, error)
-    return RunResult(session.run_dir, code, session.traces, rank)
+        return 1, f"{type(e).__name__}: {e}"
+    return 0, None
+
+
+def _signalled(e: BaseException) -> tuple[int, str]:
+    code, error = ((EXIT_SIGINT, "interrupted (Ctrl-C)") if isinstance(e, KeyboardInterrupt) else
+                   (EXIT_SIGTERM, "terminated (SIGTERM)"))
+    sys.stderr.write(f"\nidlehound: {error.split(' (')[0] if code == EXIT_SIGINT else error}; "
+                     "saving what was captured\n")
+    return code, error
 
 
 def _block_signals() -> Optional[set]:
@@ -87,6 +103,17 @@ def _block_signals() -> Optional[set]:
 def _unblock_signals(mask: Optional[set]) -> None:
     if mask is not None:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _drop_pending_signals(mask: Optional[set]) -> None:
+    """A Ctrl-C or SIGTERM that came while the run was being saved: the run has ended already; say so, drop it."""
+    if mask is None:
+        return
+    for sig in signal.sigpending() & {signal.SIGINT, signal.SIGTERM}:
+        signal.sigwait({sig})
+        sys.stderr.write(f"idlehound: {signal.Signals(sig).name} came while the run was being saved; it had ended "
+                         "already\n")
+    _unblock_signals(mask)
 
 
 def _flush_on_os_exit(session: Session):
