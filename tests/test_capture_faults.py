@@ -148,6 +148,8 @@ def test_no_step_hint_names_the_reason(zygote, tmp_path):
     assert "trains in 2 child process(es)" in t.stderr and "lower --skip" not in t.stderr
     t = zygote.run("--logdir", tmp_path / "c", *WINDOW, SCRIPTS / "cpu" / "no_optimizer.py")
     assert t.status == 0 and "no optimizer.step() was called" in t.stderr
+    t = zygote.run("--logdir", tmp_path / "e", *WINDOW, "--step-on", "no_such_fn", FAULTS / "step_function.py", "5")
+    assert t.status == 0 and "no function named 'no_such_fn' returned" in t.stderr
     t = zygote.run("--logdir", tmp_path / "d", "--skip", "50", FAULTS / "fault.py", "exit", "5")
     assert t.status == 7 and "the script exited with code 7 after 5 step(s)" in t.stderr
 

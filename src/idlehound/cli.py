@@ -208,6 +208,8 @@ def _why_no_trace(run_dir: Path) -> str:
     if facts.get("child_processes") and steps == 0:
         return (f"the script trains in {facts['child_processes']} child process(es) (multiprocessing, mp.spawn); "
                 "idlehound profiles the process it starts: use idlehound.profile() inside the worker")
+    if sched.get("step_on") not in ("optimizer", "dataloader", "manual", None) and steps == 0:
+        return f"no function named {sched['step_on']!r} returned in the main thread: check --step-on"
     if sched.get("step_on") == "optimizer" and not facts.get("optimizer_steps"):
         return ("no optimizer.step() was called, so no step ended: use --step-on dataloader, or --step-on NAME "
                 "of the function that runs one step")
