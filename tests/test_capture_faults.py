@@ -234,3 +234,23 @@ def test_cpu_samples_are_not_called_gpu_utilisation():
     assert "CPU use 20% in the window vs 80%" in cpu and "GPU" not in cpu
     (gpu,) = _run_notes({"sampler": {**sampler, "source": "nvml"}})
     assert "GPU utilisation 20% in the window" in gpu
+
+
+def test_profile_block_saves_and_ends_143_on_sigterm(tmp_path):
+    import idlehound
+
+    model = torch.nn.Linear(8, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    block = idlehound.profile(logdir=tmp_path, skip=1, warmup=1, active=50, print_report=False, progress=False)
+    with pytest.raises(SystemExit) as ended, block:
+        for i in range(10):
+            model(torch.randn(4, 8)).sum().backward()
+            opt.step()
+            if i == 5:
+                os.kill(os.getpid(), signal.SIGTERM)
+    assert ended.value.code == 143
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # the handler is given back
+    run = only_run(tmp_path)
+    info = run_json(run)
+    assert info["status"] == "done" and info["exit_code"] == 143 and info["window"]["cut_by"] == "SIGTERM"
+    assert len(list(run.glob("*.pt.trace.json.gz"))) == 1 and (run / "report.json").exists()
