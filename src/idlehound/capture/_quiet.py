@@ -30,11 +30,12 @@ def kineto_quiet():
         try:
             yield
         finally:
-            with contextlib.suppress(OSError, ValueError):
+            with contextlib.suppress(OSError, ValueError, AttributeError):  # the script may have replaced it
                 sys.stderr.flush()
             os.dup2(saved, 2)
             os.close(saved)
             tmp.seek(0)
             kept = b"".join(line for line in tmp.read().splitlines(keepends=True) if not NOISE.match(line))
             if kept:
-                os.write(2, kept)
+                with contextlib.suppress(OSError):  # a closed or broken stderr must not fail a training step
+                    os.write(2, kept)
