@@ -254,3 +254,21 @@ def test_profile_block_saves_and_ends_143_on_sigterm(tmp_path):
     info = run_json(run)
     assert info["status"] == "done" and info["exit_code"] == 143 and info["window"]["cut_by"] == "SIGTERM"
     assert len(list(run.glob("*.pt.trace.json.gz"))) == 1 and (run / "report.json").exists()
+
+
+def test_a_profiler_that_fails_never_stops_the_training(tmp_path, monkeypatch):
+    import idlehound
+
+    def broken_start(self):
+        raise RuntimeError("planted profiler failure")
+
+    monkeypatch.setattr(torch.profiler.profile, "start", broken_start)
+    model = torch.nn.Linear(8, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with idlehound.profile(logdir=tmp_path, skip=2, warmup=1, active=2, print_report=False, progress=False) as p:
+        for _ in range(8):
+            model(torch.randn(4, 8)).sum().backward()
+            opt.step()  # the profiler starts inside this call's hook: its failure must not surface here
+    info = run_json(p.run_dir)
+    assert info["exit_code"] == 0 and info["steps_seen"] == 8 and info["traces"] == []
+    assert info["window"]["cut_by"] == "profiler error" and "planted profiler failure" in info["window"]["error"]

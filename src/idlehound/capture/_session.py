@@ -131,12 +131,18 @@ class Session:
         """
         if self._prof is not None or self._profiled or self.step_num < self.opts.skip:
             return
-        with self._held(), kineto_quiet():
-            prof = self._make_profiler()
-            prof.step_num = self.step_num
-            prof.current_action = self._schedule(self.step_num)
-            prof.start()
-            self._prof, self._profiled = prof, True
+        with self._held():
+            try:
+                with kineto_quiet():
+                    self._profiled = True
+                    prof = self._make_profiler()
+                    prof.step_num = self.step_num
+                    prof.current_action = self._schedule(self.step_num)
+                    prof.start()
+            except Exception as e:  # the user's training goes on; only the window is lost
+                self._profiler_failed("start", e)
+                return
+            self._prof = prof
             self._t_window = time.monotonic()
             o = self.opts
             if o.max_window_seconds > 0 or o.max_window_mb > 0:
@@ -162,8 +168,11 @@ class Session:
             if self.step_num >= self.window_end:
                 self._save_window("steps")
             else:
-                with self._held(), kineto_quiet():  # a Ctrl-C inside the profiler's bookkeeping: half-stepped
-                    self._prof.step()
+                try:
+                    with self._held(), kineto_quiet():  # a Ctrl-C inside the profiler's bookkeeping: half-stepped
+                        self._prof.step()
+                except Exception as e:  # raised inside the user's optimizer.step(): never let it stop training
+                    self._profiler_failed("step", e)
                 if self._cut_at_step:  # a budget passed; the script's own SIGINT handler bars the signal
                     self._cut_window()
         else:
@@ -199,6 +208,15 @@ class Session:
                   f"{self.window_info['save_seconds']:.1f} s" if self.traces else
                   "no trace: the window ended before the profiler's warm-up was over")
         return error
+
+    def _profiler_failed(self, when: str, e: Exception) -> None:
+        sys.stderr.write(f"idlehound: the profiler failed to {when} at step {self.step_num} ({type(e).__name__}: "
+                         f"{e}); the script runs on unprofiled\n")
+        if self._watchdog is not None:
+            self._watchdog.stop()
+        self._prof = None
+        self.window_info = {"cut_by": "profiler error", "error": f"{type(e).__name__}: {e}",
+                            "steps_recorded": self._recorded_steps()}
 
     def _recorded_steps(self) -> int:
         return sum(1 for _, a in self.step_times if a in ("RECORD", "RECORD_AND_SAVE"))
