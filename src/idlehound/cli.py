@@ -41,7 +41,16 @@ def _guard(fn):
     return wrapper
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context):
+        """A Ctrl-C anywhere in a command exits 130, as a shell expects, not click's "Aborted!" and 1."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="idlehound")
 def main() -> None:
     """Catch a GPU slacking during PyTorch training, name why, and point at the line."""
@@ -58,31 +67,37 @@ def main() -> None:
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
               help="Also write the report: .json, .md or .html by extension (with --ranks: .json or .html).")
 @click.option("--ranks", is_flag=True, help="Compare every rank of a distributed run: straggler and waits.")
+@click.option("--force", is_flag=True, help="Overwrite an existing -o file (never the input trace).")
 @_guard
 def analyze(path: Path, as_json: bool, step: Optional[int], run: Optional[str], worker: Optional[str],
-            fail_under: tuple[str, ...], output: Optional[Path], ranks: bool) -> None:
+            fail_under: tuple[str, ...], output: Optional[Path], ranks: bool, force: bool = False) -> None:
     """Analyse a torch.profiler trace (.pt.trace.json[.gz]) or a TensorBoard log dir."""
     from .pipeline import analyze_path, failed_gates, parse_gates
 
     if ranks:
         from .distributed import analyze_ranks, render_ranks
+        from .report.files import check_output, write_ranks
 
+        if output is not None:
+            check_output(output, force, [path])
         doc = analyze_ranks(path)
         if output is not None:
-            from .report.files import write_ranks
-
-            write_ranks(doc, output)
+            write_ranks(doc, output, force, [path])
         if as_json:
             click.echo(json.dumps(doc, indent=2))
         else:
             render_ranks(doc)
         return
     gates = parse_gates(fail_under)
+    if output is not None:
+        from .report.files import check_output
+
+        check_output(output, force, [path])  # before the analysis: a refused -o costs nothing
     res = analyze_path(path, run=run, worker=worker, step=step)
     if output is not None:
         from .report.files import write_report
 
-        write_report(res.doc, output)
+        write_report(res.doc, output, force, [path])
     if as_json:
         click.echo(json.dumps(res.doc, indent=2))
     else:
@@ -110,53 +125,106 @@ def analyze(path: Path, as_json: bool, step: Optional[int], run: Optional[str], 
 @click.option("--memory", "profile_memory", is_flag=True, help="Record memory allocations.")
 @click.option("--no-report", is_flag=True, help="Do not print the analysis at the end.")
 @click.option("--nproc", type=int, default=None, help="Launch N processes through torchrun (torch.distributed).")
+@click.option("--max-window-seconds", type=float, default=120.0, show_default=True,
+              help="Cut the profiled window when it records longer than this (0: no limit).")
+@click.option("--max-window-mb", type=float, default=512.0, show_default=True,
+              help="Cut the profiled window when the process grows by more than this while recording (0: no limit).")
 @click.option("--run-dir", type=click.Path(path_type=Path), default=None, hidden=True)
 @click.argument("script_and_args", nargs=-1, type=click.UNPROCESSED)
 def run(module: Optional[str], logdir: Path, run_name: Optional[str], skip: int, warmup: int, active: int,
         step_on: str, stop_after: bool, no_stack: bool, profile_memory: bool, no_report: bool,
-        nproc: Optional[int], run_dir: Optional[Path], script_and_args: tuple[str, ...]) -> None:
+        nproc: Optional[int], max_window_seconds: float, max_window_mb: float, run_dir: Optional[Path],
+        script_and_args: tuple[str, ...]) -> None:
     """Profile an unmodified training script: idlehound run train.py [args...]."""
-    from .capture import CaptureOptions, run_script
-    from .capture._runner import run_distributed, wait_for_ranks
-    from .capture.report_run import analyze_run, report_ranks
+    from .capture._signals import EXIT_SIGINT, EXIT_SIGTERM, Terminated, sigterm_raises
 
+    sigterm_raises()  # from here a SIGTERM (timeout, a scheduler) is handled like Ctrl-C
+    res = None
     try:
-        if module is None and not script_and_args:
-            raise IdlehoundError("run: give a script (idlehound run train.py ...) or -m module")
-        if skip < 0 or warmup < 0 or active < 1:
-            raise IdlehoundError("run: --skip and --warmup must be >= 0 and --active >= 1")
-        target, args = (module, list(script_and_args)) if module else (script_and_args[0], list(script_and_args[1:]))
-        opts = CaptureOptions(logdir=logdir, run_name=run_name, skip=skip, warmup=warmup, active=active,
-                              step_on=step_on, stop_after=stop_after, with_stack=not no_stack,
-                              profile_memory=profile_memory, run_dir=run_dir)
-        if nproc is not None and nproc > 1:
-            flags = ["--skip", str(skip), "--warmup", str(warmup), "--active", str(active), "--step-on", step_on]
-            flags += ["--stop-after"] * stop_after + ["--no-stack"] * no_stack + ["--memory"] * profile_memory
-            res = run_distributed(target, args, nproc, module is not None, opts, flags)
-        else:
-            res = run_script(target, args, module=module is not None, opts=opts)
+        res = _capture(module, logdir, run_name, skip, warmup, active, step_on, stop_after, no_stack,
+                       profile_memory, nproc, max_window_seconds, max_window_mb, run_dir, script_and_args)
+        _report_capture(res, nproc, run_dir, no_report)
     except IdlehoundError as e:
         _fail(str(e))
-    distributed = (nproc or 1) > 1 or res.rank is not None
-    if distributed:
+    except (KeyboardInterrupt, Terminated) as e:
+        code, what = (EXIT_SIGINT, "interrupted") if isinstance(e, KeyboardInterrupt) else \
+            (EXIT_SIGTERM, "terminated (SIGTERM)")
+        _fail(f"{what} before the script started; nothing was captured" if res is None else
+              f"analysis {what}; the trace is saved: idlehound analyze {res.run_dir}", code)
+    sys.exit(res.exit_code)
+
+
+def _capture(module, logdir, run_name, skip, warmup, active, step_on, stop_after, no_stack, profile_memory,
+             nproc, max_window_seconds, max_window_mb, run_dir, script_and_args):
+    from .capture import CaptureOptions, run_script
+    from .capture._folders import check_run_name
+    from .capture._runner import run_distributed
+
+    if module is None and not script_and_args:
+        raise IdlehoundError("run: give a script (idlehound run train.py ...) or -m module")
+    if skip < 0 or warmup < 0 or active < 1:
+        raise IdlehoundError("run: --skip and --warmup must be >= 0 and --active >= 1")
+    if not (max_window_seconds >= 0 and max_window_mb >= 0):  # also refuses nan
+        raise IdlehoundError("run: --max-window-seconds and --max-window-mb must be >= 0 (0: no limit)")
+    if run_name is not None:
+        check_run_name(run_name)
+    target, args = (module, list(script_and_args)) if module else (script_and_args[0], list(script_and_args[1:]))
+    opts = CaptureOptions(logdir=logdir, run_name=run_name, skip=skip, warmup=warmup, active=active,
+                          step_on=step_on, stop_after=stop_after, with_stack=not no_stack,
+                          profile_memory=profile_memory, run_dir=run_dir, max_window_seconds=max_window_seconds,
+                          max_window_mb=max_window_mb)
+    if nproc is not None and nproc > 1:
+        flags = ["--skip", str(skip), "--warmup", str(warmup), "--active", str(active), "--step-on", step_on,
+                 "--max-window-seconds", str(max_window_seconds), "--max-window-mb", str(max_window_mb)]
+        flags += ["--stop-after"] * stop_after + ["--no-stack"] * no_stack + ["--memory"] * profile_memory
+        return run_distributed(target, args, nproc, module is not None, opts, flags)
+    return run_script(target, args, module=module is not None, opts=opts)
+
+
+def _report_capture(res, nproc: Optional[int], run_dir: Optional[Path], no_report: bool) -> None:
+    from .capture._runner import wait_for_ranks
+    from .capture.report_run import analyze_run, report_ranks
+
+    if (nproc or 1) > 1 or res.rank is not None:
         if res.rank in (None, 0) and run_dir is None and not no_report:
             if res.rank == 0:  # launched by the user's torchrun: wait for the other ranks' traces
                 wait_for_ranks(res.run_dir, int(os.environ.get("WORLD_SIZE", "1")))
             report_ranks(res.run_dir)
-        sys.exit(res.exit_code)
-    if not res.traces:
-        click.echo(f"idlehound: no trace was captured: the script made {_steps_seen(res.run_dir)} step(s); the "
-                   f"window starts after {skip + warmup} (lower --skip/--warmup, or check --step-on)", err=True)
+    elif not res.traces:
+        click.echo(f"idlehound: no trace was captured: {_why_no_trace(res.run_dir)}", err=True)
     elif not no_report:
         analyze_run(res.run_dir)
-    sys.exit(res.exit_code)
 
 
-def _steps_seen(run_dir: Path) -> int:
+def _why_no_trace(run_dir: Path) -> str:
+    """Name the reason the window was never recorded, from what run.json knows."""
     try:
-        return int(json.loads((run_dir / "run.json").read_text()).get("steps_seen", 0))
+        info = json.loads((run_dir / "run.json").read_text())
     except (OSError, ValueError):
-        return 0
+        return f"run.json in {run_dir} could not be read"
+    sched = info.get("schedule") or {}
+    steps, start = int(info.get("steps_seen") or 0), int(sched.get("skip", 0)) + int(sched.get("warmup", 0))
+    facts = info.get("script_facts") or {}
+    if info.get("exit_code") not in (0, None) and steps < start:
+        how = info.get("error")
+        if not how:
+            how = f"the script exited with code {info['exit_code']}"
+        elif info["exit_code"] not in (130, 143) and not how.startswith("os._exit"):
+            how = f"the script failed first ({how})"
+        return f"{how} after {steps} step(s), before the window began at step {start}"
+    if facts.get("child_processes") and steps == 0:
+        return (f"the script trains in {facts['child_processes']} child process(es) (multiprocessing, mp.spawn); "
+                "idlehound profiles the process it starts: use idlehound.profile() inside the worker")
+    if sched.get("step_on") not in ("optimizer", "dataloader", "manual", None) and steps == 0:
+        return f"no function named {sched['step_on']!r} returned in the main thread: check --step-on"
+    if sched.get("step_on") == "optimizer" and not facts.get("optimizer_steps"):
+        return ("no optimizer.step() was called, so no step ended: use --step-on dataloader, or --step-on NAME "
+                "of the function that runs one step")
+    if steps < start:
+        return (f"the script made {steps} step(s); the window starts after {start} "
+                "(lower --skip/--warmup, or check --step-on)")
+    cut = (info.get("window") or {}).get("cut_by", "")
+    return f"the window was ended by {cut} during the profiler's warm-up; lower --warmup"
 
 
 @main.command()
@@ -165,14 +233,16 @@ def _steps_seen(run_dir: Path) -> int:
               help="Report file: .html, .md or .json.")
 @click.option("--run", default=None, help="Run folder inside a log dir.")
 @click.option("--worker", default=None, help="Worker inside the run.")
+@click.option("--force", is_flag=True, help="Overwrite an existing report file (never the input trace).")
 @_guard
-def report(path: Path, output: Path, run: Optional[str], worker: Optional[str]) -> None:
+def report(path: Path, output: Path, run: Optional[str], worker: Optional[str], force: bool = False) -> None:
     """Write a report file for a run folder or trace."""
     from .pipeline import analyze_path
-    from .report.files import write_report
+    from .report.files import check_output, write_report
 
+    check_output(output, force, [path])
     res = analyze_path(path, run=run, worker=worker)
-    click.echo(str(write_report(res.doc, output)))
+    click.echo(str(write_report(res.doc, output, force, [path])))
 
 
 @main.command()
@@ -234,16 +304,19 @@ def ladder(device, rungs, steps, warmup, batch_sizes, workers, data, logdir, no_
 @click.argument("b", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write .md, .json or .html.")
+@click.option("--force", is_flag=True, help="Overwrite an existing -o file (never an input trace).")
 @_guard
-def compare(a: Path, b: Path, as_json: bool, output: Optional[Path]) -> None:
+def compare(a: Path, b: Path, as_json: bool, output: Optional[Path], force: bool = False) -> None:
     """Compare two runs or traces: metrics, breakdown, kernels, memory, and findings gone or new."""
     from .compare import compare_docs, render_compare_markdown
     from .pipeline import analyze_path
-    from .report.files import write_compare
+    from .report.files import check_output, write_compare
 
+    if output is not None:
+        check_output(output, force, [a, b])
     doc = compare_docs(analyze_path(a).doc, analyze_path(b).doc)
     if output is not None:
-        write_compare(doc, output)
+        write_compare(doc, output, force, [a, b])
     click.echo(json.dumps(doc, indent=2) if as_json else render_compare_markdown(doc))
 
 

@@ -183,8 +183,13 @@ def _run_notes(run: dict[str, Any]) -> list[str]:
                    "idle between busy bursts): the GPU works in bursts and waits for input between them")
     if s.get("window_mean_util") is not None and s.get("mean_util") is not None \
             and abs(s["window_mean_util"] - s["mean_util"]) > 20:
-        out.append(f"the profiled window is not typical of the run: GPU utilisation {s['window_mean_util']:.0f}% in "
+        what = "GPU utilisation" if s.get("source") == "nvml" else "the process's CPU use"  # no NVML: CPU samples
+        out.append(f"the profiled window is not typical of the run: {what} {s['window_mean_util']:.0f}% in "
                    f"the window vs {s['mean_util']:.0f}% over the run")
+    cut = (run.get("window") or {}) if isinstance(run.get("window"), dict) else {}
+    if cut.get("cut_by") in ("time budget", "memory budget"):  # the last step in the trace is partial
+        out.append(f"the window was cut by its {cut['cut_by']} after {cut.get('steps_recorded')} whole step(s) "
+                   "(--max-window-seconds / --max-window-mb): the last step shown is partial")
     ratio = run.get("profiler_overhead")
     if ratio and ratio > 1.25:
         out.append(f"the profiler slowed steps {ratio:.2f}x ({run.get('unprofiled_step_ms')} -> "

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from ._session import CaptureOptions, Session
+from ._signals import EXIT_SIGTERM, Terminated
 
 
 class profile:  # noqa: N801 - used like torch.profiler.profile
@@ -51,10 +52,13 @@ class profile:  # noqa: N801 - used like torch.profiler.profile
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         assert self.session is not None
-        code = 0 if exc_type is None else 130 if exc_type is KeyboardInterrupt else 1
+        code = 0 if exc_type is None else 130 if issubclass(exc_type, KeyboardInterrupt) else \
+            EXIT_SIGTERM if issubclass(exc_type, Terminated) else 1
         self.session.stop(code, f"{exc_type.__name__}: {exc}" if exc_type else None)
         if self.analyze and self.session.traces:
             from .report_run import analyze_run
 
             self.result = analyze_run(self.session.run_dir, print_report=self.print_report)
+        if exc_type is not None and issubclass(exc_type, Terminated):
+            raise SystemExit(EXIT_SIGTERM) from None  # SIGTERM inside the block: end as the signal would
         return False

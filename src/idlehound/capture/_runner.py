@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 import runpy
+import signal
 import sys
+import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +15,7 @@ from typing import Optional
 
 from ..errors import CaptureError
 from ._session import CaptureOptions, Session, StopRun
+from ._signals import EXIT_SIGINT, EXIT_SIGTERM, Terminated
 
 
 @dataclass
@@ -30,37 +33,109 @@ def run_script(target: str, args: list[str], module: bool = False,
     if not module and not Path(target).is_file():
         raise CaptureError(f"{target}: no such script")
     label = Path(target).stem if not module else target.rsplit(".", 1)[-1]
-    session = Session(opts, label, [target, *args] if not module else ["-m", target, *args])
+    mask = _block_signals()  # a Ctrl-C now would leave a run folder without run.json: it waits for `try`
+    try:
+        session = Session(opts, label, [target, *args] if not module else ["-m", target, *args])
+        session.start()
+    except BaseException:
+        _unblock_signals(mask)
+        raise
     rank = session.rank
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
     code: int = 0
     error: Optional[str] = None
-    session.start()
+    restore_exit = _flush_on_os_exit(session)
     try:
+        _unblock_signals(mask)  # one that arrived meanwhile is raised here, inside the try
+        code, error = _execute(target, args, module)
+    except (KeyboardInterrupt, Terminated) as e:  # at the start, or a second one while the first was handled
+        code, error = _signalled(e)
+    finally:
+        mask = _block_signals()  # nothing stops the flush half-way or leaves run.json at "running"
+        try:
+            restore_exit()
+            sys.argv[:] = saved_argv
+            if saved_path0 is not None and sys.path and sys.path[0] != saved_path0:
+                sys.path.pop(0)
+            session.stop(code, error)
+        finally:
+            _drop_pending_signals(mask)
+    return RunResult(session.run_dir, code, session.traces, rank)
+
+
+def _execute(target: str, args: list[str], module: bool) -> tuple[int, Optional[str]]:
+    """Run the script as python would; returns its exit code and, when it did not end by itself, why."""
+    try:
+        sys.argv[:] = [target, *args]
         if module:
-            sys.argv[:] = [target, *args]
             sys.path.insert(0, os.getcwd())
             runpy.run_module(target, run_name="__main__", alter_sys=True)
         else:
-            sys.argv[:] = [target, *args]
             sys.path.insert(0, str(Path(target).resolve().parent))
             runpy.run_path(target, run_name="__main__")
     except StopRun:
-        code = 0
+        return 0, None
     except SystemExit as e:
-        code = _exit_code(e.code)
-    except KeyboardInterrupt:
-        code, error = 130, "interrupted (Ctrl-C)"
-        sys.stderr.write("\nidlehound: interrupted; saving what was captured\n")
+        return _exit_code(e.code), None
+    except (KeyboardInterrupt, Terminated) as e:
+        return _signalled(e)
     except BaseException as e:  # the user's script failed: show its traceback as python would
-        code, error = 1, f"{type(e).__name__}: {e}"
         traceback.print_exc()
-    finally:
-        sys.argv[:] = saved_argv
-        if saved_path0 is not None and sys.path and sys.path[0] != saved_path0:
-            sys.path.pop(0)
-        session.stop(code, error)
-    return RunResult(session.run_dir, code, session.traces, rank)
+        return 1, f"{type(e).__name__}: {e}"
+    return 0, None
+
+
+def _signalled(e: BaseException) -> tuple[int, str]:
+    code, error = ((EXIT_SIGINT, "interrupted (Ctrl-C)") if isinstance(e, KeyboardInterrupt) else
+                   (EXIT_SIGTERM, "terminated (SIGTERM)"))
+    sys.stderr.write(f"\nidlehound: {error.split(' (')[0] if code == EXIT_SIGINT else error}; "
+                     "saving what was captured\n")
+    return code, error
+
+
+def _block_signals() -> Optional[set]:
+    """Block SIGINT and SIGTERM at the OS level (delivered once unblocked); returns the mask to restore."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def _unblock_signals(mask: Optional[set]) -> None:
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _drop_pending_signals(mask: Optional[set]) -> None:
+    """A Ctrl-C or SIGTERM that came while the run was being saved: the run has ended already; say so, drop it."""
+    if mask is None:
+        return
+    for sig in signal.sigpending() & {signal.SIGINT, signal.SIGTERM}:
+        signal.sigwait({sig})
+        sys.stderr.write(f"idlehound: {signal.Signals(sig).name} came while the run was being saved; it had ended "
+                         "already\n")
+    _unblock_signals(mask)
+
+
+def _flush_on_os_exit(session: Session):
+    """os._exit() ends the process at once, past every finally: save the trace and run.json first.
+
+    Only in this process: forked children (DataLoader workers, multiprocessing) leave by os._exit too.
+    """
+    real_exit, pid = os._exit, os.getpid()
+
+    def _exit(code: int) -> None:
+        if os.getpid() == pid and not session._stopped:
+            with contextlib.suppress(BaseException):
+                session.stop(code, f"os._exit({code})")
+                what = (f"trace saved, not analysed: idlehound analyze {session.run_dir}" if session.traces else
+                        f"no trace was captured ({session.step_num} step(s); the window starts after "
+                        f"{session.opts.skip + session.opts.warmup})")
+                sys.stderr.write(f"idlehound: the script called os._exit({code}): {what}\n")
+                sys.stderr.flush()
+        real_exit(code)
+
+    os._exit = _exit
+    return lambda: setattr(os, "_exit", real_exit)
 
 
 def _exit_code(c) -> int:

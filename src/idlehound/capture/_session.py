@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import datetime as _dt
 import json
@@ -19,8 +20,12 @@ from typing import Any, Callable, Optional
 
 from ..errors import CaptureError
 from . import _sampler
+from ._budget import Watchdog
 from ._dataloader import record_dataloaders
+from ._folders import make_dir, new_run_dir, shared_run_dir
+from ._quiet import kineto_quiet
 from ._sidecar import write_sidecar
+from ._signals import EXIT_SIGINT, EXIT_SIGTERM, call_previous
 
 
 @dataclass
@@ -40,6 +45,8 @@ class CaptureOptions:
     sample_hz: float = 15.0
     progress: bool = True
     run_dir: Optional[Path] = None  # an existing folder to write into (ranks of one job share one)
+    max_window_seconds: float = 120.0  # cut the window when it records longer than this (0: no limit)
+    max_window_mb: float = 512.0  # ... or when the process grows by more than this while recording (0: no limit)
     extra: dict[str, Any] = field(default_factory=dict)  # merged into run.json
 
 
@@ -48,21 +55,6 @@ MAX_TIMED_AFTER_WINDOW = 500  # CUDA events kept per run: enough for the medians
 
 class StopRun(SystemExit):
     """Raised from a step hook when --stop-after ends the script after the window."""
-
-
-def new_run_dir(logdir: Path, label: str) -> Path:
-    """A fresh folder under logdir; never reuses an existing one."""
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = f"{label}-{stamp}"
-    logdir.mkdir(parents=True, exist_ok=True)
-    for i in range(1000):
-        p = logdir / (base if i == 0 else f"{base}-{i}")
-        try:
-            p.mkdir()
-            return p
-        except FileExistsError:
-            continue
-    raise CaptureError(f"{logdir}: could not create a new run folder")
 
 
 class Session:
@@ -97,6 +89,17 @@ class Session:
         self._timing: Optional[dict[str, Any]] = None
         self._stopped = False
         self._profiled = False  # the profiler ran once already (one window per run)
+        self._prev_handlers: dict[int, Any] = {}
+        self._busy = False  # inside a profiler call: signals wait until it returns
+        self._pending: list[int] = []
+        self._watchdog: Optional[Watchdog] = None
+        self._cut_reason: Optional[str] = None  # a budget the window passed ("time", "memory")
+        self._cut_step: Optional[int] = None  # the step during which the window was cut
+        self._cut_signals = 0  # simulated Ctrl-Cs the watchdog sent that are still to arrive
+        self._cut_at_step = False  # the watchdog could not signal: cut at the next step end
+        self._t_window = time.monotonic()
+        self.window_info: dict[str, Any] = {"cut_by": "not reached"}
+        self.facts: dict[str, int] = {"optimizer_steps": 0, "child_processes": 0}  # why no step, if none
 
     # ---- lifecycle
     def start(self) -> Session:
@@ -109,7 +112,9 @@ class Session:
         acts = [ProfilerActivity.CPU]
         if torch.cuda.is_available():
             acts.append(ProfilerActivity.CUDA)
+        self._install_signals()
         self._undo.append(record_dataloaders(self.loaders))
+        self._undo.append(_count_child_processes(self.facts))
         self._install_stepper()
         self.sampler = _sampler.Sampler(hz=o.sample_hz).start() if o.sample_hz > 0 else None
         self._make_profiler = lambda: profile(activities=acts, schedule=self._schedule, on_trace_ready=self._on_trace,
@@ -126,12 +131,22 @@ class Session:
         """
         if self._prof is not None or self._profiled or self.step_num < self.opts.skip:
             return
-        with _sigint_deferred():
-            prof = self._make_profiler()
-            prof.step_num = self.step_num
-            prof.current_action = self._schedule(self.step_num)
-            prof.start()
-            self._prof, self._profiled = prof, True
+        with self._held():
+            try:
+                with kineto_quiet():
+                    self._profiled = True
+                    prof = self._make_profiler()
+                    prof.step_num = self.step_num
+                    prof.current_action = self._schedule(self.step_num)
+                    prof.start()
+            except Exception as e:  # the user's training goes on; only the window is lost
+                self._profiler_failed("start", e)
+                return
+            self._prof = prof
+            self._t_window = time.monotonic()
+            o = self.opts
+            if o.max_window_seconds > 0 or o.max_window_mb > 0:
+                self._watchdog = Watchdog(o.max_window_seconds, o.max_window_mb, self._request_cut).start()
 
     def step(self) -> None:
         """One training step ended."""
@@ -148,25 +163,132 @@ class Session:
             self.window.append(now - self._t_start)
             self.flags = _torch_flags()
         self.step_num += 1
+        self._progress()
         if self._prof is not None:
-            with _sigint_deferred():  # a Ctrl-C inside the profiler's bookkeeping would leave it half-stepped
-                self._prof.step()
             if self.step_num >= self.window_end:
-                self._release_profiler()
+                self._save_window("steps")
+            else:
+                try:
+                    with self._held(), kineto_quiet():  # a Ctrl-C inside the profiler's bookkeeping: half-stepped
+                        self._prof.step()
+                except Exception as e:  # raised inside the user's optimizer.step(): never let it stop training
+                    self._profiler_failed("step", e)
+                if self._cut_at_step:  # a budget passed; the script's own SIGINT handler bars the signal
+                    self._cut_window()
         else:
             self._maybe_start_profiler()
-        self._progress()
         if self.opts.stop_after and self.step_num >= self.window_end:
             raise StopRun(0)
 
-    def _release_profiler(self) -> None:
-        """The window is saved: stop the profiler so the rest of the run pays nothing for it."""
+    def _save_window(self, cut_by: str, reraise: bool = True) -> Optional[str]:
+        """Stop the profiler, which writes the trace, saying so; the rest of the run pays nothing for it.
+
+        Returns the error when stopping failed (the run goes on either way)."""
+        if self._watchdog is not None:
+            self._watchdog.stop()
+        steps = self._recorded_steps()
+        self.window_info = {"cut_by": cut_by, "steps_recorded": steps,
+                            "seconds": round(time.monotonic() - self._t_window, 3),
+                            "memory_growth_mb": round(self._watchdog.peak_growth_mb, 1) if self._watchdog else None,
+                            "max_window_seconds": self.opts.max_window_seconds,
+                            "max_window_mb": self.opts.max_window_mb}
+        self._say(f"saving the profiled window ({steps} step(s) recorded, ended by {cut_by})...")
+        t0, error = time.monotonic(), None
         try:
-            with _sigint_deferred():
+            with self._held(reraise), kineto_quiet():
                 self._prof.stop()
-        except Exception as e:  # the trace is already written; say so and run on
-            sys.stderr.write(f"idlehound: profiler stop after the window failed: {e}\n")
+        except Exception as e:  # keep the run going and its exit code; report the profiler's failure
+            error = f"profiler stop failed: {e}"
+            sys.stderr.write(f"idlehound: {error}\n")
+        finally:
+            self._prof = None
+        size = sum((self.run_dir / t).stat().st_size for t in self.traces if (self.run_dir / t).exists())
+        self.window_info["save_seconds"] = round(time.monotonic() - t0, 3)
+        self._say(f"saved {len(self.traces)} trace file(s), {size / 2**20:.1f} MB, in "
+                  f"{self.window_info['save_seconds']:.1f} s" if self.traces else
+                  "no trace: the window ended before the profiler's warm-up was over")
+        return error
+
+    def _profiler_failed(self, when: str, e: Exception) -> None:
+        sys.stderr.write(f"idlehound: the profiler failed to {when} at step {self.step_num} ({type(e).__name__}: "
+                         f"{e}); the script runs on unprofiled\n")
+        if self._watchdog is not None:
+            self._watchdog.stop()
         self._prof = None
+        self.window_info = {"cut_by": "profiler error", "error": f"{type(e).__name__}: {e}",
+                            "steps_recorded": self._recorded_steps()}
+
+    def _recorded_steps(self) -> int:
+        return sum(1 for _, a in self.step_times if a in ("RECORD", "RECORD_AND_SAVE"))
+
+    def _say(self, msg: str) -> None:
+        if self.opts.progress:
+            sys.stderr.write(("\n" if _isatty() else "") + f"idlehound: {msg}\n")
+            sys.stderr.flush()
+
+    def _request_cut(self, reason: str) -> None:
+        """From the watchdog thread: have the main thread cut the window (a simulated Ctrl-C it recognises)."""
+        self._cut_reason = reason
+        if signal.getsignal(signal.SIGINT) == self._on_signal:
+            self._cut_signals += 1
+            _thread.interrupt_main(signal.SIGINT)
+        else:
+            self._cut_at_step = True
+
+    def _cut_window(self) -> None:
+        if self._prof is None:
+            return
+        o = self.opts
+        budget = f"{o.max_window_seconds:g} s" if self._cut_reason == "time" else f"{o.max_window_mb:g} MB"
+        self._say(f"the profiled window passed its {self._cut_reason} budget ({budget}) during step "
+                  f"{self.step_num}; cutting it there (raise --max-window-seconds / --max-window-mb to record more)")
+        self._cut_step = self.step_num
+        if len(self.window) == 1:
+            self.window.append(time.monotonic() - self._t_start)
+        self._save_window(f"{self._cut_reason} budget")
+
+    # ---- signals
+    def _install_signals(self) -> None:
+        """Ctrl-C and SIGTERM pass through the session: held while a profiler call runs, then handled as
+        before. A budget cut arrives as a simulated Ctrl-C, told apart by _cut_reason."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._prev_handlers[sig] = signal.getsignal(sig)
+            signal.signal(sig, self._on_signal)
+
+    def _restore_signals(self) -> None:
+        for sig, prev in self._prev_handlers.items():
+            if signal.getsignal(sig) == self._on_signal:  # the script did not install its own meanwhile
+                signal.signal(sig, prev if prev is not None else signal.SIG_DFL)
+        self._prev_handlers.clear()
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        if self._busy:
+            self._pending.append(signum)
+            if self._stopped:
+                self._say("still saving the trace; the signal takes effect once it is written")
+            return
+        if signum == signal.SIGINT and self._cut_signals > 0:  # the watchdog's, not the user's
+            self._cut_signals -= 1
+            self._cut_window()
+            return
+        call_previous(signum, self._prev_handlers.get(signum))
+
+    @contextlib.contextmanager
+    def _held(self, reraise: bool = True):
+        """Hold Ctrl-C and SIGTERM until the block is done, then act on them (or drop them, when already
+        stopping): profiler calls must not stop half-way."""
+        outer = self._busy
+        self._busy = True
+        try:
+            yield
+        finally:
+            self._busy = outer
+            if not outer:
+                pending, self._pending = self._pending, []
+                for signum in dict.fromkeys(pending) if reraise else ():
+                    self._on_signal(signum, None)
 
     @property
     def window_end(self) -> int:
@@ -174,24 +296,22 @@ class Session:
 
     def stop(self, exit_code: Optional[int], error: Optional[str] = None) -> Path:
         """Flush what was captured (a partial window too), write run.json; safe to call once."""
-        for undo in reversed(self._undo):
-            undo()
-        self._undo.clear()
-        if not self.flags:
-            self.flags = _torch_flags()
-        if self._prof is not None:
-            try:
-                with _sigint_deferred(reraise=False):  # a second Ctrl-C must not cut the flush short
-                    self._prof.stop()
-            except Exception as e:  # keep the run's own exit code; report the profiler's failure
-                error = error or f"profiler stop failed: {e}"
-            self._prof = None
-        self._stopped = True
-        if self.opts.progress:
-            sys.stderr.write("\n" if _isatty() else "")
-        samples = self.sampler.stop() if self.sampler else {"source": "none", "samples": []}
-        run_file(self.run_dir, self.rank, "samples").write_text(json.dumps(samples))
-        self._write_run_json(status="done", exit_code=exit_code, error=error, samples=samples)
+        with self._held(reraise=False):  # a second Ctrl-C must not cut the flush short or leave "running"
+            for undo in reversed(self._undo):
+                undo()
+            self._undo.clear()
+            self._stopped = True
+            if not self.flags:
+                self.flags = _torch_flags()
+            if self._prof is not None:
+                failed = self._save_window(_ended_by(exit_code, error), reraise=False)
+                error = error or failed
+            if self.opts.progress:
+                sys.stderr.write("\n" if _isatty() else "")
+            samples = self.sampler.stop() if self.sampler else {"source": "none", "samples": []}
+            _write_text(run_file(self.run_dir, self.rank, "samples"), json.dumps(samples))
+            self._write_run_json(status="done", exit_code=exit_code, error=error, samples=samples)
+        self._restore_signals()
         return self.run_dir
 
     # ---- stepping
@@ -221,6 +341,7 @@ class Session:
             self._undo.append(_step_on_function(how, self.step))
 
     def _on_optimizer_step(self, optimizer, args, kwargs) -> None:
+        self.facts["optimizer_steps"] += 1
         if self.manual:
             return
         if self._first_opt is None:
@@ -229,6 +350,8 @@ class Session:
             self.step()
 
     def _action(self, n: int) -> str:
+        if self._cut_step is not None and n >= self._cut_step:  # after a cut: partly recorded, then not at all
+            return "CUT" if n == self._cut_step else "NONE"
         return self._schedule(n).name
 
     # ---- output
@@ -248,7 +371,9 @@ class Session:
             return
         o, n = self.opts, self.step_num
         start = o.skip + o.warmup
-        if n <= start:
+        if self._cut_step is not None:
+            msg = f"idlehound: window cut by its {self._cut_reason} budget; running on unprofiled, step {n}"
+        elif n <= start:
             msg = f"idlehound: warming up, step {n}/{start} before the profiled window"
         elif n <= self.window_end:
             msg = f"idlehound: profiling step {n - start}/{o.active}"
@@ -257,7 +382,7 @@ class Session:
         if _isatty():
             sys.stderr.write("\r" + msg.ljust(78))
             sys.stderr.flush()
-        elif n in (1, start, start + 1, self.window_end):
+        elif n in (1, start, start + 1, self.window_end) or n == (self._cut_step or -1) + 1:
             sys.stderr.write(msg + "\n")
 
     def step_timing(self) -> dict[str, Any]:
@@ -308,24 +433,27 @@ class Session:
             info["sampler"] = _sampler.summarize(samples, window)
             if samples.get("note"):
                 info["sampler"]["note"] = samples["note"]
-        run_file(self.run_dir, self.rank, "run").write_text(json.dumps(info, indent=2, default=str))
+        info["window"] = self.window_info
+        info["script_facts"] = self.facts
+        _write_text(run_file(self.run_dir, self.rank, "run"), json.dumps(info, indent=2, default=str))
 
 
-@contextlib.contextmanager
-def _sigint_deferred(reraise: bool = True):
-    """Hold a Ctrl-C until the block is done, then raise it (or drop it, when already stopping): profiler calls
-    must not stop half-way."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if caught and reraise:
-            raise KeyboardInterrupt
+def _write_text(path: Path, text: str) -> None:
+    """Write whole or not at all: a reader never sees half a run.json."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _ended_by(exit_code: Optional[int], error: Optional[str]) -> str:
+    """How a window still open at the end of the run was ended."""
+    if exit_code == EXIT_SIGINT and error and "nterrupt" in error:
+        return "Ctrl-C"
+    if exit_code == EXIT_SIGTERM and error and ("SIGTERM" in error or "Terminated" in error):
+        return "SIGTERM"
+    if error:
+        return error if error.startswith("os._exit") else f"the script's error ({error.split(':')[0]})"
+    return f"the script's exit (code {exit_code})" if exit_code else "the script's end"
 
 
 def distributed_rank() -> Optional[int]:
@@ -336,22 +464,12 @@ def distributed_rank() -> Optional[int]:
         return None
 
 
-def shared_run_dir(logdir: Path, label: str) -> Path:
-    """The folder all local ranks of one torchrun launch share: named after the launching agent's pid."""
-    stamp = _dt.datetime.now().strftime("%Y%m%d")
-    run_id = os.environ.get("TORCHELASTIC_RUN_ID", "none")
-    tag = run_id if run_id not in ("", "none") else f"agent{os.getppid()}"
-    p = Path(logdir) / f"{label}-{stamp}-{tag}"
-    p.mkdir(parents=True, exist_ok=True)
-    return p
-
-
 def _session_dir(opts: CaptureOptions, label: str, rank: Optional[int]) -> Path:
+    """An absolute folder: a script that calls os.chdir() still writes where the run began."""
     if opts.run_dir is not None:
-        Path(opts.run_dir).mkdir(parents=True, exist_ok=True)
-        return Path(opts.run_dir)
+        return make_dir(Path(os.path.abspath(opts.run_dir)), exist_ok=True)
     if rank is not None:
-        return shared_run_dir(Path(opts.logdir), opts.run_name or label)
+        return shared_run_dir(Path(opts.logdir), opts.run_name or label, rank)
     return new_run_dir(Path(opts.logdir), opts.run_name or label)
 
 
@@ -415,18 +533,44 @@ def _environment() -> dict[str, Any]:
     return env
 
 
+def _count_child_processes(facts: dict[str, int]) -> Callable[[], None]:
+    """Count processes the script starts (Hogwild, mp.spawn), DataLoader workers aside: a script that trains
+    only in children makes no step here, and the user should hear that rather than 'lower --skip'."""
+    from multiprocessing.process import BaseProcess
+
+    original = BaseProcess.start
+
+    def start(proc):
+        if "_worker_loop" not in getattr(getattr(proc, "_target", None), "__name__", ""):
+            facts["child_processes"] += 1
+        return original(proc)
+
+    BaseProcess.start = start
+    return lambda: setattr(BaseProcess, "start", original)
+
+
 def _step_on_function(name: str, step: Callable[[], None]) -> Callable[[], None]:
-    """Step each time a Python function called `name` returns (main thread, via sys.setprofile)."""
-    previous = sys.getprofile()
+    """Step each time a Python function called `name` returns (main thread).
+
+    Through sys.settrace, not sys.setprofile: the profiler's Python-stack tracer takes the profile hook when
+    it starts, which silenced the old hook for the rest of the run. Only frames of `name` get a local tracer,
+    with line events off, so other code pays one call check.
+    """
+    previous = sys.gettrace()
+
+    def on_return(frame, event, arg):
+        if event == "return":
+            step()
+        return on_return
 
     def tracer(frame, event, arg):
-        if event == "return" and frame.f_code.co_name == name:
-            step()
-        if previous is not None:
-            previous(frame, event, arg)
+        if event == "call" and frame.f_code.co_name == name:
+            frame.f_trace_lines = False
+            return on_return
+        return previous(frame, event, arg) if previous is not None else None
 
-    sys.setprofile(tracer)
-    return lambda: sys.setprofile(previous)
+    sys.settrace(tracer)
+    return lambda: sys.settrace(previous)
 
 
 def options_dict(o: CaptureOptions) -> dict[str, Any]:

@@ -20,10 +20,10 @@ def analyze_run(run_dir: Path, print_report: bool = True, html: bool = True) -> 
     try:
         from ..report.files import write_report
 
-        write_report(res.doc, run_dir / "report.json")
-        write_report(res.doc, run_dir / "report.md")
+        write_report(res.doc, run_dir / "report.json", force=True)  # the run's own folder: its reports
+        write_report(res.doc, run_dir / "report.md", force=True)
         if html:
-            write_report(res.doc, run_dir / "report.html")
+            write_report(res.doc, run_dir / "report.html", force=True)
         from ..report.tensorboard import scalars_of, write_scalars
 
         why = write_scalars(run_dir, scalars_of(res.doc))

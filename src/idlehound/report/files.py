@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Callable
 
@@ -11,38 +12,61 @@ from ..errors import IdlehoundError
 Renderers = dict[str, Callable[[dict[str, Any]], str]]
 
 
-def _write(doc: dict[str, Any], path: Path, renderers: Renderers) -> Path:
+def _write(doc: dict[str, Any], path: Path, renderers: Renderers, force: bool = False,
+           inputs: Iterable[Path] = ()) -> Path:
     render = renderers.get(path.suffix.lower())
     if render is None:
         raise IdlehoundError(f"{path}: unknown report format (use .json, .md or .html)")
+    check_output(path, force, inputs)
     text = render(doc)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise IdlehoundError(f"{path}: cannot write the report ({e.strerror or e})") from None
     return path
+
+
+def check_output(path: Path, force: bool, inputs: Iterable[Path] = ()) -> None:
+    """Never overwrite an input or a trace; overwrite any other existing file only when forced."""
+    try:
+        exists = path.exists() or path.is_symlink()
+        if not exists:
+            return
+        if path.is_dir():
+            raise IdlehoundError(f"{path}: is a folder; give a file name for the report")
+        if any(p.exists() and path.samefile(p) for p in inputs) or ".pt.trace." in path.name:
+            raise IdlehoundError(f"{path}: is the input trace; write the report elsewhere")
+    except OSError as e:  # a name too long, a component that is a file, no permission
+        raise IdlehoundError(f"{path}: cannot write the report ({e.strerror or e})") from None
+    if not force:
+        raise IdlehoundError(f"{path}: already exists; use --force to overwrite it")
 
 
 def _json(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=2)
 
 
-def write_report(doc: dict[str, Any], path: Path) -> Path:
+def write_report(doc: dict[str, Any], path: Path, force: bool = False, inputs: Iterable[Path] = ()) -> Path:
+    """Write the report; an existing file is kept unless force, and an input never overwritten."""
     from .html import render_html
     from .markdown import render_markdown
 
     return _write(doc, path, {".json": _json, ".md": render_markdown, ".markdown": render_markdown,
-                              ".html": render_html, ".htm": render_html})
+                              ".html": render_html, ".htm": render_html}, force, inputs)
 
 
-def write_compare(doc: dict[str, Any], path: Path) -> Path:
+def write_compare(doc: dict[str, Any], path: Path, force: bool = False, inputs: Iterable[Path] = ()) -> Path:
     from ..compare import render_compare_markdown
     from .html import render_compare_html
 
     return _write(doc, path, {".json": _json, ".md": render_compare_markdown,
                               ".markdown": render_compare_markdown, ".html": render_compare_html,
-                              ".htm": render_compare_html})
+                              ".htm": render_compare_html}, force, inputs)
 
 
-def write_ranks(doc: dict[str, Any], path: Path) -> Path:
+def write_ranks(doc: dict[str, Any], path: Path, force: bool = False, inputs: Iterable[Path] = ()) -> Path:
     from ..distributed import render_ranks_html
 
-    return _write(doc, path, {".json": _json, ".html": render_ranks_html, ".htm": render_ranks_html})
+    return _write(doc, path, {".json": _json, ".html": render_ranks_html, ".htm": render_ranks_html},
+                  force, inputs)

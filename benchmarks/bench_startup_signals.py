@@ -1,0 +1,60 @@
+"""Ctrl-C and SIGTERM at random moments of a real `idlehound run` start-up (fresh interpreter, torch imported).
+
+    python benchmarks/bench_startup_signals.py [--trials 24] [--max-delay 4] [--seed 1]
+
+Each trial starts `python -m idlehound run` on a script that trains until signalled, sends the signal after a
+uniform random delay in [0, max-delay] s (most land while torch is imported and the session starts), and prints
+the tally: exit codes, click's "Aborted!", tracebacks, run.json states. Target: every SIGINT ends 130 (or -2 while
+python itself starts), every SIGTERM 143 (or -15 before idlehound's handler is installed), no "Aborted!", no
+traceback, no run.json left at "running".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "tests" / "scripts" / "faults" / "fault.py"
+
+
+def trial(sig: int, delay: float, logdir: Path) -> dict:
+    p = subprocess.Popen([sys.executable, "-m", "idlehound", "run", "--logdir", str(logdir), "--skip", "3",
+                          "--warmup", "1", "--active", "3", str(SCRIPT), "run", "0"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=300)
+    states = [json.loads(f.read_text()).get("status") for f in logdir.glob("*/run.json")]
+    return {"code": p.returncode, "aborted": "Aborted!" in err, "traceback": "Traceback" in err,
+            "run_json": states[0] if states else "none"}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--trials", type=int, default=24)
+    ap.add_argument("--max-delay", type=float, default=4.0)
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    rng = random.Random(a.seed)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        tally: Counter = Counter()
+        for _ in range(a.trials):
+            with tempfile.TemporaryDirectory() as d:
+                r = trial(sig, rng.uniform(0, a.max_delay), Path(d))
+            tally[f"exit {r['code']}"] += 1
+            tally[f"run.json {r['run_json']}"] += 1
+            tally["Aborted!"] += r["aborted"]
+            tally["traceback"] += r["traceback"]
+        print(f"{sig.name}: {a.trials} trials: " + ", ".join(f"{k}: {v}" for k, v in sorted(tally.items())))
+
+
+if __name__ == "__main__":
+    main()
