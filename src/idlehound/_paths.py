@@ -37,6 +37,12 @@ def module_root(path: str) -> str:
     return first[:-3] if first.endswith(".py") else first
 
 
+def is_builtin_workload(path: str) -> bool:
+    """idlehound's demo and ladder workloads: their training code stands in for the user's."""
+    norm = path.replace("\\", "/")
+    return any(w in norm for w in _BUILTIN_WORKLOADS)
+
+
 def is_user_file(path: str) -> bool:
     """True for the user's own files by the path string alone; False for Python, torch and known packages.
 
@@ -44,9 +50,9 @@ def is_user_file(path: str) -> bool:
     """
     if not path or path.startswith("<"):
         return False
+    if is_builtin_workload(path):
+        return True
     norm = path.replace("\\", "/")
-    if any(w in norm for w in _BUILTIN_WORKLOADS):
-        return True  # the demo's and ladder's training code stands in for the user's
     if is_absolute(path):
         return not any(m in norm.lower() for m in _LIB_MARKERS)
     root = module_root(norm)
@@ -76,6 +82,8 @@ class UserCode:
     def _decide(self, path: str) -> bool:
         if path in self.files:
             return self.files[path]
+        if is_builtin_workload(path):
+            return True
         if not is_user_file(path):
             return False
         if is_absolute(path):
