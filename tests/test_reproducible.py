@@ -152,3 +152,15 @@ def test_capture_records_user_files_and_their_lines(tmp_path, run_cli):
     assert len(stored) < len(lines) + 1  # only the lines around referenced lines
     a = idlehound.analyze(idlehound.load_trace(side.parent))
     assert a.notes == [] or all("def lines" not in n for n in a.notes)
+
+
+@pytest.mark.parametrize("payload", [b"[" * 100_000 + b"]" * 100_000, b"not json", b"[1, 2]",
+                                     b'{"frames": "x", "files": [1], "sources": {"a": 5}, "library_roots": 7}'])
+def test_a_broken_sidecar_is_set_aside_with_a_note(tmp_path, payload):
+    folder, side, _ = copy_folder(tmp_path, "sync_item")
+    side.write_bytes(gzip.compress(payload))
+    doc = json.loads(api_json(folder))
+    top = doc["findings"][0]["location"]
+    assert top["file"].endswith("sync_item.py") and not top["exact"]  # def lines, as for a bare trace
+    if not payload.startswith(b"{"):
+        assert any("not a readable capture sidecar" in n for n in doc["notes"])

@@ -54,7 +54,7 @@ def analyze_run_folder(trace: Trace, step: Optional[int] = None, sidecar: Option
         base_ns = int(base) if isinstance(base, (int, float)) and abs(base) < 1 << 63 else 0
         sidecar = load_sidecar(sc, base_ns) if sc.is_file() else None
         if sidecar is None and sc.is_file():
-            notes.append(f"{sc.name} could not be read: ignored")
+            notes.append(f"{sc.name} is not a readable capture sidecar: exact lines and stored source not used")
     if run_info is None and from_file:
         run_info = _run_info(trace.path.parent, _worker_rank(trace.worker))
     a = analyze(trace, sidecar=sidecar, step=step, run_info=run_info)

@@ -236,7 +236,7 @@ def load_sidecar(path: Path, base_ns: int = 0) -> Optional[dict]:
 
     try:
         data = msgspec.json.decode(_gunzip(path.read_bytes(), MAX_SIDECAR_BYTES))
-    except (OSError, ValueError, msgspec.DecodeError):
+    except (OSError, ValueError, RecursionError, msgspec.DecodeError):
         return None
     if not isinstance(data, dict):
         return None
