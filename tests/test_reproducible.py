@@ -164,3 +164,23 @@ def test_a_broken_sidecar_is_set_aside_with_a_note(tmp_path, payload):
     assert top["file"].endswith("sync_item.py") and not top["exact"]  # def lines, as for a bare trace
     if not payload.startswith(b"{"):
         assert any("not a readable capture sidecar" in n for n in doc["notes"])
+
+
+def test_captured_snippet_reaches_the_report_from_the_folder_alone(tmp_path, run_cli):
+    pytest.importorskip("torch")
+    script = ROOT / "tests" / "scripts" / "cpu" / "no_optimizer.py"
+    r = run_cli("run", "--logdir", tmp_path / "log", "--skip", "3", "--warmup", "1", "--active", "3",
+                "--step-on", "dataloader", "--no-report", script)
+    assert r.returncode == 0, r.stderr
+    (run_dir,) = (tmp_path / "log").iterdir()
+    moved = shutil.move(str(run_dir), str(tmp_path / "elsewhere"))  # another place, another cwd: same report
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    out = cli_json(Path(moved), cwd=elsewhere)
+    assert out == api_json(Path(moved))
+    loc = json.loads(out)["dataloader"]["location"]
+    assert (loc["line"], loc["exact"]) == (11, True)  # `for (x,) in loader:`
+    lines = script.read_text().splitlines()
+    snip = loc["snippet"]
+    assert snip["lines"] == lines[snip["first_line"] - 1:snip["first_line"] - 1 + len(snip["lines"])]
+    assert snip["first_line"] <= 11 < snip["first_line"] + len(snip["lines"])
