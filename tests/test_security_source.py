@@ -134,7 +134,7 @@ def test_a_file_named_by_the_trace_is_not_read_into_the_html(tmp_path, name):
 
 @pytest.mark.parametrize("path,user", [
     ("train.py", True), ("tests/scripts/planted/sync_item.py", True), ("/home/u/proj/train.py", True),
-    ("evilmod.x/train.py", True), ("this.x/a.py", True), ("/etc/passwd", True),
+    ("evilmod.x/train.py", True), ("this.x/a.py", True), ("/etc/passwd", True), ("/home/u/lib/python_x/a.py", True),
     ("torch/nn/modules/module.py", False), ("transformers/trainer.py", False), ("lightning/pytorch/x.py", False),
     ("pytorch_lightning/trainer/trainer.py", False), ("accelerate/accelerator.py", False), ("timm/x.py", False),
     ("numpy/core/x.py", False), ("tqdm/std.py", False), ("json/decoder.py", False), ("threading.py", False),

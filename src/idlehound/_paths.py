@@ -11,8 +11,9 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-_LIB_MARKERS = ("site-packages/", "dist-packages/", "/lib/python", "/lib64/python", "/lib/pypy",
-                "/idlehound/", "/torchinductor_")
+# Library folders in an absolute path: installed packages, the standard library, idlehound itself, and the code
+# torch.compile generates (the user cannot edit it; the user's frame that called it is the line to show).
+_LIB_PATH = re.compile(r"site-packages/|dist-packages/|/lib(?:64)?/(?:python|pypy)\d|/idlehound/|/torchinductor_")
 _BUILTIN_WORKLOADS = ("idlehound/workloads/", "idlehound/demo.py")
 _WINDOWS_ABS = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
 
@@ -54,7 +55,7 @@ def is_user_file(path: str) -> bool:
         return True
     norm = path.replace("\\", "/")
     if is_absolute(path):
-        return not any(m in norm.lower() for m in _LIB_MARKERS)
+        return _LIB_PATH.search(norm.lower()) is None
     root = module_root(norm)
     return root not in STDLIB_MODULES and root not in KNOWN_LIBRARIES
 
