@@ -77,6 +77,8 @@ class UserCode:
     def __call__(self, path: str) -> bool:
         hit = self._cache.get(path)
         if hit is None:
+            if len(self._cache) > 65536:  # BY_NAME lives as long as the process: keep it bounded
+                self._cache.clear()
             hit = self._cache[path] = self._decide(path)
         return hit
 
