@@ -12,10 +12,24 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .analysis import Analysis, analyze  # noqa: E402
+from typing import Optional  # noqa: E402
+
+from .analysis import Analysis  # noqa: E402
 from .diagnose import Finding, Thresholds, diagnose  # noqa: E402
 from .errors import CaptureError, IdlehoundError, TraceError  # noqa: E402
 from .trace import Trace, load_trace  # noqa: E402
+
+
+def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = None,
+            run_info: Optional[dict] = None) -> Analysis:
+    """Steps, breakdown and idle gaps by cause, as `idlehound analyze` computes them.
+
+    Reads the trace's run folder (capture sidecar, run.json) like the CLI does, so both give the same report;
+    `sidecar` / `run_info` given here take the place of the folder's.
+    """
+    from .pipeline import analyze_run_folder
+
+    return analyze_run_folder(trace, step=step, sidecar=sidecar, run_info=run_info)
 
 
 def report_data(result: Analysis, findings: list[Finding]) -> dict:

@@ -12,7 +12,7 @@ from .analysis import Analysis, analyze, load_sidecar
 from .diagnose import Finding, Thresholds, diagnose
 from .errors import IdlehoundError
 from .report import build
-from .trace import load_trace
+from .trace import Trace, load_trace
 
 _TRACE_SUFFIX = re.compile(r"\.pt\.trace\.json(\.gz)?$")
 
@@ -34,15 +34,34 @@ def analyze_path(path: Union[str, Path], run: Optional[str] = None, worker: Opti
                  step: Optional[int] = None, thresholds: Optional[Thresholds] = None) -> Result:
     """Load, analyse and diagnose a trace file or log dir; uses the capture sidecar and run.json if present."""
     trace = load_trace(path, run=run, worker=worker)
-    sc = sidecar_path(trace.path)
-    base = trace.metadata.get("baseTimeNanoseconds")
-    sidecar = load_sidecar(sc, int(base) if isinstance(base, (int, float)) else 0) if sc.exists() else None
-    run_info = _run_info(trace.path.parent, _worker_rank(trace.worker))
-    a = analyze(trace, sidecar=sidecar, step=step, run_info=run_info)
-    if sidecar is None and trace.with_stack:
-        a.notes.append("source lines are function def lines (approximate); `idlehound run` records exact lines")
+    a = analyze_run_folder(trace, step=step)
     findings = diagnose(a, thresholds)
     return Result(a, findings, build(a, findings))
+
+
+def analyze_run_folder(trace: Trace, step: Optional[int] = None, sidecar: Optional[dict] = None,
+                       run_info: Optional[dict] = None) -> Analysis:
+    """Analyse a loaded trace with what its run folder holds (sidecar, run.json, samples.json).
+
+    The one path for the CLI and the Python API, so both give the same document. `sidecar` / `run_info`
+    given here take the place of the folder's.
+    """
+    notes = []
+    from_file = trace.path.is_file()  # a trace parsed from bytes has no folder to read
+    if sidecar is None and from_file:
+        sc = sidecar_path(trace.path)
+        base = trace.metadata.get("baseTimeNanoseconds")
+        base_ns = int(base) if isinstance(base, (int, float)) and abs(base) < 1 << 63 else 0
+        sidecar = load_sidecar(sc, base_ns) if sc.is_file() else None
+        if sidecar is None and sc.is_file():
+            notes.append(f"{sc.name} is not a readable capture sidecar: exact lines and stored source not used")
+    if run_info is None and from_file:
+        run_info = _run_info(trace.path.parent, _worker_rank(trace.worker))
+    a = analyze(trace, sidecar=sidecar, step=step, run_info=run_info)
+    if not sidecar and trace.with_stack:
+        notes.append("source lines are function def lines (approximate); `idlehound run` records exact lines")
+    a.notes += notes
+    return a
 
 
 def _worker_rank(worker: str) -> Optional[int]:

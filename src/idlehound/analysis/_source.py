@@ -1,7 +1,9 @@
 """Map host times to the user's source line, through the python_function tree of the trace.
 
 Without a sidecar the trace only says which user function was running, with its def line
-(approximate). A sidecar written at capture time adds each Python call's calling line (exact).
+(approximate). A sidecar written at capture time adds each Python call's calling line (exact), which files
+were the user's, and the user's source lines around them (the only snippets a report shows).
+Nothing here imports, looks up or opens what a trace names.
 """
 
 from __future__ import annotations
@@ -10,12 +12,14 @@ import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
-from .._paths import is_user_file
+from .._paths import BY_NAME, UserCode, is_user_file
 from ..trace import EventTable
+
+__all__ = ["SourceLoc", "SourceMap", "is_user_file", "load_sidecar", "parse_frame"]
 
 _FRAME_RE = re.compile(r"^(?P<file>.*)\((?P<line>\d+)\): (?P<func>.*)$")
 @dataclass(frozen=True)
@@ -26,14 +30,17 @@ class SourceLoc:
     line: int
     function: str
     exact: bool
-    path: Optional[str] = None  # the file on disk, when the shortened name could be resolved
+    snippet: Optional[tuple[int, tuple[str, ...]]] = None  # (first line, lines) as capture stored them
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}" + ("" if self.exact else f" (in {self.function}, def line)")
 
     def to_json(self) -> dict:
-        return {"file": self.file, "line": self.line, "function": self.function, "exact": self.exact,
-                "path": self.path}
+        out: dict[str, Any] = {"file": self.file, "line": self.line, "function": self.function,
+                               "exact": self.exact}
+        if self.snippet is not None:
+            out["snippet"] = {"first_line": self.snippet[0], "lines": list(self.snippet[1])}
+        return out
 
 
 @functools.lru_cache(maxsize=65536)
@@ -73,14 +80,13 @@ class SourceMap:
     def _anchors(self, sidecar: dict) -> np.ndarray:
         """anchor[i]: nearest ancestor-or-self frame whose location is in user code, or -1."""
         callers = sidecar.get("callers", {})
-        self._resolved: dict[str, Optional[str]] = {}
-        self._roots = [Path(p) for p in sidecar.get("sys_path", []) if p] + (
-            [Path(sidecar["script"]).parent] if sidecar.get("script") else [])
+        self.is_user: UserCode = sidecar.get("code") or BY_NAME
+        self._sources: dict[str, list] = sidecar.get("sources") or {}
         by_name: dict[str, Optional[SourceLoc]] = {}  # def-line locations depend on the name only
         for name in set(self._names):
             parsed = parse_frame(name)
-            by_name[name] = SourceLoc(parsed[0], parsed[1], parsed[2], False, self._resolve(parsed[0])) \
-                if parsed and is_user_file(parsed[0]) else None
+            by_name[name] = self._loc(parsed[0], parsed[1], parsed[2], False) \
+                if parsed and self.is_user(parsed[0]) else None
         self.loc = [by_name[nm] for nm in self._names]
         if callers:
             for i, name in enumerate(self._names):
@@ -100,24 +106,12 @@ class SourceMap:
 
     def _exact(self, callers: dict, ts: int, name: str) -> Optional[SourceLoc]:
         c = callers.get((ts, name))
-        if c is None or not is_user_file(c[0]):
+        if c is None or not self.is_user(c[0]):
             return None
-        return SourceLoc(c[0], int(c[1]), c[2], True, self._resolve(c[0]))
+        return self._loc(c[0], int(c[1]), c[2], True)
 
-    def _resolve(self, file: str) -> Optional[str]:
-        """The profiler strips sys.path prefixes from file names: put them back where the file exists."""
-        if file not in self._resolved:
-            self._resolved[file] = self._find(file)
-        return self._resolved[file]
-
-    def _find(self, file: str) -> Optional[str]:
-        p = Path(file)
-        if p.is_absolute():
-            return file if p.exists() else None
-        for root in self._roots:
-            if (root / p).is_file():
-                return str(root / p)
-        return str(p.resolve()) if p.is_file() else None
+    def _loc(self, file: str, line: int, function: str, exact: bool) -> SourceLoc:
+        return SourceLoc(file, line, function, exact, snippet_at(self._sources.get(file), line))
 
     def time_by_line(self, s0: np.ndarray, s1: np.ndarray, n_steps: int, top: int = 40) -> list[list]:
         """Time (ms per step) spent inside calls made from each user line, within the steps.
@@ -217,25 +211,95 @@ def _runs(keys: np.ndarray):
         yield keys[s], int(s), int(e)
 
 
+MAX_SIDECAR_BYTES = 256 << 20  # decompressed; a sidecar past this is ignored (a gzip bomb, not a capture)
+SNIPPET_CONTEXT = 3  # lines shown either side of a location
+
+
+def snippet_at(chunks: Optional[list], line: int) -> Optional[tuple[int, tuple[str, ...]]]:
+    """The stored lines around `line`, from capture's chunks [(first_line, lines), ...]; None if not stored."""
+    for first, lines in chunks or ():
+        if first <= line < first + len(lines):
+            lo = max(first, line - SNIPPET_CONTEXT)
+            hi = min(first + len(lines), line + SNIPPET_CONTEXT + 1)
+            return lo, lines[lo - first:hi - first]
+    return None
+
+
 def load_sidecar(path: Path, base_ns: int = 0) -> Optional[dict]:
-    """Read a capture sidecar (see idlehound.capture) into {"callers": {(ts_ns, name): (file, line, func)}}.
+    """Read a capture sidecar (see idlehound.capture) into {"callers": {(ts_ns, name): (file, line, func)},
+    "code": UserCode, "sources": {file: [(first_line, lines), ...]}}; None when it cannot be read.
 
     The sidecar holds absolute start times; trace times count from the trace's baseTimeNanoseconds.
+    Malformed entries are skipped: the sidecar only refines what the trace says.
     """
-    import gzip
-    import zlib
-
     import msgspec
 
     try:
-        raw = path.read_bytes()
-        data = msgspec.json.decode(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
-    except (OSError, EOFError, zlib.error, msgspec.DecodeError):
+        data = msgspec.json.decode(_gunzip(path.read_bytes(), MAX_SIDECAR_BYTES))
+    except (OSError, ValueError, RecursionError, msgspec.DecodeError):
         return None
-    rows = data.get("frames", []) if isinstance(data, dict) else []
+    if not isinstance(data, dict):
+        return None
+    return {"callers": _callers(data.get("frames"), base_ns), "code": _user_code(data),
+            "sources": _sources(data.get("sources")),
+            "sys_path": _strings(data.get("sys_path")), "script": _str(data.get("script"))}
+
+
+def _gunzip(raw: bytes, limit: int) -> bytes:
+    import zlib
+
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = d.decompress(raw, limit + 1)
+    except zlib.error as e:
+        raise ValueError(str(e)) from None
+    if len(out) > limit:
+        raise ValueError("sidecar too large")
+    return out
+
+
+def _callers(rows: Any, base_ns: int) -> dict:
     callers = {}
-    for r in rows:
-        if isinstance(r, list) and len(r) == 5:
+    for r in rows if isinstance(rows, list) else ():
+        if isinstance(r, list) and len(r) == 5 and _ints(r[0], r[3]) and _strs(r[1], r[2], r[4]):
             ts, name, file, line, func = r
-            callers[(int(ts) - base_ns, str(name))] = (str(file), int(line), str(func))
-    return {"callers": callers, "sys_path": data.get("sys_path", []), "script": data.get("script")}
+            callers[(ts - base_ns, name)] = (file, line, func)
+    return callers
+
+
+def _user_code(data: dict) -> Optional[UserCode]:
+    """What capture knew about the user's files (sidecar version 2); None for older sidecars."""
+    files = data.get("files")
+    files = {k: v for k, v in files.items() if isinstance(v, bool)} if isinstance(files, dict) else {}
+    roots, prefixes = _strings(data.get("library_roots")), _strings(data.get("library_prefixes"))
+    if not (files or roots or prefixes):
+        return None
+    return UserCode(files, roots, prefixes)
+
+
+def _sources(raw: Any) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for file, chunks in raw.items() if isinstance(raw, dict) else ():
+        good = [(c[0], tuple(c[1])) for c in chunks if isinstance(c, list) and len(c) == 2 and _ints(c[0])
+                and isinstance(c[1], list) and _strs(*c[1])] if isinstance(chunks, list) else []
+        if good:
+            out[file] = good
+    return out
+
+
+def _ints(*xs: Any) -> bool:
+    return all(isinstance(x, int) and not isinstance(x, bool) and abs(x) < 1 << 63 for x in xs)
+
+
+def _strs(*xs: Any) -> bool:
+    return all(isinstance(x, str) for x in xs)
+
+
+def _str(x: Any) -> Optional[str]:
+    return x if isinstance(x, str) else None
+
+
+def _strings(xs: Any) -> list[str]:
+    return [x for x in xs if isinstance(x, str)] if isinstance(xs, list) else []

@@ -11,7 +11,7 @@ from . import _roles as roles
 from ._context import _Context
 from ._gaps import _Gaps
 from ._model import Step, SyncSite
-from ._source import SourceMap, is_user_file, parse_frame
+from ._source import SourceMap, parse_frame
 
 _OWN_FRAMES = ("idlehound/capture/", "torch/profiler/")  # the profiler's own syncs, not the user's
 
@@ -40,7 +40,7 @@ def _sync_sites(ctx: _Context, smap: SourceMap, gaps: Optional[_Gaps], s0: np.nd
             continue  # the profiler's own syncs (window start/stop), not the user's
         steps[step_of[k]].sync_calls += 1
         parsed = parse_frame(py)
-        if parsed and is_user_file(parsed[0]):
+        if parsed and smap.is_user(parsed[0]):
             py = ""  # the op sits directly in user code, e.g. `if loss > 0:`
         if any(w in py for w in ("print", "__repr__", "__format__", "__str__", "_tensor_str")):
             kind = "print_tensor"

@@ -67,6 +67,7 @@ class Session:
         self.rank = distributed_rank()
         self.run_dir = _session_dir(opts, label, self.rank)
         self.command = command
+        self._cwd = os.getcwd()  # where relative frame file names are found, should the script chdir
         self.worker = _worker_name()
         self.traces: list[str] = []
         self.loaders: list[dict[str, Any]] = []
@@ -361,7 +362,7 @@ class Session:
         prof.export_chrome_trace(str(path))
         side = self.run_dir / f"{self.worker}.{stamp}.sidecar.json.gz"
         try:
-            write_sidecar(prof, side, script=self.command[0] if self.command else "")
+            write_sidecar(prof, side, script=self.command[0] if self.command else "", cwd=self._cwd)
         except Exception as e:  # exact lines are a bonus; the trace itself is saved
             sys.stderr.write(f"idlehound: could not write source-line sidecar: {e}\n")
         self.traces.append(path.name)

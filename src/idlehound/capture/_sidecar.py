@@ -1,43 +1,203 @@
-"""Exact call-site lines from the in-process profiler event tree (the JSON only has def lines)."""
+"""The capture sidecar: what analysis needs from the user's machine, recorded there, so that the analysis of a run
+folder depends only on the folder.
+
+- exact call-site lines, from the in-process profiler event tree (the JSON only has def lines);
+- which frame files were the user's code and which were libraries (decided here, in the user's own process);
+- the user's own source lines around every line a report may point at (the only snippets a report shows).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import json
+import os
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
+
+from .._paths import is_absolute, is_builtin_workload, is_user_file, module_root
+
+SIDECAR_VERSION = 2
+CONTEXT = 3  # source lines kept either side of a referenced line
+MAX_LINE_CHARS = 300
+MAX_LINES_PER_FILE = 600
+MAX_LINES = 6000
+MAX_SOURCE_BYTES = 8 << 20  # larger files are not the user's hand-written training code
 
 
-def write_sidecar(prof: Any, path: Path, script: str = "") -> int:
-    """Write gzipped {"frames": [[abs_start_ns, name, caller_file, caller_line, caller_func], ...]}.
+def write_sidecar(prof: Any, path: Path, script: str = "", cwd: Optional[str] = None) -> int:
+    """Write the gzipped sidecar (docs/security.md lists its fields). Returns the number of caller rows.
 
     Only calls made from the user's own files are kept: those are the lines a finding can point at.
-    Returns the number of rows.
     """
-    import gzip
-    import sys
+    nodes = _python_nodes(prof)
+    here = CaptureFiles(cwd or os.getcwd(), script)
+    files = {p[0] for p in (_parse(n.name) for n in nodes) if p}
+    files |= {c.file_name for c in (_caller(n) for n in nodes) if c is not None}
+    decided = {f: here.is_user(f) for f in sorted(files) if f}
+    rows, refs = [], {}
+    for node in nodes:
+        parsed = _parse(node.name)
+        if parsed and decided.get(parsed[0]):
+            refs.setdefault(parsed[0], set()).add(parsed[1])  # a def line a location may point at
+        caller = _caller(node)
+        if caller is None or not decided.get(caller.file_name):
+            continue
+        rows.append([int(node.start_time_ns), node.name, caller.file_name, int(caller.line_number),
+                     caller.function_name])
+        refs.setdefault(caller.file_name, set()).add(int(caller.line_number))
+    doc = {"version": SIDECAR_VERSION, "script": script, "cwd": here.cwd, "sys_path": list(sys.path),
+           "library_prefixes": list(here.prefixes),
+           "library_roots": _library_roots(decided),
+           "files": decided, "sources": read_sources(refs, here), "frames": rows}
+    path.write_bytes(gzip.compress(json.dumps(doc).encode(), compresslevel=6))
+    return len(rows)
 
-    from .._paths import is_user_file
 
-    rows = []
+def _library_roots(decided: dict[str, bool]) -> list[str]:
+    """Module roots of shortened names that were only ever libraries here."""
+    rel = {f: user for f, user in decided.items() if not is_absolute(f) and not f.startswith("<")}
+    user_roots = {module_root(f) for f, user in rel.items() if user}
+    return sorted({module_root(f) for f, user in rel.items() if not user} - user_roots)
+
+
+def _python_nodes(prof: Any) -> list:
     try:
         from torch._C._profiler import _EventType
 
         py_tags = {_EventType.PyCall, _EventType.PyCCall}
-        roots = prof.profiler.kineto_results.experimental_event_tree()
+        stack = list(prof.profiler.kineto_results.experimental_event_tree())
     except Exception:  # no tree (older torch, or profiling failed): the analysis falls back to def lines
-        roots = []
-        py_tags = set()
-    stack = list(roots)
+        return []
+    out = []
     while stack:
         node = stack.pop()
         stack.extend(node.children)
-        if node.tag not in py_tags:
+        if node.tag in py_tags:
+            out.append(node)
+    return out
+
+
+def _caller(node: Any) -> Any:
+    return getattr(node.extra_fields, "caller", None)
+
+
+def _parse(name: str) -> Optional[tuple[str, int]]:
+    from ..analysis._source import parse_frame
+
+    p = parse_frame(name)
+    return (p[0], p[1]) if p else None
+
+
+class CaptureFiles:
+    """This process's view of its own files: where a shortened frame name lives, and whether it is a library.
+
+    Runs at capture time, in the user's process, on the user's machine: it may look at the files its own
+    frames name. Analysis never does.
+    """
+
+    def __init__(self, cwd: str, script: str = "") -> None:
+        self.cwd = cwd
+        self.script_dir = str(Path(cwd, script).parent) if script else ""
+        self.prefixes = _library_prefixes()
+        self._where: dict[str, Optional[str]] = {}
+
+    def resolve(self, file: str) -> Optional[str]:
+        """The absolute path of a frame's file (the profiler strips sys.path prefixes), or None."""
+        if file not in self._where:
+            self._where[file] = self._find(file)
+        return self._where[file]
+
+    def _find(self, file: str) -> Optional[str]:
+        if not file or file.startswith("<"):
+            return None
+        if is_absolute(file):
+            return file if os.path.isfile(file) else None
+        for root in [p or self.cwd for p in sys.path] + [self.cwd, self.script_dir]:
+            p = os.path.join(root, file)
+            if root and os.path.isfile(p):
+                return os.path.abspath(p)
+        return None
+
+    def is_user(self, file: str) -> bool:
+        if is_builtin_workload(file):
+            return True  # the demo's training code stands in for the user's, wherever idlehound is installed
+        if not is_user_file(file):
+            return False
+        where = self.resolve(file) or self._module_file(file)
+        return where is None or (is_user_file(where) and not where.startswith(self.prefixes))
+
+    @staticmethod
+    def _module_file(file: str) -> Optional[str]:
+        """The file of an already imported module of that root (its code ran here: nothing is imported)."""
+        if is_absolute(file):
+            return None
+        f = getattr(sys.modules.get(module_root(file)), "__file__", None)
+        return f if isinstance(f, str) else None
+
+
+def _library_prefixes() -> tuple[str, ...]:
+    """Folders of Python's standard library and installed packages on this machine, each ending in '/'."""
+    import site
+    import sysconfig
+
+    found = [sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+    with contextlib.suppress(Exception):  # some virtualenvs' site modules lack these
+        found += site.getsitepackages() + [site.getusersitepackages()]
+    found += [p for p in sys.path if p and not is_user_file(os.path.join(p, "x.py"))]
+    out = {os.path.join(p, "") for p in found if p}
+    return tuple(sorted(out))
+
+
+def read_sources(refs: dict[str, set[int]], here: CaptureFiles) -> dict[str, list]:
+    """{file: [[first_line, [line, ...]], ...]}: the user's lines around each referenced line, bounded in size."""
+    out: dict[str, list] = {}
+    budget = MAX_LINES
+    for file in sorted(refs):
+        text = _read_source(here.resolve(file))
+        if text is None or budget <= 0:
             continue
-        caller = getattr(node.extra_fields, "caller", None)
-        if caller is None or not is_user_file(caller.file_name):
+        chunks = _chunks(text, sorted(refs[file]), min(budget, MAX_LINES_PER_FILE))
+        if chunks:
+            out[file] = chunks
+            budget -= sum(len(c[1]) for c in chunks)
+    return out
+
+
+def _read_source(path: Optional[str]) -> Optional[list[str]]:
+    if path is None:
+        return None
+    try:
+        if os.path.getsize(path) > MAX_SOURCE_BYTES:
+            return None
+        with open(path, "rb") as f:
+            raw = f.read(MAX_SOURCE_BYTES + 1)
+    except OSError:
+        return None
+    return raw.decode("utf-8", errors="replace").splitlines()
+
+
+def _chunks(text: list[str], lines: list[int], budget: int) -> list:
+    """Merge the windows around `lines` into runs of consecutive lines, at most `budget` lines in all."""
+    spans: list[list[int]] = []
+    for n in lines:
+        lo, hi = max(1, n - CONTEXT), min(len(text), n + CONTEXT)
+        if lo > hi:
             continue
-        rows.append([int(node.start_time_ns), node.name, caller.file_name, int(caller.line_number),
-                     caller.function_name])
-    doc = {"version": 1, "script": script, "sys_path": list(sys.path), "frames": rows}
-    path.write_bytes(gzip.compress(json.dumps(doc).encode(), compresslevel=6))
-    return len(rows)
+        if spans and lo <= spans[-1][1] + 1:
+            spans[-1][1] = max(spans[-1][1], hi)
+        else:
+            spans.append([lo, hi])
+    out = []
+    for lo, hi in spans:
+        hi = min(hi, lo + budget - 1)
+        if hi < lo:
+            break
+        out.append([lo, [_clip(s) for s in text[lo - 1:hi]]])
+        budget -= hi - lo + 1
+    return out
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "…"
