@@ -1,5 +1,6 @@
 """Tiny Lightning fit on CPU. argv: [prog_bar step|epoch] [callback|plain] [logdir]."""
 
+import os
 import sys
 
 import lightning.pytorch as pl
@@ -33,7 +34,7 @@ callbacks = []
 if use_callback:
     from idlehound.integrations.lightning import IdlehoundCallback
 
-    callbacks.append(IdlehoundCallback(logdir=logdir, skip=3, warmup=1, active=3))
+    callbacks.append(IdlehoundCallback(logdir=logdir, skip=3, warmup=1, active=int(os.environ.get("ACTIVE", "3"))))
 trainer = pl.Trainer(max_steps=12, accelerator="cpu", devices=1, callbacks=callbacks, default_root_dir=logdir,
                      logger=pl.loggers.TensorBoardLogger(logdir, name="pl_tb") if use_callback else False,
                      enable_checkpointing=False, enable_model_summary=False, log_every_n_steps=50)
