@@ -20,7 +20,7 @@ from ..analysis._source import parse_frame
 from ._finding import Finding
 from .frameworks_table import ENTRIES, FrameworkEntry
 
-_OWN_FRAMES = ("idlehound/", "torch/profiler/")  # the profiler's own syncs (window start/stop)
+_OWN_FRAMES = ("idlehound/capture/", "torch/profiler/")  # the profiler's own syncs (window start/stop)
 
 
 @dataclass
@@ -90,9 +90,9 @@ def find_matches(a: Analysis) -> list[FrameworkMatch]:
     smap, points = sync_stacks(a)
     out: dict[tuple, FrameworkMatch] = {}
     for tid, ts, k in points:
-        stack = _stack(smap, k)
-        if any(name.startswith(_OWN_FRAMES) for name in stack):
+        if smap.within(tid, ts, _OWN_FRAMES):  # only frames below the user's code: `idlehound run` is above it
             continue
+        stack = _stack(smap, k)
         hit = match_stack(stack)
         if hit is None:
             continue
