@@ -69,9 +69,19 @@ def sync_stacks(a: Analysis) -> tuple[SourceMap, list[tuple[int, int, int]]]:
             inside |= (ev.ts[idx] >= s.start_ns) & (ev.ts[idx] < s.end_ns)
         idx = idx[inside]
     idx = _outermost(ev, idx)
-    smap = SourceMap(ev)
+    smap = SourceMap(ev, _sidecar(a))
     frames = smap.innermost(ev.tid[idx], ev.ts[idx]) if idx.size else np.zeros(0, np.int64)
     return smap, [(int(ev.tid[j]), int(ev.ts[j]), int(k)) for j, k in zip(idx, frames) if k >= 0]
+
+
+def _sidecar(a: Analysis) -> Optional[dict]:
+    """The capture sidecar beside the trace (exact user lines), as the pipeline loads it; None without one."""
+    from ..analysis import load_sidecar
+    from ..pipeline import sidecar_path
+
+    path = sidecar_path(a.trace.path)
+    base = a.trace.metadata.get("baseTimeNanoseconds")
+    return load_sidecar(path, int(base) if isinstance(base, (int, float)) else 0) if path.exists() else None
 
 
 def _outermost(ev: Any, idx: np.ndarray) -> np.ndarray:
