@@ -97,3 +97,43 @@ def test_framework_scripts_under_idlehound_run(tmp_path, run_cli, name, args, en
     assert r.returncode == 0, r.stderr
     report = check_run_folder(one_run(tmp_path, Path(name).stem), 3)
     assert entry in framework_entries(report)
+
+
+def _train(prof, steps: int) -> None:
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(16, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        loss = model(torch.randn(8, 16)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        prof.step()
+
+
+def test_profile_steps_plain_loop_logs_headline_once(tmp_path):
+    from idlehound.integrations import profile_steps
+
+    logged = []
+    with profile_steps(logdir=tmp_path, run_name="plain", skip=2, warmup=1, active=2, print_report=False,
+                       progress=False, log=lambda values, step: logged.append((values, step))) as prof:
+        _train(prof, 8)
+    report = check_run_folder(prof.run_dir, 2)
+    ((values, step),) = logged
+    assert step == 5  # logged as the window closed (skip + warmup + active), not when the loop ended
+    assert values["idlehound/step_ms"] == report["metrics"]["step_ms"]["value"]
+    assert prof.closed and prof.result is not None
+
+
+def test_training_that_ends_inside_the_window_is_still_analysed(tmp_path):
+    from idlehound.integrations import Window
+
+    w = Window(logdir=tmp_path, run_name="short", skip=1, warmup=1, active=5, print_report=False, progress=False)
+    w.start()
+    _train(w, 4)  # the window wanted steps 2..6; training stopped after step 3
+    assert not w.closed
+    w.close()
+    assert w.result is not None and list(w.run_dir.glob("*.pt.trace.json.gz"))
+    assert json.loads((w.run_dir / "run.json").read_text())["steps_seen"] == 4

@@ -23,7 +23,9 @@ class Window:
     """
 
     def __init__(self, logdir: Union[str, Path] = "log", run_name: Optional[str] = None, skip: int = 10,
-                 warmup: int = 2, active: int = 5, print_report: bool = True, **profile_kwargs: Any) -> None:
+                 warmup: int = 2, active: int = 5, print_report: bool = True,
+                 on_close: Optional[Callable[[Window], None]] = None, **profile_kwargs: Any) -> None:
+        self.on_close = on_close  # called once the analysis is ready
         self.profile = profile(logdir=logdir, run_name=run_name, skip=skip, warmup=warmup, active=active,
                                step_on="manual", print_report=print_report, **profile_kwargs)
         self.started = False
@@ -60,6 +62,8 @@ class Window:
         self.closed = True
         exc_type = type(error) if error is not None else None
         self.profile.__exit__(exc_type, error, None)
+        if self.on_close is not None:
+            self.on_close(self)
 
     def headline(self) -> dict[str, float]:
         return headline(self.result)
@@ -90,10 +94,10 @@ def profile_steps(logdir: Union[str, Path] = "log", run_name: Optional[str] = No
                 optimizer.step()
                 prof.step()
 
-    `log(values, step)` receives the headline figures when the window closes (accelerate's
+    `log(values, step)` receives the headline figures when the window closes, at its last step (accelerate's
     `Accelerator.log(values, step=...)` takes this form; so does a SummaryWriter wrapper).
     """
-    w = Window(logdir, run_name, skip, warmup, active, **profile_kwargs)
+    w = Window(logdir, run_name, skip, warmup, active, on_close=_logger(log), **profile_kwargs)
     w.start()
     try:
         yield w
@@ -101,6 +105,15 @@ def profile_steps(logdir: Union[str, Path] = "log", run_name: Optional[str] = No
         w.close(e)
         raise
     w.close()
-    figures = w.headline()
-    if log is not None and figures:
-        log(figures, w.profile.session.step_num if w.profile.session else 0)
+
+
+def _logger(log: Optional[LogFn]) -> Optional[Callable[[Window], None]]:
+    if log is None:
+        return None
+
+    def on_close(w: Window) -> None:
+        figures = w.headline()
+        if figures:
+            log(figures, w.profile.session.step_num if w.profile.session else 0)
+
+    return on_close
