@@ -22,6 +22,7 @@ CASES = {
     "hf_nan_inf_filter": ("hf_nan_filter_on", "hf_nan_filter_off"),
     "hf_eval_in_loop": ("hf_eval_steps", "hf_nan_filter_off"),
     "lightning_step_log": ("lightning_log_on_step", "lightning_log_on_epoch"),
+    "lightning_sync_dist": ("lightning_sync_dist_on_step", "lightning_sync_dist_on_epoch"),
     "tqdm_tensor_postfix": ("accelerate_tqdm_tensor", "accelerate_tqdm_number"),
 }
 

@@ -2,7 +2,7 @@
 
 Sync points are the host reads of device values found in the trace: the scalar-read and data-dependent-shape
 ops (aten::_local_scalar_dense behind .item(), `if tensor:`, formatting; aten::nonzero...) and the blocking
-runtime calls. On a GPU each of these makes the host wait for the GPU; on a CPU trace the same ops are there,
+runtime calls; and the collectives (c10d::allreduce_, c10d::barrier...), where every rank waits. On a GPU each of these makes the host wait for the GPU; on a CPU trace the same ops are there,
 so a CPU run already shows where a GPU run will wait. The python_function stack above each point is matched
 against the table in frameworks_table.py.
 """
@@ -20,6 +20,8 @@ from ..analysis._source import parse_frame
 from ._finding import Finding
 from .frameworks_table import ENTRIES, FrameworkEntry
 
+# Collectives as the calling thread records them (gloo and NCCL alike): a per-step one is a wait for every rank.
+_COLLECTIVES = ("c10d::allreduce_", "c10d::barrier", "c10d::allgather", "c10d::_allgather_base", "c10d::broadcast_")
 _OWN_FRAMES = ("idlehound/capture/", "torch/profiler/")  # the profiler's own syncs (window start/stop)
 
 
@@ -60,7 +62,7 @@ def sync_stacks(a: Analysis) -> tuple[SourceMap, list[tuple[int, int, int]]]:
     """(tid, ts, innermost python frame) of each host read of a device value in the analysed steps."""
     ev = a.trace.events
     is_point = ev.mask_names(lambda n: roles.sync_kind("", n, "") in ("scalar_read", "data_dependent_shape")
-                             or roles.is_sync_call(n))
+                             or roles.is_sync_call(n) or n.startswith(_COLLECTIVES))
     cats = [ev.cat_id(c) for c in roles.CPU_OP_CATS + roles.RUNTIME_CATS]
     idx = np.flatnonzero(is_point & np.isin(ev.cat, [c for c in cats if c >= 0]))
     if a.steps and idx.size:
@@ -149,7 +151,7 @@ def annotate(a: Analysis, findings: list[Finding]) -> list[Finding]:
     if a.gpu_recorded:
         return findings  # the GPU did not wait on these reads long enough to matter
     risk = Finding("framework_sync", f"On a GPU this would wait: {top.entry.title}", 0.0, a.step_ms,
-                   ["no GPU timeline in this trace: these host reads of tensor values make the host wait for the "
-                    "GPU once it runs on one"] + lines, top.entry.fix, top.entry.code, location=top.user,
+                   ["no GPU timeline in this trace: these host reads of tensor values (and collectives) make the "
+                    "host wait for the GPU once it runs on one"] + lines, top.entry.fix, top.entry.code, location=top.user,
                    severity="medium", kind="risk", details={"framework": details})
     return [*findings, risk]

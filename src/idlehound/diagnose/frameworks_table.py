@@ -43,6 +43,14 @@ ENTRIES: tuple[FrameworkEntry, ...] = (
             "value on the device and reads it once per epoch; log a per-step value only every N steps.",
         code='self.log("train_loss", loss, prog_bar=True, on_step=False, on_epoch=True)'),
     FrameworkEntry(
+        name="lightning_sync_dist", framework="lightning",
+        title="Lightning synchronises a logged value across processes every step (self.log(..., sync_dist=True) "
+              "with on_step)",
+        frames=(("fabric/utilities/distributed.py", ("_sync_ddp", "_sync_ddp_if_available")),),
+        fix="Reduce logged values across processes once per epoch: self.log(..., on_step=False, on_epoch=True, "
+            "sync_dist=True). Each per-step sync_dist is a barrier and an all-reduce that every rank waits for.",
+        code='self.log("train_loss", loss, on_step=False, on_epoch=True, sync_dist=True)'),
+    FrameworkEntry(
         name="tqdm_tensor_postfix", framework="tqdm",
         title="A tqdm progress bar formats a tensor (set_postfix / set_description) every step",
         frames=(("tqdm/std.py", ("set_postfix", "set_postfix_str", "set_description", "set_description_str",
