@@ -59,7 +59,7 @@ def match_stack(stack: list[str], entries: tuple[FrameworkEntry, ...] = ENTRIES
 
 
 def sync_stacks(a: Analysis) -> tuple[SourceMap, list[tuple[int, int, int]]]:
-    """(tid, ts, innermost python frame) of each host read of a device value in the analysed steps."""
+    """(tid, ts, innermost python frame) of each host read of a device value or collective in the steps."""
     ev = a.trace.events
     is_point = ev.mask_names(lambda n: roles.sync_kind("", n, "") in ("scalar_read", "data_dependent_shape")
                              or roles.is_sync_call(n) or n.startswith(_COLLECTIVES))
