@@ -11,6 +11,7 @@ from typing import Callable, Optional
 from ..analysis import Analysis
 from . import copies, cudnn, dataloader, host, launch, memory, precision, sync
 from ._finding import DEFAULT, Finding, Thresholds, grade
+from .frameworks import annotate as _framework_fixes
 
 Rule = Callable[[Analysis, Thresholds], list[Finding]]
 RULES: dict[str, Rule] = {
@@ -34,6 +35,7 @@ def diagnose(a: Analysis, thresholds: Optional[Thresholds] = None) -> list[Findi
             graded = grade(f, t)
             if graded is not None:
                 out.append(graded)
+    out = _framework_fixes(a, out)
     out.sort(key=lambda f: (f.kind == "risk", -f.recoverable_ms))
     return out
 

@@ -1,0 +1,119 @@
+"""The one adapter every integration uses: idlehound.profile driven step by step by the framework."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Callable, Optional, Union
+
+from ..capture import profile
+
+LogFn = Callable[[dict[str, float], int], None]
+
+# The figures a framework's logger gets: the headline, not every breakdown share (those are in the run folder).
+HEADLINE = ("gpu_util", "step_ms", "gpu_idle_ms", "dataloader_pct", "kernel_pct", "sync_per_step", "sm_efficiency")
+
+
+class Window:
+    """Profile steps [skip + warmup, skip + warmup + active) of a run, then analyse once.
+
+    The framework calls step() at the end of every training step and close() when training ends; the window
+    closes itself as soon as its last step is recorded, so the rest of training runs unprofiled.
+    """
+
+    def __init__(self, logdir: Union[str, Path] = "log", run_name: Optional[str] = None, skip: int = 10,
+                 warmup: int = 2, active: int = 5, print_report: bool = True,
+                 on_close: Optional[Callable[[Window], None]] = None, **profile_kwargs: Any) -> None:
+        self.on_close = on_close  # called once the analysis is ready
+        self.profile = profile(logdir=logdir, run_name=run_name, skip=skip, warmup=warmup, active=active,
+                               step_on="manual", print_report=print_report, **profile_kwargs)
+        self.started = False
+        self.closed = False
+
+    @property
+    def run_dir(self) -> Optional[Path]:
+        return self.profile.run_dir
+
+    @property
+    def result(self) -> Any:
+        return self.profile.result
+
+    def start(self) -> None:
+        if not self.started:
+            self.profile.__enter__()
+            self.started = True
+
+    def step(self) -> bool:
+        """Mark one step done; True when this step closed the window (the analysis is ready)."""
+        if not self.started or self.closed:
+            return False
+        self.profile.step()
+        session = self.profile.session
+        if session is not None and session.step_num >= session.window_end:
+            self.close()
+            return True
+        return False
+
+    def close(self, error: Optional[BaseException] = None) -> None:
+        """Stop profiling and analyse what was captured (a partial window too); safe to call twice."""
+        if not self.started or self.closed:
+            return
+        self.closed = True
+        exc_type = type(error) if error is not None else None
+        self.profile.__exit__(exc_type, error, None)
+        if self.on_close is not None:
+            self.on_close(self)
+
+    def headline(self) -> dict[str, float]:
+        return headline(self.result)
+
+
+def headline(result: Any) -> dict[str, float]:
+    """idlehound/<metric> -> value for the headline metrics of an analysis (empty when there is none)."""
+    doc = getattr(result, "doc", None)
+    if not doc:
+        return {}
+    out = {}
+    for key, m in doc.get("metrics", {}).items():
+        if key in HEADLINE and isinstance(m.get("value"), (int, float)):
+            out[f"idlehound/{key}"] = float(m["value"])
+    out["idlehound/findings"] = float(len(doc.get("findings", [])))
+    return out
+
+
+@contextlib.contextmanager
+def profile_steps(logdir: Union[str, Path] = "log", run_name: Optional[str] = None, skip: int = 10,
+                  warmup: int = 2, active: int = 5, log: Optional[LogFn] = None,
+                  **profile_kwargs: Any) -> Iterator[Window]:
+    """Profile a window of a hand-written (e.g. accelerate) loop; call `.step()` after each optimizer step::
+
+        with profile_steps(skip=10, active=5, log=accelerator.log) as prof:
+            for batch in loader:
+                ...
+                optimizer.step()
+                prof.step()
+
+    `log(values, step)` receives the headline figures when the window closes, at its last step (accelerate's
+    `Accelerator.log(values, step=...)` takes this form; so does a SummaryWriter wrapper).
+    """
+    w = Window(logdir, run_name, skip, warmup, active, on_close=_logger(log), **profile_kwargs)
+    w.start()
+    try:
+        yield w
+    except BaseException as e:
+        w.close(e)
+        raise
+    w.close()
+
+
+def _logger(log: Optional[LogFn]) -> Optional[Callable[[Window], None]]:
+    if log is None:
+        return None
+
+    def on_close(w: Window) -> None:
+        figures = w.headline()
+        if figures:
+            log(figures, w.profile.session.step_num if w.profile.session else 0)
+
+    return on_close

@@ -1,0 +1,71 @@
+"""Hugging Face: `Trainer(..., callbacks=[IdlehoundCallback()])` profiles a window of optimizer steps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from ._window import Window
+
+try:
+    from transformers import TrainerCallback
+except ImportError:
+    raise ImportError("idlehound.integrations.transformers needs transformers: pip install transformers") from None
+
+
+class IdlehoundCallback(TrainerCallback):
+    """Profile optimizer steps [skip + warmup, skip + warmup + active), print the analysis, and put the
+    headline figures into the Trainer's log history and, when `report_to` includes tensorboard, into
+    TensorBoard scalars (see tensorboard_dir)."""
+
+    def __init__(self, logdir: Union[str, Path] = "log", run_name: Optional[str] = "transformers", skip: int = 10,
+                 warmup: int = 2, active: int = 5, print_report: bool = True, **profile_kwargs: Any) -> None:
+        self.window = Window(logdir, run_name, skip, warmup, active, print_report=print_report, **profile_kwargs)
+
+    @property
+    def run_dir(self) -> Optional[Path]:
+        return self.window.run_dir
+
+    @property
+    def result(self) -> Any:
+        return self.window.result
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.window.start()
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.window.step():
+            self._log(args, state)
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.window.started and not self.window.closed:  # training ended inside the window
+            self.window.close()
+            self._log(args, state)
+
+    def _log(self, args: Any, state: Any) -> None:
+        figures = self.window.headline()
+        if not figures:
+            return
+        state.log_history.append({**figures, "step": state.global_step})
+        if _reports_to_tensorboard(args):
+            from ..report.tensorboard import write_scalars
+
+            write_scalars(tensorboard_dir(args), figures, step=state.global_step)
+
+
+def tensorboard_dir(args: Any) -> Path:
+    """Where HF's TensorBoardCallback logs: TENSORBOARD_LOGGING_DIR, `logging_dir` (transformers 4), else a run
+    `idlehound` beside its default runs under output_dir/runs."""
+    import os
+
+    env = os.environ.get("TENSORBOARD_LOGGING_DIR")
+    if env:
+        return Path(env).expanduser()
+    if getattr(args, "logging_dir", None):
+        return Path(args.logging_dir)
+    return Path(args.output_dir) / "runs" / "idlehound"
+
+
+def _reports_to_tensorboard(args: Any) -> bool:
+    report_to = getattr(args, "report_to", None) or []
+    return "tensorboard" in ([report_to] if isinstance(report_to, str) else report_to) or report_to == "all"

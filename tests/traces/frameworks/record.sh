@@ -1,0 +1,17 @@
+#!/bin/sh
+# Re-record the framework traces used by tests/test_frameworks.py (CPU, ~1 min). Run from the repository root.
+set -e
+S=tests/scripts/frameworks
+T=$(mktemp -d)
+export ACTIVE=2 PYTHONPATH=src
+keep() { cp "$(ls "$T"/"$1"/*/*.pt.trace.json.gz | head -1)" "tests/traces/frameworks/$2.pt.trace.json.gz"; }
+python $S/hf_trainer.py on callback "$T/hf_nan" && keep hf_nan hf_nan_filter_on
+python $S/hf_trainer.py off callback "$T/hf_plain" && keep hf_plain hf_nan_filter_off
+python $S/hf_trainer.py off callback "$T/hf_eval" eval && keep hf_eval hf_eval_steps
+python $S/lightning_fit.py step callback "$T/pl_step" && keep pl_step lightning_log_on_step
+python $S/lightning_fit.py epoch callback "$T/pl_epoch" && keep pl_epoch lightning_log_on_epoch
+python $S/lightning_fit.py sync_dist callback "$T/pl_sd" && keep pl_sd lightning_sync_dist_on_step
+python $S/lightning_fit.py sync_dist_epoch callback "$T/pl_sde" && keep pl_sde lightning_sync_dist_on_epoch
+python $S/accelerate_loop.py tensor "$T/acc_tensor" && keep acc_tensor accelerate_tqdm_tensor
+python $S/accelerate_loop.py number "$T/acc_number" && keep acc_number accelerate_tqdm_number
+rm -rf "$T"
