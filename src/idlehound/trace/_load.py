@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import gzip
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any, Optional, Union
 import msgspec
 
 from ..errors import TraceError
-from . import _decode
+from . import _decode, _limits
 from ._files import TraceFile, resolve
 from ._table import EventTable, TableBuilder
 
@@ -52,14 +51,20 @@ class Trace:
         return bool(self.metadata.get("with_stack")) or self.events.cat_id("python_function") >= 0
 
 
-def load_trace(path: Union[str, Path], run: Optional[str] = None, worker: Optional[str] = None) -> Trace:
+def load_trace(path: Union[str, Path], run: Optional[str] = None, worker: Optional[str] = None,
+               max_bytes: Optional[int] = None) -> Trace:
     """Load a `.pt.trace.json[.gz]` file, or the newest trace of a TensorBoard log dir.
 
+    max_bytes caps the uncompressed JSON (default: $IDLEHOUND_MAX_TRACE_BYTES, else 4 GiB).
     Raises TraceError with a one-line message for anything that is not a readable torch.profiler trace.
     """
-    tf, run_files = resolve(Path(path), run=run, worker=worker)
-    buf = _read(tf.path)
-    trace = parse_trace_bytes(buf, tf.path)
+    limit = _limits.max_trace_bytes(max_bytes)
+    try:
+        tf, run_files = resolve(Path(path), run=run, worker=worker)
+    except OSError as e:  # e.g. a name too long for the file system
+        raise TraceError(str(path)[:200], f"cannot read ({e.strerror or e})") from None
+    # No local name for the bytes: the parser drops them once the events are in the table.
+    trace = parse_trace_bytes(_read(tf.path, limit), tf.path)
     trace.run_files = run_files
     trace.worker = tf.worker
     workers = sorted({t.worker for t in run_files})
@@ -70,28 +75,32 @@ def load_trace(path: Union[str, Path], run: Optional[str] = None, worker: Option
     return trace
 
 
-def _read(path: Path) -> bytes:
+def _read(path: Path, limit: int) -> bytearray:
     try:
         with open(path, "rb") as f:
-            head = f.read(2)
+            gz = f.read(2) == b"\x1f\x8b"
             f.seek(0)
-            if head == b"\x1f\x8b":
-                return gzip.GzipFile(fileobj=f).read()
-            return f.read()
-    except (OSError, EOFError, zlib.error) as e:
+            return _limits.read_limited(f, path, limit, gz)
+    except (OSError, EOFError, zlib.error, MemoryError) as e:
         problem = "truncated gzip file" if isinstance(e, EOFError) else f"cannot read ({e})"
-        if isinstance(e, (gzip.BadGzipFile, zlib.error)):
+        if isinstance(e, zlib.error):
             problem = f"corrupt gzip data ({e})"
+        elif isinstance(e, MemoryError):
+            problem = f"not enough memory to read it (lower {_limits.ENV_MAX_BYTES} to fail sooner)"
         raise TraceError(path, problem) from None
 
 
-def parse_trace_bytes(buf: bytes, path: Union[str, Path] = "<bytes>") -> Trace:
+def parse_trace_bytes(buf: Union[bytes, bytearray], path: Union[str, Path] = "<bytes>") -> Trace:
     """Parse trace JSON already in memory (tests and the benchmark use this directly)."""
     path = Path(path)
     if not buf or buf.isspace():
         raise TraceError(path, "empty file")
+    size = len(buf)
+    shape = _limits.scan(buf, path)  # nesting depth checked before any recursive decoding
     try:
         top = _decode.decode_top(buf)
+    except RecursionError:
+        raise TraceError(path, "JSON nested too deeply: not a torch.profiler trace") from None
     except msgspec.ValidationError:
         raise TraceError(path, "not a torch.profiler trace (the top level is not a JSON object)") from None
     except msgspec.DecodeError as e:
@@ -101,17 +110,21 @@ def parse_trace_bytes(buf: bytes, path: Union[str, Path] = "<bytes>") -> Trace:
     raw_events = top.pop("traceEvents")
     if bytes(memoryview(raw_events)[:1]) != b"[":
         raise TraceError(path, "'traceEvents' is not a list of events")
+    cuts = _limits.cuts_within(shape, buf, raw_events)
+    meta = _metadata(top)
+    del top, buf  # the events' bytes stay alive through raw_events only
     stats: dict[str, int] = {}
     builder = TableBuilder()
     # Millions of short-lived objects, none in cycles: the cyclic GC would only rescan them again and again.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for batch in _decode.event_batches(raw_events, stats):
-            builder.add(batch)
+        for piece in _limits.slices(raw_events, cuts):  # a few MB of events decoded at a time
+            for batch in _decode.event_batches(piece, stats):
+                builder.add(batch)
         del raw_events
         events = builder.build()
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         raise TraceError(path, "'traceEvents' is not a list of events") from None
     finally:
         if was_enabled:
@@ -121,8 +134,8 @@ def parse_trace_bytes(buf: bytes, path: Union[str, Path] = "<bytes>") -> Trace:
     if not KINETO_CATS.intersection(events.cats):
         raise TraceError(path, "no torch.profiler events (cpu_op, kernel, ...): "
                                "this looks like a Chrome trace from another tool")
-    trace = Trace(path=path, events=events, size_bytes=len(buf))
-    trace.metadata, trace.device_properties = _metadata(top)
+    trace = Trace(path=path, events=events, size_bytes=size)
+    trace.metadata, trace.device_properties = meta
     _note_problems(trace, stats, builder)
     return trace
 

@@ -152,7 +152,11 @@ class TableBuilder:
         return v
 
     def build(self) -> EventTable:
-        cols = {k: (np.concatenate(v) if v else np.zeros(0, dtype=_COLS[k])) for k, v in self._cols.items()}
+        cols = {}
+        for k in _COLS:  # one column at a time, dropping its pieces: peak memory is the table plus one column
+            v = self._cols.pop(k)
+            cols[k] = np.concatenate(v) if v else np.zeros(0, dtype=_COLS[k])
+            del v
         return EventTable(
             names=list(self._name_ix), cats=list(self._cat_ix), extra=self.extra,
             str_ids=list(self._str_ix), **cols)
