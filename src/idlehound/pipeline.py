@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,8 @@ def analyze_path(path: Union[str, Path], run: Optional[str] = None, worker: Opti
     trace = load_trace(path, run=run, worker=worker)
     sc = sidecar_path(trace.path)
     base = trace.metadata.get("baseTimeNanoseconds")
-    sidecar = load_sidecar(sc, int(base) if isinstance(base, (int, float)) else 0) if sc.exists() else None
+    base = base if isinstance(base, int) and not isinstance(base, bool) and 0 <= base < 2**63 else 0
+    sidecar = load_sidecar(sc, base) if sc.is_file() else None
     run_info = _run_info(trace.path.parent, _worker_rank(trace.worker))
     a = analyze(trace, sidecar=sidecar, step=step, run_info=run_info)
     if sidecar is None and trace.with_stack:
@@ -51,24 +51,9 @@ def _worker_rank(worker: str) -> Optional[int]:
 
 
 def _run_info(folder: Path, rank: Optional[int] = None) -> dict[str, Any]:
-    suffix = "" if rank is None else f".rank{rank}"
-    p = folder / f"run{suffix}.json"
-    if not p.exists():
-        return {}
-    try:
-        data = json.loads(p.read_text())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    samples = folder / f"samples{suffix}.json"
-    if samples.exists():
-        try:
-            s = json.loads(samples.read_text())
-            data["utilization_curve"] = {"source": s.get("source"), "samples": s.get("samples", [])[:20000]}
-        except (OSError, ValueError):
-            pass
-    return data
+    from .analysis._runfiles import read_run_info
+
+    return read_run_info(folder, rank)
 
 
 def parse_gates(specs: tuple[str, ...]) -> dict[str, float]:

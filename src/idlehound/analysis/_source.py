@@ -221,21 +221,8 @@ def load_sidecar(path: Path, base_ns: int = 0) -> Optional[dict]:
     """Read a capture sidecar (see idlehound.capture) into {"callers": {(ts_ns, name): (file, line, func)}}.
 
     The sidecar holds absolute start times; trace times count from the trace's baseTimeNanoseconds.
+    Raises TraceError when the file is not a sidecar as capture writes it.
     """
-    import gzip
-    import zlib
+    from ._runfiles import read_sidecar
 
-    import msgspec
-
-    try:
-        raw = path.read_bytes()
-        data = msgspec.json.decode(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
-    except (OSError, EOFError, zlib.error, msgspec.DecodeError):
-        return None
-    rows = data.get("frames", []) if isinstance(data, dict) else []
-    callers = {}
-    for r in rows:
-        if isinstance(r, list) and len(r) == 5:
-            ts, name, file, line, func = r
-            callers[(int(ts) - base_ns, str(name))] = (str(file), int(line), str(func))
-    return {"callers": callers, "sys_path": data.get("sys_path", []), "script": data.get("script")}
+    return read_sidecar(path, base_ns)
