@@ -13,7 +13,7 @@ from ._model import DeviceInfo, Step
 
 def _steps(ev: EventTable, ctx: _Context, notes: list[str]) -> tuple[list[Step], str]:
     host = np.concatenate([ctx.annotations, ctx.cpu_ops])
-    nums = {i: _step_number(ev.names[i]) for i in np.unique(ev.name[host])}
+    nums = {i: roles.step_number(ev.names[i]) for i in np.unique(ev.name[host])}
     marks = [j for j in host if nums[ev.name[j]] is not None]
     odd = sum(1 for i, n in nums.items() if n is None and ev.names[i].startswith("ProfilerStep#")
               and validate.step_number(ev.names[i]) is None)
@@ -34,10 +34,6 @@ def _steps(ev: EventTable, ctx: _Context, notes: list[str]) -> tuple[list[Step],
                   int(ev.ts[j]), int(ev.ts[j] + ev.dur[j])) for j in uniq]
     _extend_to_gpu(ev, ctx, steps, notes)
     return steps, "ProfilerStep"
-
-
-def _step_number(name: str):
-    return roles.step_number(name) if validate.step_number(name) is not None else None
 
 
 def _window(ev: EventTable, ctx: _Context) -> tuple[int, int]:

@@ -222,7 +222,7 @@ def check_document(doc: dict[str, Any]) -> list[str]:
         v = m["value"]
         hi = 100.0 if key in _PCT_METRICS else None
         _within(out, f"metrics.{key}", v, 0.0, hi)
-    _within(out, "metrics.step_ms", step, 1e-9, MAX_STEP_MS)
+    _within(out, "metrics.step_ms", step, 0.0, MAX_STEP_MS)  # > 0 before rounding; 0 steps are excluded
     step = step or 0.0
     _within(out, "metrics.gpu_idle_ms", doc["metrics"]["gpu_idle_ms"]["value"], 0.0, step + _TOL)
     _parts(out, "breakdown_ms", doc["breakdown_ms"], step, exact=True)
@@ -230,7 +230,7 @@ def check_document(doc: dict[str, Any]) -> list[str]:
     _parts(out, "idle_by_cause_ms", doc["idle_by_cause_ms"], idle if idle is not None else step)
     for s in doc["steps"]:
         d = s["duration_ms"]
-        _within(out, f"steps[{s['number']}].duration_ms", d, 1e-9, MAX_STEP_MS)
+        _within(out, f"steps[{s['number']}].duration_ms", d, 0.0, MAX_STEP_MS)
         _within(out, f"steps[{s['number']}].gpu_busy_pct", s["gpu_busy_pct"], 0.0, 100.0)
         _parts(out, f"steps[{s['number']}].breakdown_ms", s["breakdown_ms"], d or 0.0, exact=bool(s["breakdown_ms"]))
         _parts(out, f"steps[{s['number']}].idle_ms", s["idle_ms"], d or 0.0)
