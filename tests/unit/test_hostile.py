@@ -327,3 +327,36 @@ def _small_sources() -> list:
     if not _SOURCES:
         _SOURCES.extend(load_sources(["healthy", "fp32_math", "pageable", "memory_churn", "sync_item"]))
     return _SOURCES
+
+
+# --- memory: the loader holds the table, not the JSON as well ---------------------------------------------------
+
+_PEAK = r"""
+import sys
+from idlehound.trace import load_trace
+def status(key):
+    return next(int(x.split()[1]) * 1024 for x in open("/proc/self/status") if x.startswith(key))
+base = status("VmRSS:")
+open("/proc/self/clear_refs", "w").write("5")
+t = load_trace(sys.argv[1])
+print(len(t.events), base, status("VmHWM:"))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc to read peak memory")
+@pytest.mark.parametrize("gz", [False, True])
+def test_loading_many_tiny_events_peaks_below_twice_the_json(tmp_path, gz):
+    import os
+    import subprocess
+    import sys
+
+    n = 300_000
+    events = ",".join(f'{{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":{i},"dur":1}}' for i in range(n))
+    data = ('{"traceEvents":[' + events + "]}").encode()
+    p = tmp_path / ("tiny.pt.trace.json" + (".gz" if gz else ""))
+    p.write_bytes(gzip.compress(data, 1) if gz else data)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", _PEAK, str(p)], capture_output=True, text=True, env=env, check=True)
+    count, base, peak = map(int, out.stdout.split())
+    assert count == n
+    assert (peak - base) / len(data) < 2.0, (peak - base) / len(data)

@@ -8,11 +8,15 @@ more than one slice of event objects at a time.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import mmap
 import os
+import tempfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Optional, Union
+from typing import Any, BinaryIO, Optional, Union
 
 import numpy as np
 
@@ -63,37 +67,93 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
-def read_limited(f: BinaryIO, path: Path, limit: int, gz: bool) -> bytearray:
-    """The file's bytes (gunzipped when gz), read in pieces; stops with a TraceError past `limit` bytes.
+Buffer = Union[bytes, bytearray, mmap.mmap]
 
-    Memory stays at the output size: no whole-file intermediate copy, and a gzip bomb stops at the limit.
+
+def read_limited(f: BinaryIO, path: Path, limit: int, gz: bool) -> Buffer:
+    """The file's bytes (gunzipped when gz); stops with a TraceError past `limit` bytes.
+
+    A plain file is mapped, not read; a gzip file is decompressed in pieces into a temporary file that is then
+    mapped. Mapped pages can be dropped once parsed (release()), so the JSON need not stay in memory while the
+    event table grows. Where mapping fails, the bytes are read into memory instead.
     """
     if not gz:
         size = os.fstat(f.fileno()).st_size
         if size > limit:
             raise _too_big(path, limit, f"the file ({_size(size)})")
+        with contextlib.suppress(OSError, ValueError):  # ValueError: an empty file cannot be mapped
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         out = bytearray(size)
         del out[f.readinto(out):]
         return out
-    out = bytearray()
+    spool = _spool()
+    if spool is None:
+        return _gunzip(f, path, limit, bytearray())
+    with spool:
+        size = _gunzip(f, path, limit, spool)
+        if size:
+            with contextlib.suppress(OSError, ValueError):
+                return mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ)
+        spool.seek(0)
+        return spool.read()
+
+
+def _spool() -> Optional[BinaryIO]:
+    try:
+        return tempfile.TemporaryFile()  # noqa: SIM115 - the caller closes it with `with`
+    except OSError:
+        return None
+
+
+def release(buf: Buffer, lo: int, hi: int) -> None:
+    """Drop the mapped pages of buf[lo:hi] from this process's memory (they are read back if touched again)."""
+    if isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        lo = -(-lo // mmap.PAGESIZE) * mmap.PAGESIZE
+        if hi > lo:
+            buf.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+
+def trim() -> None:
+    """Give freed heap memory back to the system (glibc keeps the holes the table's pieces left)."""
+    global _LIBC
+    if _LIBC is None:
+        try:
+            _LIBC = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _LIBC = False
+    if _LIBC:
+        _LIBC(0)
+
+
+_LIBC: Any = None
+
+
+def _gunzip(f: BinaryIO, path: Path, limit: int, out: Any) -> Any:
+    """Decompress into out (a bytearray, returned; or a file, returns the size)."""
+    size = 0
     d, fed = zlib.decompressobj(16 + zlib.MAX_WBITS), False
     data = f.read(_READ_BYTES)
     while data:
-        out += d.decompress(data, _READ_BYTES)
-        fed = True
-        if len(out) > limit:
+        piece = d.decompress(data, _READ_BYTES)
+        size += len(piece)
+        if size > limit:
             raise _too_big(path, limit, "the decompressed trace")
+        if isinstance(out, bytearray):
+            out += piece
+        else:
+            out.write(piece)
+        fed = True
         data = d.unconsumed_tail
         if d.eof:  # a .gz file may hold several members; zero padding after the last one is ignored
             data = d.unused_data + (b"" if d.unused_data else f.read(_READ_BYTES))
             if not data.strip(b"\x00"):
-                return out
+                return out if isinstance(out, bytearray) else size
             d, fed = zlib.decompressobj(16 + zlib.MAX_WBITS), False
         if not data:
             data = f.read(_READ_BYTES)
     if fed:
         raise EOFError("compressed file ended before the end-of-stream marker was reached")
-    return out
+    return out if isinstance(out, bytearray) else size
 
 
 class Scan:
@@ -177,15 +237,19 @@ def scan(data: Union[bytes, bytearray, memoryview], path: Path, max_depth: int =
     s = Scan(level)
     for lo in range(0, len(view), _SCAN_BYTES):
         s.feed(view[lo:lo + _SCAN_BYTES].tobytes(), lo)
+        release(data, lo - lo % mmap.PAGESIZE, lo + _SCAN_BYTES)
         if s.max_depth > max_depth:
             raise TraceError(path, f"JSON nested more than {max_depth} levels deep: not a torch.profiler trace")
     return s
 
 
-def cuts_within(shape: Scan, buf: Union[bytes, bytearray], raw: object) -> list[int]:
-    """The cuts that fall inside `raw` (a slice of buf, such as msgspec.Raw), relative to its start."""
-    lo = _address(raw) - _address(buf)
-    n = len(memoryview(raw))
+def offset_in(buf: Buffer, raw: object) -> int:
+    """Where raw (a slice of buf, such as msgspec.Raw) starts in buf."""
+    return _address(raw) - _address(buf)
+
+
+def cuts_within(shape: Scan, lo: int, n: int) -> list[int]:
+    """The cuts that fall inside buf[lo:lo + n], relative to lo."""
     return [c - lo for c in shape.cuts if lo < c < lo + n]
 
 
@@ -193,11 +257,17 @@ def _address(obj: object) -> int:
     return np.frombuffer(obj, np.uint8).__array_interface__["data"][0]
 
 
-def slices(data: Union[bytes, bytearray, memoryview], cuts: list[int]) -> Iterator[bytes]:
-    """A JSON array cut at the given depth-1 commas, each piece a JSON array of its own elements."""
+def slices(data: Union[bytes, bytearray, memoryview], cuts: list[int], buf: Optional[Buffer] = None,
+           offset: int = 0) -> Iterator[bytes]:
+    """A JSON array cut at the given depth-1 commas, each piece a JSON array of its own elements.
+
+    When data lies at `offset` in a mapped buf, the pages of each piece are released once it is copied out.
+    """
     view = memoryview(data).cast("B")
     inner_lo = 1
-    for cut in cuts:
-        yield b"[" + view[inner_lo:cut].tobytes() + b"]"
+    for cut in cuts + [len(view) - 1]:
+        piece = b"[" + view[inner_lo:cut].tobytes() + b"]"
+        if buf is not None:
+            release(buf, offset + inner_lo - 1, offset + cut)
+        yield piece
         inner_lo = cut + 1
-    yield b"[" + view[inner_lo:].tobytes()

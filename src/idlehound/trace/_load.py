@@ -90,10 +90,10 @@ def _read(path: Path, limit: int) -> bytearray:
         raise TraceError(path, problem) from None
 
 
-def parse_trace_bytes(buf: Union[bytes, bytearray], path: Union[str, Path] = "<bytes>") -> Trace:
+def parse_trace_bytes(buf: _limits.Buffer, path: Union[str, Path] = "<bytes>") -> Trace:
     """Parse trace JSON already in memory (tests and the benchmark use this directly)."""
     path = Path(path)
-    if not buf or buf.isspace():
+    if not len(buf) or (len(buf) < 2**20 and bytes(buf).isspace()):
         raise TraceError(path, "empty file")
     size = len(buf)
     shape = _limits.scan(buf, path)  # nesting depth checked before any recursive decoding
@@ -110,19 +110,21 @@ def parse_trace_bytes(buf: Union[bytes, bytearray], path: Union[str, Path] = "<b
     raw_events = top.pop("traceEvents")
     if bytes(memoryview(raw_events)[:1]) != b"[":
         raise TraceError(path, "'traceEvents' is not a list of events")
-    cuts = _limits.cuts_within(shape, buf, raw_events)
+    at = _limits.offset_in(buf, raw_events)
+    cuts = _limits.cuts_within(shape, at, len(memoryview(raw_events)))
     meta = _metadata(top)
-    del top, buf  # the events' bytes stay alive through raw_events only
+    _limits.release(buf, 0, size)  # decoding the top level read every page once
+    del top  # the events' bytes stay alive through raw_events (and buf, mapped pages released as parsed)
     stats: dict[str, int] = {}
     builder = TableBuilder()
     # Millions of short-lived objects, none in cycles: the cyclic GC would only rescan them again and again.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for piece in _limits.slices(raw_events, cuts):  # a few MB of events decoded at a time
+        for piece in _limits.slices(raw_events, cuts, buf, at):  # about 1 MB of events decoded at a time
             for batch in _decode.event_batches(piece, stats):
                 builder.add(batch)
-        del raw_events
+        del raw_events, buf
         events = builder.build()
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         raise TraceError(path, "'traceEvents' is not a list of events") from None

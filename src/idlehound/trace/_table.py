@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from ._limits import trim
+
 PH_CODES = {"X": 0, "i": 1, "I": 1, "s": 2, "f": 3, "M": 4, "C": 5, "B": 6, "E": 7}
 PH_X, PH_I = 0, 1
 NONE = -1  # missing integer argument
@@ -157,6 +159,7 @@ class TableBuilder:
             v = self._cols.pop(k)
             cols[k] = np.concatenate(v) if v else np.zeros(0, dtype=_COLS[k])
             del v
+            trim()  # hand the pieces' heap memory back before the next column is allocated
         return EventTable(
             names=list(self._name_ix), cats=list(self._cat_ix), extra=self.extra,
             str_ids=list(self._str_ix), **cols)
