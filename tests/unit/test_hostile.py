@@ -350,7 +350,7 @@ def test_loading_many_tiny_events_peaks_below_twice_the_json(tmp_path, gz):
     import subprocess
     import sys
 
-    n = 300_000
+    n = 600_000  # about 43 MB: large enough that fixed costs (imports, buffers of a few MB) do not dominate
     events = ",".join(f'{{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":{i},"dur":1}}' for i in range(n))
     data = ('{"traceEvents":[' + events + "]}").encode()
     p = tmp_path / ("tiny.pt.trace.json" + (".gz" if gz else ""))
