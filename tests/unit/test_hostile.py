@@ -360,3 +360,28 @@ def test_loading_many_tiny_events_peaks_below_twice_the_json(tmp_path, gz):
     count, base, peak = map(int, out.stdout.split())
     assert count == n
     assert (peak - base) / len(data) < 2.0, (peak - base) / len(data)
+
+
+def test_a_kernel_running_far_past_its_step_counts_only_inside_it():
+    tb = _steps_with_kernel(TraceBuilder())
+    tb.kernel("gemm", ts=1700, dur=1e9, launch_ts=-500, bps=4.0)  # launched before the steps: does not extend one
+    doc = _doc(tb)
+    assert check_document(doc) == []
+    assert doc["metrics"]["sm_efficiency"]["value"] <= 100
+    assert doc["kernels"]["max_us"] <= 1000.0
+
+
+def test_implausible_device_memory_is_left_unknown():
+    doc = _doc(_steps_with_kernel(TraceBuilder()), deviceProperties=[{"id": 0, "name": "x", "totalGlobalMem": 1}])
+    assert doc["device"]["memory_bytes"] is None and check_document(doc) == []
+
+
+def test_sidecar_file_name_too_long_for_the_file_system(tmp_path):
+    d = _copy_run(tmp_path)
+    side = next(d.glob("*.sidecar.json.gz"))
+    doc = json.loads(gzip.decompress(side.read_bytes()))
+    for row in doc["frames"]:
+        row[2] = "x" * 300 + "/" + row[2]
+    side.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    res = analyze_path(d)
+    assert check_document(res.doc) == []

@@ -107,7 +107,10 @@ class SourceMap:
     def _resolve(self, file: str) -> Optional[str]:
         """The profiler strips sys.path prefixes from file names: put them back where the file exists."""
         if file not in self._resolved:
-            self._resolved[file] = self._find(file)
+            try:
+                self._resolved[file] = self._find(file)
+            except (OSError, ValueError):  # a name the file system cannot hold (too long, NUL): no such file
+                self._resolved[file] = None
         return self._resolved[file]
 
     def _find(self, file: str) -> Optional[str]:

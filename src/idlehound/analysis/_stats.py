@@ -139,7 +139,8 @@ def _sm_metrics(ev: EventTable, k: np.ndarray, s0: np.ndarray, s1: np.ndarray, s
     window = float((s1 - s0).sum())
     ok = np.isfinite(bps) & (bps > 0) | np.isinf(bps)
     if ok.any() and window > 0:
-        pos = np.concatenate([ev.ts[k][ok], (ev.ts[k] + ev.dur[k])[ok]])
+        end = ev.ts[k] + _clipped(ev, k, s0, s1).astype(np.int64)  # only the time inside the steps counts
+        pos = np.concatenate([ev.ts[k][ok], end[ok]])
         val = np.minimum(np.where(np.isinf(bps[ok]), 1.0, bps[ok]), 1e9)
         delta = np.concatenate([val, -val])
         order = np.argsort(pos, kind="stable")

@@ -86,7 +86,7 @@ def _device(trace: Trace, ctx: _Context) -> DeviceInfo:
             minor = p.get("computeMinor", 0) or 0
             info.compute_capability = (p["computeMajor"], minor if validate.device_value(minor, 0, 100) and
                                        isinstance(minor, int) else 0)
-        if validate.device_value(p.get("totalGlobalMem"), 1, validate.MAX_MEMORY_BYTES):
+        if validate.device_value(p.get("totalGlobalMem"), validate.MIN_DEVICE_MEMORY, validate.MAX_MEMORY_BYTES):
             info.memory_bytes = float(p["totalGlobalMem"])
         if validate.device_value(p.get("numSms"), 1, 100_000) and isinstance(p["numSms"], int):
             info.num_sms = p["numSms"]

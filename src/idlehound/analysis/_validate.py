@@ -16,6 +16,7 @@ from ..trace import Trace
 from ._model import Step
 
 MAX_STEP_NUMBER = 2**63 - 1
+MIN_DEVICE_MEMORY = 2**26  # 64 MiB: less is no GPU that can train
 
 
 def durations(trace: Trace) -> None:
