@@ -30,9 +30,13 @@ def sidecar_path(trace_path: Path) -> Path:
 
 
 def analyze_path(path: Union[str, Path], run: Optional[str] = None, worker: Optional[str] = None,
-                 step: Optional[int] = None, thresholds: Optional[Thresholds] = None) -> Result:
-    """Load, analyse and diagnose a trace file or log dir; uses the capture sidecar and run.json if present."""
-    trace = load_trace(path, run=run, worker=worker)
+                 step: Optional[int] = None, thresholds: Optional[Thresholds] = None,
+                 max_bytes: Optional[int] = None) -> Result:
+    """Load, analyse and diagnose a trace file or log dir; uses the capture sidecar and run.json if present.
+
+    max_bytes caps the trace's uncompressed JSON (default: $IDLEHOUND_MAX_TRACE_BYTES, else 4 GiB).
+    """
+    trace = load_trace(path, run=run, worker=worker, max_bytes=max_bytes)
     sc = sidecar_path(trace.path)
     base = trace.metadata.get("baseTimeNanoseconds")
     base = base if isinstance(base, int) and not isinstance(base, bool) and 0 <= base < 2**63 else 0
