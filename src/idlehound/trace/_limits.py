@@ -2,8 +2,9 @@
 
 A trace is data from someone else. Before it is parsed, its size is capped (a small gzip file can
 hold gigabytes) and its nesting depth is checked (deep JSON exhausts the decoder's recursion). The
-event array is then cut at top-level commas into slices of a few MB, so that decoding never holds
-more than one slice of event objects at a time.
+JSON is memory-mapped rather than read, and the event array is cut at top-level commas into slices
+of about 1 MiB: decoding holds one slice of event objects at a time, and each slice's pages are
+released once decoded, so the JSON and the event table are not both in memory in full.
 """
 
 from __future__ import annotations
