@@ -59,6 +59,12 @@ METRICS: dict[str, Metric] = {m.key: m for m in [
            "(needs profile_memory=True).", 90, 95, higher_is_better=False),
 ]}
 
+# Beyond these a figure cannot be right; the analysis excludes the data behind it with a note (docs/metrics.md).
+MAX_EVENT_NS = 86_400 * 10**9  # an event (or step) lasting more than a day
+MAX_STEP_MS = 86_400_000.0
+MAX_COPY_GBPS = 20_000.0  # above any memory or link bandwidth (HBM3e is about 5,000 GB/s)
+MAX_MEMORY_BYTES = float(2**50)  # 1 PiB: no device has that much
+
 BREAKDOWN_DEFINITION = (
     "Each step's time split into exclusive categories claimed in priority order Kernel > Memcpy > Memset > "
     "Communication > Runtime > DataLoader > CPU Exec > Other: each category gets only the time no earlier "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,9 +30,13 @@ def sidecar_path(trace_path: Path) -> Path:
 
 
 def analyze_path(path: Union[str, Path], run: Optional[str] = None, worker: Optional[str] = None,
-                 step: Optional[int] = None, thresholds: Optional[Thresholds] = None) -> Result:
-    """Load, analyse and diagnose a trace file or log dir; uses the capture sidecar and run.json if present."""
-    trace = load_trace(path, run=run, worker=worker)
+                 step: Optional[int] = None, thresholds: Optional[Thresholds] = None,
+                 max_bytes: Optional[int] = None) -> Result:
+    """Load, analyse and diagnose a trace file or log dir; uses the capture sidecar and run.json if present.
+
+    max_bytes caps the trace's uncompressed JSON (default: $IDLEHOUND_MAX_TRACE_BYTES, else 4 GiB).
+    """
+    trace = load_trace(path, run=run, worker=worker, max_bytes=max_bytes)
     a = analyze_run_folder(trace, step=step)
     findings = diagnose(a, thresholds)
     return Result(a, findings, build(a, findings))
@@ -51,7 +54,7 @@ def analyze_run_folder(trace: Trace, step: Optional[int] = None, sidecar: Option
     if sidecar is None and from_file:
         sc = sidecar_path(trace.path)
         base = trace.metadata.get("baseTimeNanoseconds")
-        base_ns = int(base) if isinstance(base, (int, float)) and abs(base) < 1 << 63 else 0
+        base_ns = base if isinstance(base, int) and not isinstance(base, bool) and 0 <= base < 2**63 else 0
         sidecar = load_sidecar(sc, base_ns) if sc.is_file() else None
         if sidecar is None and sc.is_file():
             notes.append(f"{sc.name} is not a readable capture sidecar: exact lines and stored source not used")
@@ -70,24 +73,9 @@ def _worker_rank(worker: str) -> Optional[int]:
 
 
 def _run_info(folder: Path, rank: Optional[int] = None) -> dict[str, Any]:
-    suffix = "" if rank is None else f".rank{rank}"
-    p = folder / f"run{suffix}.json"
-    if not p.exists():
-        return {}
-    try:
-        data = json.loads(p.read_text())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    samples = folder / f"samples{suffix}.json"
-    if samples.exists():
-        try:
-            s = json.loads(samples.read_text())
-            data["utilization_curve"] = {"source": s.get("source"), "samples": s.get("samples", [])[:20000]}
-        except (OSError, ValueError):
-            pass
-    return data
+    from .analysis._runfiles import read_run_info
+
+    return read_run_info(folder, rank)
 
 
 def parse_gates(specs: tuple[str, ...]) -> dict[str, float]:

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from idlehound import TraceError, analyze, diagnose
-from idlehound.report import build
+from idlehound.report._data import build, check_document, to_json
 from idlehound.trace import parse_trace_bytes
 
 from ..conftest import shared
@@ -24,12 +24,13 @@ def sample() -> bytes:
 
 def _run(data: bytes) -> None:
     try:
-        t = parse_trace_bytes(data, "fuzz.json")
+        a = analyze(parse_trace_bytes(data, "fuzz.json"))
     except TraceError as e:
-        assert "\n" not in str(e)
+        assert "\n" not in str(e) and str(e).startswith("fuzz.json: ")
         return
-    a = analyze(t)
-    build(a, diagnose(a))
+    doc = build(a, diagnose(a))
+    assert check_document(doc) == []
+    json.loads(to_json(doc))
 
 
 json_values = st.recursive(

@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import TraceError
 from ..trace import Trace
 from . import _intervals as iv
+from . import _validate as validate
 from ._breakdown import _breakdown
 from ._context import _Context
 from ._gaps import _Gaps, _main_thread
@@ -83,10 +84,12 @@ class Analysis:
 def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = None,
             run_info: Optional[dict] = None) -> Analysis:
     """Measure where every step's time went and why the GPU idled. See docs/metrics.md."""
+    validate.durations(trace)
     ev = trace.events
     ctx = _Context(ev)
     notes: list[str] = list(trace.warnings)
     steps, source = _steps(ev, ctx, notes)
+    steps = validate.nonempty(trace, steps, notes)
     if step is not None:
         steps = [s for s in steps if s.number == step]
         if not steps:
@@ -117,9 +120,9 @@ def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = 
         breakdown_ns={k: sum(s.breakdown_ns.get(k, 0) for s in steps) for k in BREAKDOWN},
         idle_ns={k: sum(s.idle_ns.get(k, 0) for s in steps) for k in IDLE_CAUSES},
         sync_sites=sync_sites, idle_lines=idle_lines,
-        copies=_copies(ctx, win_s, win_e),
-        kernels=_kernels(ctx, win_s, win_e, device, smap, _main_thread(trace.events, ctx)),
-        memory=_memory(ctx, trace, win_s, win_e, device, smap, steps),
+        copies=_copies(ctx, win_s, win_e, notes),
+        kernels=_kernels(ctx, win_s, win_e, device, smap, _main_thread(trace.events, ctx), notes),
+        memory=_memory(ctx, trace, win_s, win_e, device, smap, steps, notes),
         dataloader=_dataloader(ctx, smap, win_s, win_e),
         gap_count=gaps.count if gaps else 0,
         notes=notes, run_info=dict(run_info or {}),

@@ -23,7 +23,7 @@ _SYNC_RE = re.compile(
 )
 _COMM_KERNEL_RE = re.compile(r"nccl|rccl|hccl", re.IGNORECASE)
 _COMM_OP_RE = re.compile(r"^(nccl|gloo|c10d)[:_]|^record_param_comms$|^c10d::")
-_STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+_STEP_RE = re.compile(r"^ProfilerStep#(\d{1,18})$")  # more digits: not a real step (int64)
 # A scalar read or a data-dependent shape makes the host wait for the GPU.
 _SCALAR_OPS = ("aten::_local_scalar_dense", "aten::item", "aten::is_nonzero")
 _SHAPE_OPS_RE = re.compile(r"^aten::(nonzero|masked_select|unique|_unique|repeat_interleave|bincount|histc)")

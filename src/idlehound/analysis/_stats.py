@@ -9,6 +9,7 @@ import numpy as np
 from ..trace import EventTable, Trace
 from . import _intervals as iv
 from . import _roles as roles
+from . import _validate as validate
 from ._context import _Context
 from ._model import CopyStats, DataLoaderStats, DeviceInfo, KernelGroup, KernelStats, MemoryStats, Step
 from ._source import SourceMap
@@ -18,16 +19,16 @@ def _in_steps(ev: EventTable, idx: np.ndarray, s0: np.ndarray, s1: np.ndarray) -
     return idx[iv.owner(ev.ts[idx], s0, s1) >= 0]
 
 
-def _copies(ctx: _Context, s0: np.ndarray, s1: np.ndarray) -> dict[str, CopyStats]:
+def _copies(ctx: _Context, s0: np.ndarray, s1: np.ndarray, notes: Optional[list[str]] = None) -> dict[str, CopyStats]:
     ev = ctx.ev
     mc = ctx.gpu[np.isin(ev.cat[ctx.gpu], [ev.cat_id("gpu_memcpy"), ev.cat_id("Memcpy")])]
     mc = _in_steps(ev, mc, s0, s1)
+    sizes = validate.copy_bytes(ev.nbytes[mc], ev.dur[mc].astype(np.float64), notes if notes is not None else [])
     out: dict[str, CopyStats] = {}
-    for j in mc:
+    for j, nbytes in zip(mc, sizes.tolist()):
         name = ev.names[ev.name[j]]
         direction = next((d for d in ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH") if d in name), "other")
         c = out.setdefault(direction, CopyStats(direction))
-        nbytes = float(ev.nbytes[j]) if ev.nbytes[j] == ev.nbytes[j] else 0.0
         c.count += 1
         c.bytes += nbytes
         c.time_ns += int(ev.dur[j])
@@ -38,16 +39,17 @@ def _copies(ctx: _Context, s0: np.ndarray, s1: np.ndarray) -> dict[str, CopyStat
 
 
 def _kernels(ctx: _Context, s0: np.ndarray, s1: np.ndarray, device: DeviceInfo,
-             smap: Optional[SourceMap] = None, main_tid: int = -1) -> KernelStats:
+             smap: Optional[SourceMap] = None, main_tid: int = -1, notes: Optional[list[str]] = None) -> KernelStats:
     ev = ctx.ev
     k = ctx.gpu[ctx.is_kernel]
     if device.index is not None:
         k = k[ev.pid[k] == device.index]
     k = _in_steps(ev, k, s0, s1)
-    st = KernelStats(count=int(k.size), time_ns=int(ev.dur[k].sum()))
+    inside = _clipped(ev, k, s0, s1)  # kernel time within the steps: a kernel cannot outlast its step
+    st = KernelStats(count=int(k.size), time_ns=int(inside.sum()))
     if k.size == 0:
         return st
-    d_us = ev.dur[k] / 1e3
+    d_us = inside / 1e3
     st.p50_us, st.p90_us, st.max_us = (float(np.percentile(d_us, q)) for q in (50, 90, 100))
     rt = ctx.runtime_of(k)
     direct = (rt >= 0) & np.isin(rt, ctx.launch) & ~np.isin(ev.name[np.clip(rt, 0, None)],
@@ -56,8 +58,17 @@ def _kernels(ctx: _Context, s0: np.ndarray, s1: np.ndarray, device: DeviceInfo,
         st.launches_with_duration = int(direct.sum())
         st.shorter_than_launch = float((ev.dur[k][direct] < ev.dur[rt[direct]]).mean())
     _kernel_groups(ctx, k, st, smap, main_tid)
-    _sm_metrics(ev, k, s0, s1, st)
+    _sm_metrics(ev, k, s0, s1, st, notes if notes is not None else [])
     return st
+
+
+def _clipped(ev: EventTable, idx: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
+    """Durations (float ns) of events cut to the step their start falls in."""
+    if idx.size == 0:
+        return np.zeros(0)
+    o = iv.owner(ev.ts[idx], s0, s1)
+    end = np.minimum(ev.ts[idx] + ev.dur[idx], s1[o])
+    return np.maximum(end - ev.ts[idx], 0).astype(np.float64)
 
 
 def _kernel_groups(ctx: _Context, k: np.ndarray, st: KernelStats, smap: Optional[SourceMap],
@@ -84,7 +95,7 @@ def _kernel_groups(ctx: _Context, k: np.ndarray, st: KernelStats, smap: Optional
     ops = ctx.op_of_ext(ev.ext[k])
     conv_ids = ev.name_ids(lambda n: bool(roles.CONV_OP_RE.match(n)))
     is_conv = (ops >= 0) & np.isin(ev.name[np.clip(ops, 0, None)], conv_ids)
-    st.conv_ns = int(ev.dur[k][is_conv].sum())
+    st.conv_ns = int(ev.dur[k][is_conv].sum(dtype=np.float64))
     if smap is not None and is_conv.any():
         st.conv_location = _op_location(ctx, smap, np.unique(ops[is_conv]), main_tid)
 
@@ -119,14 +130,17 @@ def _op_location(ctx: _Context, smap: SourceMap, ops: np.ndarray, main_tid: int)
     return loc or smap.locate(np.array([main_tid]), ev.ts[o:o + 1])[0]
 
 
-def _sm_metrics(ev: EventTable, k: np.ndarray, s0: np.ndarray, s1: np.ndarray, st: KernelStats) -> None:
+def _sm_metrics(ev: EventTable, k: np.ndarray, s0: np.ndarray, s1: np.ndarray, st: KernelStats,
+                notes: list[str]) -> None:
     bps = np.array([ev.extra["blocks_per_sm"].get(int(j), np.nan) for j in k], dtype=np.float64)
-    occ = np.array([ev.extra["occupancy"].get(int(j), np.nan) for j in k], dtype=np.float64)
+    occ = validate.occupancy(np.array([ev.extra["occupancy"].get(int(j), np.nan) for j in k], dtype=np.float64),
+                             notes)
     dur = ev.dur[k].astype(np.float64)
     window = float((s1 - s0).sum())
     ok = np.isfinite(bps) & (bps > 0) | np.isinf(bps)
     if ok.any() and window > 0:
-        pos = np.concatenate([ev.ts[k][ok], (ev.ts[k] + ev.dur[k])[ok]])
+        end = ev.ts[k] + _clipped(ev, k, s0, s1).astype(np.int64)  # only the time inside the steps counts
+        pos = np.concatenate([ev.ts[k][ok], end[ok]])
         val = np.minimum(np.where(np.isinf(bps[ok]), 1.0, bps[ok]), 1e9)
         delta = np.concatenate([val, -val])
         order = np.argsort(pos, kind="stable")
@@ -139,12 +153,16 @@ def _sm_metrics(ev: EventTable, k: np.ndarray, s0: np.ndarray, s1: np.ndarray, s
 
 
 def _memory(ctx: _Context, trace: Trace, s0: np.ndarray, s1: np.ndarray, device: DeviceInfo,
-            smap: SourceMap, steps: list[Step]) -> MemoryStats:
+            smap: SourceMap, steps: list[Step], notes: Optional[list[str]] = None) -> MemoryStats:
     ev = ctx.ev
     m = MemoryStats(capacity=device.memory_bytes)
     mem = np.flatnonzero((ev.ph == 1) & (ev.name == (ev.names.index("[memory]") if "[memory]" in ev.names else -9)))
     dt = ev.extra["device_type"]
     cuda = np.array([j for j in mem if dt.get(int(j)) == 1], dtype=np.int64)
+    if cuda.size:
+        alloc = np.array([float(ev.extra["total_allocated"][int(j)] or 0) for j in cuda])
+        resv = np.array([float(ev.extra["total_reserved"][int(j)] or 0) for j in cuda])
+        cuda = cuda[validate.memory_samples(alloc, resv, device.memory_bytes, notes if notes is not None else [])]
     if cuda.size:
         m.recorded = True
         m.peak_allocated = float(max(ev.extra["total_allocated"][int(j)] or 0 for j in cuda))
@@ -164,7 +182,7 @@ def _memory(ctx: _Context, trace: Trace, s0: np.ndarray, s1: np.ndarray, device:
 def _dataloader(ctx: _Context, smap: SourceMap, s0: np.ndarray, s1: np.ndarray) -> DataLoaderStats:
     ev = ctx.ev
     dl = _in_steps(ev, ctx.dataloader, s0, s1)
-    st = DataLoaderStats(host_ns=int(ev.dur[dl].sum()), calls=int(dl.size))
+    st = DataLoaderStats(host_ns=int(ev.dur[dl].sum(dtype=np.float64)), calls=int(dl.size))
     if dl.size:
         name = ev.names[ev.name[dl[0]]]
         st.iterator = name.split("#", 1)[1].split(".", 1)[0] if "#" in name else ""

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..trace import EventTable, Trace
 from . import _roles as roles
+from . import _validate as validate
 from ._context import _Context
 from ._model import DeviceInfo, Step
 
@@ -14,6 +15,10 @@ def _steps(ev: EventTable, ctx: _Context, notes: list[str]) -> tuple[list[Step],
     host = np.concatenate([ctx.annotations, ctx.cpu_ops])
     nums = {i: roles.step_number(ev.names[i]) for i in np.unique(ev.name[host])}
     marks = [j for j in host if nums[ev.name[j]] is not None]
+    odd = sum(1 for i, n in nums.items() if n is None and ev.names[i].startswith("ProfilerStep#")
+              and validate.step_number(ev.names[i]) is None)
+    if odd:
+        notes.append(f"ignored {odd} ProfilerStep# marker name(s) with a step number of more than 18 digits")
     if not marks:
         lo, hi = _window(ev, ctx)
         notes.append("no ProfilerStep# markers: the whole trace is analysed as one step")
@@ -100,7 +105,7 @@ def _device(trace: Trace, ctx: _Context) -> DeviceInfo:
     seen = sorted(int(p) for p in np.unique(pids))
     info = DeviceInfo(devices_seen=seen)
     if seen:
-        busy = {p: int(ev.dur[ctx.gpu][pids == p].sum()) for p in seen}
+        busy = {p: float(ev.dur[ctx.gpu][pids == p].sum(dtype=np.float64)) for p in seen}
         info.index = max(busy, key=busy.get)
     props = trace.device_properties
     p = next((d for d in props if d.get("id") == info.index), props[0] if props else None)
@@ -108,12 +113,15 @@ def _device(trace: Trace, ctx: _Context) -> DeviceInfo:
     if not seen and info.unmeasured:
         p = next((d for d in props if "computeMajor" not in d), None)  # MTIA and others list their own fields
     if p:
-        info.name = str(p.get("name", ""))
-        if isinstance(p.get("computeMajor"), int):
-            info.compute_capability = (p["computeMajor"], int(p.get("computeMinor", 0) or 0))
-        if isinstance(p.get("totalGlobalMem"), (int, float)):
+        info.name = str(p.get("name", ""))[:200]
+        # values out of any real device's range are left unknown
+        if validate.device_value(p.get("computeMajor"), 1, 100) and isinstance(p["computeMajor"], int):
+            minor = p.get("computeMinor", 0) or 0
+            info.compute_capability = (p["computeMajor"], minor if validate.device_value(minor, 0, 100) and
+                                       isinstance(minor, int) else 0)
+        if validate.device_value(p.get("totalGlobalMem"), validate.MIN_DEVICE_MEMORY, validate.MAX_MEMORY_BYTES):
             info.memory_bytes = float(p["totalGlobalMem"])
-        if isinstance(p.get("numSms"), int):
+        if validate.device_value(p.get("numSms"), 1, 100_000) and isinstance(p["numSms"], int):
             info.num_sms = p["numSms"]
     if not info.name and seen:
         info.name = f"GPU {info.index} (the trace has no deviceProperties)"

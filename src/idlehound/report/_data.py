@@ -5,12 +5,15 @@ Numbers are rounded here, once, so the terminal, markdown, HTML and JSON show th
 
 from __future__ import annotations
 
+import json
+import math
+import re
 from typing import Any, Optional
 
 from .. import __version__
 from ..analysis import Analysis
 from ..diagnose import Finding
-from ..metrics import IDLE_CAUSES, METRICS, status
+from ..metrics import IDLE_CAUSES, MAX_COPY_GBPS, MAX_STEP_MS, METRICS, status
 
 SCHEMA = "idlehound/analysis"
 SCHEMA_VERSION = 1
@@ -21,7 +24,33 @@ def r(x: Optional[float], nd: int = 3) -> Optional[float]:
 
 
 def build(a: Analysis, findings: list[Finding]) -> dict[str, Any]:
-    """The versioned report document (docs/json-schema.md)."""
+    """The versioned report document (docs/json-schema.md). Every number in it is finite (strict JSON)."""
+    doc = _build(a, findings)
+    dropped: list[str] = []
+    doc = _finite_only(doc, "", dropped)
+    if dropped:  # a backstop: validation upstream should leave nothing here
+        doc["notes"].append(f"{len(dropped)} figure(s) were not finite numbers and are reported as null: "
+                            + ", ".join(dropped[:5]))
+    return doc
+
+
+def to_json(doc: dict[str, Any], indent: Optional[int] = 2) -> str:
+    """Strict JSON text of a document (raises ValueError on NaN or Infinity rather than writing them)."""
+    return json.dumps(doc, indent=indent, allow_nan=False)
+
+
+def _finite_only(x: Any, where: str, dropped: list[str]) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        dropped.append(where.lstrip(".") or "value")
+        return None
+    if isinstance(x, dict):
+        return {k: _finite_only(v, f"{where}.{k}", dropped) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite_only(v, f"{where}[{i}]", dropped) for i, v in enumerate(x)]
+    return x
+
+
+def _build(a: Analysis, findings: list[Finding]) -> dict[str, Any]:
     t = a.trace
     return {
         "schema": SCHEMA,
@@ -148,26 +177,130 @@ CAUSE_WORDS = {
 
 
 def headline(a: Analysis, findings: list[Finding]) -> str:
+    step = _ms(a.step_ms)
     if not a.gpu_recorded:
         if a.device.unmeasured:
             return (f"{a.device.accelerator} trace: its device events are not measured by idlehound (CUDA and ROCm "
                     f"only); the host side is analysed; a step took {a.step_ms:.2f} ms.")
         if a.trace.cuda_run:
             return ("No GPU activity was recorded (CUPTI did not start): only the host side is analysed; "
-                    f"a step took {a.step_ms:.2f} ms.")
-        return f"CPU-only trace: a step took {a.step_ms:.2f} ms; no GPU to keep busy."
+                    f"a step took {step} ms.")
+        return f"CPU-only trace: a step took {step} ms; no GPU to keep busy."
     busy = a.gpu_busy_pct or 0.0
-    idle_ms = a.per_step_ms(a.window_ns - a.busy_ns)
+    idle_ms = _ms(a.per_step_ms(a.window_ns - a.busy_ns))
     top = next((f for f in findings if f.kind == "idle"), None)
     if top is None:
         if busy >= METRICS["gpu_util"].ideal:
-            return f"GPU busy {busy:.1f}% of each {a.step_ms:.2f} ms step: no significant idle time."
-        return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms:.2f} of {a.step_ms:.2f} ms), spread over "
+            return f"GPU busy {busy:.1f}% of each {step} ms step: no significant idle time."
+        return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms), spread over "
                 "causes too small to name one.")
     where = f" at {top.location}" if top.location else ""
-    return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms:.2f} of {a.step_ms:.2f} ms); top cause: "
-            f"{top.title.lower()} ({top.recoverable_ms:.2f} ms per step{where}).")
+    return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms); top cause: "
+            f"{top.title.lower()} ({_ms(top.recoverable_ms)} ms per step{where}).")
+
+
+def _ms(x: float) -> str:
+    """Two decimals, or three significant digits for times under 0.01 ms (never '0.00' for a real step)."""
+    return f"{x:.2f}" if x >= 0.01 or x == 0 else f"{x:.3g}"
 
 
 def idle_cause_definition(cause: str) -> str:
     return IDLE_CAUSES.get(cause, "")
+
+
+# The range every figure of the document can take. A figure outside it cannot be right: the analysis
+# must have excluded the data behind it (with a note) or stopped with an error instead.
+_PCT_METRICS = ("gpu_util", "kernel_pct", "dataloader_pct", "sm_efficiency", "occupancy", "short_kernel_pct",
+                "tensor_core_pct", "pageable_pct", "peak_mem_pct")
+_TOL = 0.02  # rounding to 3 decimals, summed over a few parts
+
+
+def check_document(doc: dict[str, Any]) -> list[str]:
+    """Impossible figures in a report document (an empty list when every figure is within its range)."""
+    out: list[str] = []
+    _finite(doc, "doc", out)
+    if out:
+        return out
+    step = doc["metrics"]["step_ms"]["value"]
+    for key, m in doc["metrics"].items():
+        v = m["value"]
+        hi = 100.0 if key in _PCT_METRICS else None
+        _within(out, f"metrics.{key}", v, 0.0, hi)
+    _within(out, "metrics.step_ms", step, 0.0, MAX_STEP_MS)  # > 0 before rounding; 0 steps are excluded
+    step = step or 0.0
+    _within(out, "metrics.gpu_idle_ms", doc["metrics"]["gpu_idle_ms"]["value"], 0.0, step + _TOL)
+    _parts(out, "breakdown_ms", doc["breakdown_ms"], step, exact=True)
+    idle = doc["metrics"]["gpu_idle_ms"]["value"]
+    _parts(out, "idle_by_cause_ms", doc["idle_by_cause_ms"], idle if idle is not None else step)
+    for s in doc["steps"]:
+        d = s["duration_ms"]
+        _within(out, f"steps[{s['number']}].duration_ms", d, 0.0, MAX_STEP_MS)
+        _within(out, f"steps[{s['number']}].gpu_busy_pct", s["gpu_busy_pct"], 0.0, 100.0)
+        _parts(out, f"steps[{s['number']}].breakdown_ms", s["breakdown_ms"], d or 0.0, exact=bool(s["breakdown_ms"]))
+        _parts(out, f"steps[{s['number']}].idle_ms", s["idle_ms"], d or 0.0)
+    k = doc["kernels"]
+    longest_us = 1e3 * max((s["duration_ms"] or 0.0 for s in doc["steps"]), default=0.0)
+    for q in ("p50_us", "p90_us", "max_us"):
+        _within(out, f"kernels.{q}", k[q], 0.0, longest_us + _TOL * 1e3)
+    _within(out, "kernels.count_per_step", k["count_per_step"], 0.0, None)
+    _within(out, "kernels.ms_per_step", k["ms_per_step"], 0.0, None)
+    for c in doc["copies"]:
+        _within(out, f"copies.{c['direction']}.ms_per_step", c["ms_per_step"], 0.0, None)
+        _within(out, f"copies.{c['direction']}.mb_per_step", c["mb_per_step"], 0.0, None)
+        _within(out, f"copies.{c['direction']}.bandwidth_gbps", c["bandwidth_gbps"], 0.0, MAX_COPY_GBPS)
+        _within(out, f"copies.{c['direction']}.pageable_pct", c["pageable_pct"], 0.0, 100.0)
+    _memory_ok(out, doc["memory"])
+    for s in doc["sync_points"]:
+        for key in ("count_per_step", "idle_after_ms_per_step", "blocked_ms_per_step"):
+            _within(out, f"sync_points.{key}", s[key], 0.0, step + _TOL if key == "idle_after_ms_per_step" else None)
+    for ln in doc["idle_by_line"]:
+        _within(out, "idle_by_line.idle_ms_per_step", ln["idle_ms_per_step"], 0.0, step + _TOL)
+    dl = doc["dataloader"]
+    _within(out, "dataloader.host_ms_per_step", dl["host_ms_per_step"], 0.0, None)
+    _within(out, "dataloader.exposed_ms_per_step", dl["exposed_ms_per_step"], 0.0, step + _TOL)
+    for f in doc["findings"]:
+        _within(out, f"findings.{f['cause']}.recoverable_ms_per_step", f["recoverable_ms_per_step"], 0.0,
+                step + _TOL if f["kind"] == "idle" else None)
+        _within(out, f"findings.{f['cause']}.recoverable_share_of_step", f["recoverable_share_of_step"], 0.0,
+                1.0001 if f["kind"] == "idle" else None)
+    if re.search(r"\b0\.00 of 0\.00 ms|\bnan\b|\binf\b", doc["headline"], re.IGNORECASE):
+        out.append(f"headline: {doc['headline']!r}")
+    return out
+
+
+def _memory_ok(out: list[str], m: dict[str, Any]) -> None:
+    for key in ("peak_allocated_gib", "peak_reserved_gib", "allocs_per_step"):
+        _within(out, f"memory.{key}", m[key], 0.0, None)
+    _within(out, "memory.capacity_gib", m["capacity_gib"], 1e-9, None)
+    if m["peak_allocated_gib"] is not None and m["peak_reserved_gib"] is not None:
+        _within(out, "memory.peak_allocated_gib", m["peak_allocated_gib"], 0.0, m["peak_reserved_gib"] + 0.001)
+    if m["capacity_gib"] is not None and m["peak_reserved_gib"] is not None:
+        _within(out, "memory.peak_reserved_gib", m["peak_reserved_gib"], 0.0, m["capacity_gib"] + 0.001)
+
+
+def _within(out: list[str], name: str, v: Optional[float], lo: float, hi: Optional[float]) -> None:
+    if v is None:
+        return
+    if not isinstance(v, (int, float)) or v < lo or (hi is not None and v > hi):
+        out.append(f"{name} = {v!r} (possible: {lo:g} to {'any' if hi is None else f'{hi:g}'})")
+
+
+def _parts(out: list[str], name: str, parts: dict[str, Any], total: float, exact: bool = False) -> None:
+    """Parts of a whole: each >= 0, their sum at most the whole (equal to it when exact)."""
+    for k, v in parts.items():
+        _within(out, f"{name}.{k}", v, 0.0, None)
+    s = sum(v or 0.0 for v in parts.values())
+    tol = _TOL + 1e-6 * total
+    if s > total + tol or (exact and abs(s - total) > tol):
+        out.append(f"{name}: parts sum to {s:g}, the whole is {total:g}")
+
+
+def _finite(x: Any, where: str, out: list[str]) -> None:
+    if isinstance(x, float) and not math.isfinite(x):
+        out.append(f"{where} = {x!r} (not a finite number)")
+    elif isinstance(x, dict):
+        for k, v in x.items():
+            _finite(v, f"{where}.{k}", out)
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            _finite(v, f"{where}[{i}]", out)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import gzip
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any, Optional, Union
 import msgspec
 
 from ..errors import TraceError
-from . import _decode
+from . import _decode, _limits
 from ._files import TraceFile, resolve
 from ._table import EventTable, TableBuilder
 
@@ -53,14 +52,20 @@ class Trace:
         return bool(self.metadata.get("with_stack")) or self.events.cat_id("python_function") >= 0
 
 
-def load_trace(path: Union[str, Path], run: Optional[str] = None, worker: Optional[str] = None) -> Trace:
+def load_trace(path: Union[str, Path], run: Optional[str] = None, worker: Optional[str] = None,
+               max_bytes: Optional[int] = None) -> Trace:
     """Load a `.pt.trace.json[.gz]` file, or the newest trace of a TensorBoard log dir.
 
+    max_bytes caps the uncompressed JSON (default: $IDLEHOUND_MAX_TRACE_BYTES, else 4 GiB).
     Raises TraceError with a one-line message for anything that is not a readable torch.profiler trace.
     """
-    tf, run_files = resolve(Path(path), run=run, worker=worker)
-    buf = _read(tf.path)
-    trace = parse_trace_bytes(buf, tf.path)
+    limit = _limits.max_trace_bytes(max_bytes)
+    try:
+        tf, run_files = resolve(Path(path), run=run, worker=worker)
+    except OSError as e:  # e.g. a name too long for the file system
+        raise TraceError(str(path)[:200], f"cannot read ({e.strerror or e})") from None
+    # No local name for the bytes: the parser drops them once the events are in the table.
+    trace = parse_trace_bytes(_read(tf.path, limit), tf.path)
     trace.run_files = run_files
     trace.worker = tf.worker
     workers = sorted({t.worker for t in run_files})
@@ -71,28 +76,32 @@ def load_trace(path: Union[str, Path], run: Optional[str] = None, worker: Option
     return trace
 
 
-def _read(path: Path) -> bytes:
+def _read(path: Path, limit: int) -> bytearray:
     try:
         with open(path, "rb") as f:
-            head = f.read(2)
+            gz = f.read(2) == b"\x1f\x8b"
             f.seek(0)
-            if head == b"\x1f\x8b":
-                return gzip.GzipFile(fileobj=f).read()
-            return f.read()
-    except (OSError, EOFError, zlib.error) as e:
+            return _limits.read_limited(f, path, limit, gz)
+    except (OSError, EOFError, zlib.error, MemoryError) as e:
         problem = "truncated gzip file" if isinstance(e, EOFError) else f"cannot read ({e})"
-        if isinstance(e, (gzip.BadGzipFile, zlib.error)):
+        if isinstance(e, zlib.error):
             problem = f"corrupt gzip data ({e})"
+        elif isinstance(e, MemoryError):
+            problem = f"not enough memory to read it (lower {_limits.ENV_MAX_BYTES} to fail sooner)"
         raise TraceError(path, problem) from None
 
 
-def parse_trace_bytes(buf: bytes, path: Union[str, Path] = "<bytes>") -> Trace:
+def parse_trace_bytes(buf: _limits.Buffer, path: Union[str, Path] = "<bytes>") -> Trace:
     """Parse trace JSON already in memory (tests and the benchmark use this directly)."""
     path = Path(path)
-    if not buf or buf.isspace():
+    if not len(buf) or (len(buf) < 2**20 and bytes(buf).isspace()):
         raise TraceError(path, "empty file")
+    size = len(buf)
+    shape = _limits.scan(buf, path)  # nesting depth checked before any recursive decoding
     try:
         top = _decode.decode_top(buf)
+    except RecursionError:
+        raise TraceError(path, "JSON nested too deeply: not a torch.profiler trace") from None
     except msgspec.ValidationError:
         raise TraceError(path, "not a torch.profiler trace (the top level is not a JSON object)") from None
     except msgspec.DecodeError as e:
@@ -102,24 +111,31 @@ def parse_trace_bytes(buf: bytes, path: Union[str, Path] = "<bytes>") -> Trace:
     raw_events = top.pop("traceEvents")
     if bytes(memoryview(raw_events)[:1]) != b"[":
         raise TraceError(path, "'traceEvents' is not a list of events")
+    at = _limits.offset_in(buf, raw_events)
+    cuts = _limits.cuts_within(shape, at, len(memoryview(raw_events)))
+    meta = _metadata(top)
+    top_keys = frozenset(top)
+    _limits.release(buf, 0, size)  # decoding the top level read every page once
+    del top  # the events' bytes stay alive through raw_events (and buf, mapped pages released as parsed)
     stats: dict[str, int] = {}
     builder = TableBuilder()
     # Millions of short-lived objects, none in cycles: the cyclic GC would only rescan them again and again.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for batch in _decode.event_batches(raw_events, stats):
-            builder.add(batch)
-        del raw_events
+        for piece in _limits.slices(raw_events, cuts, buf, at):  # about 1 MB of events decoded at a time
+            for batch in _decode.event_batches(piece, stats):
+                builder.add(batch)
+        del raw_events, buf
         events = builder.build()
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         raise TraceError(path, "'traceEvents' is not a list of events") from None
     finally:
         if was_enabled:
             gc.enable()
-    _check_usable(path, top, events, stats, builder)
-    trace = Trace(path=path, events=events, size_bytes=len(buf))
-    trace.metadata, trace.device_properties = _metadata(top)
+    _check_usable(path, top_keys, events, stats, builder)
+    trace = Trace(path=path, events=events, size_bytes=size)
+    trace.metadata, trace.device_properties = meta
     if builder.epoch_base_ns and "baseTimeNanoseconds" not in trace.metadata:
         # Older Kineto wrote absolute epoch µs; the table now counts from the first event, so that is the base.
         trace.metadata["baseTimeNanoseconds"] = builder.epoch_base_ns
@@ -139,7 +155,7 @@ def _no_events_problem(top: dict[str, msgspec.Raw]) -> str:
     return "no 'traceEvents' key: not a torch.profiler (Kineto) trace"
 
 
-def _check_usable(path: Path, top: dict[str, msgspec.Raw], events: EventTable, stats: dict[str, int],
+def _check_usable(path: Path, top: frozenset[str], events: EventTable, stats: dict[str, int],
                   b: TableBuilder) -> None:
     """Raise a one-line TraceError that says what is wrong when the events cannot be analysed."""
     skipped = stats.get("malformed", 0) + b.bad_times

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from ._limits import trim
+
 PH_CODES = {"X": 0, "i": 1, "I": 1, "s": 2, "f": 3, "M": 4, "C": 5, "B": 6, "E": 7}
 PH_X, PH_I, PH_M = 0, 1, 4
 NONE = -1  # missing integer argument
@@ -156,7 +158,12 @@ class TableBuilder:
         return v
 
     def build(self) -> EventTable:
-        cols = {k: (np.concatenate(v) if v else np.zeros(0, dtype=_COLS[k])) for k, v in self._cols.items()}
+        cols = {}
+        for k in _COLS:  # one column at a time, dropping its pieces: peak memory is the table plus one column
+            v = self._cols.pop(k)
+            cols[k] = np.concatenate(v) if v else np.zeros(0, dtype=_COLS[k])
+            del v
+            trim()  # hand the pieces' heap memory back before the next column is allocated
         self.epoch_base_ns = _rebase_epoch(cols)
         keep = cols.pop("_keep", None)
         extra = self.extra

@@ -1,0 +1,274 @@
+"""Limits for untrusted trace files: uncompressed size, JSON nesting, and batches of bounded size.
+
+A trace is data from someone else. Before it is parsed, its size is capped (a small gzip file can
+hold gigabytes) and its nesting depth is checked (deep JSON exhausts the decoder's recursion). The
+JSON is memory-mapped rather than read, and the event array is cut at top-level commas into slices
+of about 1 MiB: decoding holds one slice of event objects at a time, and each slice's pages are
+released once decoded, so the JSON and the event table are not both in memory in full.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import mmap
+import os
+import tempfile
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO, Optional, Union
+
+import numpy as np
+
+from ..errors import TraceError
+
+ENV_MAX_BYTES = "IDLEHOUND_MAX_TRACE_BYTES"
+DEFAULT_MAX_BYTES = 4 * 2**30  # uncompressed JSON; a real trace of this size already needs ~8 GB to analyse
+MAX_DEPTH = 64  # Kineto nests about 6 deep (object, events, event, args, shapes); 64 leaves room
+SLICE_BYTES = 2**20  # event bytes decoded at a time
+_SCAN_BYTES = 2**20
+_READ_BYTES = 2**20
+
+_QUOTE, _BACKSLASH, _OPEN, _CLOSE, _COMMA = 1, 2, 3, 4, 5
+_CLASS = np.zeros(256, np.int8)
+_CLASS[ord('"')], _CLASS[ord("\\")], _CLASS[ord(",")] = _QUOTE, _BACKSLASH, _COMMA
+_CLASS[[ord("["), ord("{")]] = _OPEN
+_CLASS[[ord("]"), ord("}")]] = _CLOSE
+_TABLE = bytes(_CLASS.astype(np.uint8))
+
+
+def max_trace_bytes(override: Optional[int] = None) -> int:
+    """The uncompressed-size limit: the argument, else $IDLEHOUND_MAX_TRACE_BYTES, else 4 GiB."""
+    if override is not None:
+        if override <= 0:
+            raise TraceError(ENV_MAX_BYTES, f"the trace size limit must be a positive number of bytes, not {override}")
+        return int(override)
+    env = os.environ.get(ENV_MAX_BYTES, "").strip()
+    if not env:
+        return DEFAULT_MAX_BYTES
+    try:
+        value = int(float(env.replace("_", "")))
+    except (ValueError, OverflowError):
+        value = 0
+    if value <= 0:
+        raise TraceError(ENV_MAX_BYTES, f"must be a positive number of bytes, not {env[:40]!r}")
+    return value
+
+
+def _too_big(path: Path, limit: int, what: str) -> TraceError:
+    return TraceError(path, f"{what} is over the {_size(limit)} limit for a trace (set {ENV_MAX_BYTES} "
+                            "or max_bytes to raise it)")
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} bytes"
+
+
+Buffer = Union[bytes, bytearray, mmap.mmap]
+
+
+def read_limited(f: BinaryIO, path: Path, limit: int, gz: bool) -> Buffer:
+    """The file's bytes (gunzipped when gz); stops with a TraceError past `limit` bytes.
+
+    A plain file is mapped, not read; a gzip file is decompressed in pieces into a temporary file that is then
+    mapped. Mapped pages can be dropped once parsed (release()), so the JSON need not stay in memory while the
+    event table grows. Where mapping fails, the bytes are read into memory instead.
+    """
+    if not gz:
+        size = os.fstat(f.fileno()).st_size
+        if size > limit:
+            raise _too_big(path, limit, f"the file ({_size(size)})")
+        with contextlib.suppress(OSError, ValueError):  # ValueError: an empty file cannot be mapped
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        out = bytearray(size)
+        del out[f.readinto(out):]
+        return out
+    spool = _spool()
+    if spool is None:
+        return _gunzip(f, path, limit, bytearray())
+    with spool:
+        size = _gunzip(f, path, limit, spool)
+        if size:
+            with contextlib.suppress(OSError, ValueError):
+                return mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ)
+        spool.seek(0)
+        return spool.read()
+
+
+def _spool() -> Optional[BinaryIO]:
+    try:
+        return tempfile.TemporaryFile()  # noqa: SIM115 - the caller closes it with `with`
+    except OSError:
+        return None
+
+
+def release(buf: Buffer, lo: int, hi: int) -> None:
+    """Drop the mapped pages of buf[lo:hi] from this process's memory (they are read back if touched again)."""
+    if isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        lo = -(-lo // mmap.PAGESIZE) * mmap.PAGESIZE
+        if hi > lo:
+            buf.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+
+def trim() -> None:
+    """Give freed heap memory back to the system (glibc keeps the holes the table's pieces left)."""
+    global _LIBC
+    if _LIBC is None:
+        try:
+            _LIBC = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _LIBC = False
+    if _LIBC:
+        _LIBC(0)
+
+
+_LIBC: Any = None
+
+
+def _gunzip(f: BinaryIO, path: Path, limit: int, out: Any) -> Any:
+    """Decompress into out (a bytearray, returned; or a file, returns the size)."""
+    size = 0
+    d, fed = zlib.decompressobj(16 + zlib.MAX_WBITS), False
+    data = f.read(_READ_BYTES)
+    while data:
+        piece = d.decompress(data, _READ_BYTES)
+        size += len(piece)
+        if size > limit:
+            raise _too_big(path, limit, "the decompressed trace")
+        if isinstance(out, bytearray):
+            out += piece
+        else:
+            out.write(piece)
+        fed = True
+        data = d.unconsumed_tail
+        if d.eof:  # a .gz file may hold several members; zero padding after the last one is ignored
+            data = d.unused_data + (b"" if d.unused_data else f.read(_READ_BYTES))
+            if not data.strip(b"\x00"):
+                return out if isinstance(out, bytearray) else size
+            d, fed = zlib.decompressobj(16 + zlib.MAX_WBITS), False
+        if not data:
+            data = f.read(_READ_BYTES)
+    if fed:
+        raise EOFError("compressed file ended before the end-of-stream marker was reached")
+    return out if isinstance(out, bytearray) else size
+
+
+class Scan:
+    """Nesting depth and top-level element boundaries of one JSON value (an array or object)."""
+
+    def __init__(self, level: int = 1) -> None:
+        self.level = level  # the depth whose commas are recorded
+        self.depth = 0
+        self.max_depth = 0
+        self.in_string = False
+        self.backslashes = 0  # length of the run of backslashes that ended the previous piece
+        self.cuts: list[int] = []  # offsets of commas at `level`, about SLICE_BYTES apart
+
+    def feed(self, a: bytes, offset: int) -> None:
+        cls = np.frombuffer(a.translate(_TABLE), np.int8)
+        pos = _nonzero(cls)
+        c = cls[pos]
+        del cls
+        is_quote = c == _QUOTE
+        if self.backslashes or (c == _BACKSLASH).any():
+            q = np.flatnonzero(is_quote)
+            slashes = pos[c == _BACKSLASH]
+            is_quote[q[_escaped(pos[q], slashes, self.backslashes)]] = False
+            self.backslashes = _trailing_run(slashes, len(a), self.backslashes)
+        # quotes seen so far, mod 2, says whether a character is inside a string
+        inside = (np.cumsum(is_quote, dtype=np.uint8) + self.in_string) & 1
+        self.in_string = bool((int(is_quote.sum()) + self.in_string) & 1)
+        keep = (c >= _OPEN) & (inside == 0)
+        sp, sc = pos[keep], c[keep]
+        del pos, c, inside, keep
+        delta = (sc == _OPEN).astype(np.int8) - (sc == _CLOSE).astype(np.int8)
+        level = np.cumsum(delta, dtype=np.int64) + self.depth
+        if level.size:
+            self.max_depth = max(self.max_depth, int(level.max()))
+            self.depth = int(level[-1])
+        commas = sp[(sc == _COMMA) & (level == self.level)] + offset
+        if commas.size:
+            marks = np.arange((self.cuts[-1] if self.cuts else 0) + SLICE_BYTES, offset + len(a), SLICE_BYTES)
+            pick = np.unique(np.clip(np.searchsorted(commas, marks), 0, commas.size - 1))
+            self.cuts.extend(int(x) for x in commas[pick] if not self.cuts or x > self.cuts[-1])
+
+
+def _nonzero(cls: np.ndarray) -> np.ndarray:
+    """np.flatnonzero, faster on mostly-zero input (long strings): skip zero 8-byte words first."""
+    n = cls.size - cls.size % 8
+    words = np.flatnonzero(cls[:n].view(np.uint64))
+    if words.size > n // 16:
+        return np.flatnonzero(cls)
+    k = np.flatnonzero(cls[:n].reshape(-1, 8)[words])
+    tail = np.flatnonzero(cls[n:]) + n
+    return np.concatenate([words[k >> 3] * 8 + (k & 7), tail])
+
+
+def _escaped(quotes: np.ndarray, slashes: np.ndarray, carried: int) -> np.ndarray:
+    """For each quote, whether an odd run of backslashes comes right before it."""
+    if slashes.size == 0:
+        return (quotes == 0) & (carried % 2 == 1)
+    run_start = np.maximum.accumulate(np.where(np.r_[True, np.diff(slashes) != 1], slashes, 0))
+    k = np.searchsorted(slashes, quotes) - 1
+    kc = np.clip(k, 0, None)
+    before = (k >= 0) & (slashes[kc] == quotes - 1)
+    start = run_start[kc]
+    length = np.where(before, quotes - start, 0)
+    # a run that reaches the start of this piece continues the previous piece's run
+    length += np.where((before & (start == 0)) | (quotes == 0), carried, 0)
+    return length % 2 == 1
+
+
+def _trailing_run(slashes: np.ndarray, size: int, carried: int) -> int:
+    if slashes.size == 0 or slashes[-1] != size - 1:
+        return 0
+    gaps = np.flatnonzero(np.diff(slashes) != 1)
+    first = int(slashes[gaps[-1] + 1] if gaps.size else slashes[0])
+    return size - first + (carried if first == 0 else 0)
+
+
+def scan(data: Union[bytes, bytearray, memoryview], path: Path, max_depth: int = MAX_DEPTH, level: int = 2) -> Scan:
+    """Check nesting (TraceError past max_depth) and find commas at `level` (2: between the elements of a
+    top-level array, such as the events) to cut that array into slices."""
+    view = memoryview(data).cast("B")
+    s = Scan(level)
+    for lo in range(0, len(view), _SCAN_BYTES):
+        s.feed(view[lo:lo + _SCAN_BYTES].tobytes(), lo)
+        release(data, lo - lo % mmap.PAGESIZE, lo + _SCAN_BYTES)
+        if s.max_depth > max_depth:
+            raise TraceError(path, f"JSON nested more than {max_depth} levels deep: not a torch.profiler trace")
+    return s
+
+
+def offset_in(buf: Buffer, raw: object) -> int:
+    """Where raw (a slice of buf, such as msgspec.Raw) starts in buf."""
+    return _address(raw) - _address(buf)
+
+
+def cuts_within(shape: Scan, lo: int, n: int) -> list[int]:
+    """The cuts that fall inside buf[lo:lo + n], relative to lo."""
+    return [c - lo for c in shape.cuts if lo < c < lo + n]
+
+
+def _address(obj: object) -> int:
+    return np.frombuffer(obj, np.uint8).__array_interface__["data"][0]
+
+
+def slices(data: Union[bytes, bytearray, memoryview], cuts: list[int], buf: Optional[Buffer] = None,
+           offset: int = 0) -> Iterator[bytes]:
+    """A JSON array cut at the given depth-1 commas, each piece a JSON array of its own elements.
+
+    When data lies at `offset` in a mapped buf, the pages of each piece are released once it is copied out.
+    """
+    view = memoryview(data).cast("B")
+    inner_lo = 1
+    for cut in cuts + [len(view) - 1]:
+        piece = b"[" + view[inner_lo:cut].tobytes() + b"]"
+        if buf is not None:
+            release(buf, offset + inner_lo - 1, offset + cut)
+        yield piece
+        inner_lo = cut + 1

@@ -1,0 +1,387 @@
+"""Hostile traces and run folders: size and nesting limits, impossible figures, wrong types in run files."""
+
+import gzip
+import json
+import random
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from idlehound import TraceError, analyze, diagnose, load_trace
+from idlehound.pipeline import analyze_path
+from idlehound.report._data import build, check_document, to_json
+from idlehound.trace import _limits, parse_trace_bytes
+
+from ..conftest import TRACES
+from .tracebuilder import TraceBuilder
+
+
+def _doc(tb: TraceBuilder, **top) -> dict:
+    a = analyze(parse_trace_bytes(tb.to_bytes(**top), "built.json"))
+    return build(a, diagnose(a))
+
+
+def _steps_with_kernel(tb: TraceBuilder, n: int = 2) -> TraceBuilder:
+    for i in range(n):
+        tb.step(i, ts=i * 1000, dur=1000)
+        tb.kernel("gemm", ts=i * 1000 + 100, dur=500, launch_ts=i * 1000 + 10)
+    return tb
+
+
+# --- size limit and bounded decompression -------------------------------------------------------------------
+
+def _bomb(path: Path, mb: int) -> Path:
+    with gzip.open(path, "wb", compresslevel=9) as f:
+        f.write(b'{"traceEvents":[')
+        for _ in range(mb):
+            f.write(b" " * 2**20)
+        f.write(b"]}")
+    return path
+
+
+def test_gzip_bomb_stops_at_the_limit_from_the_api_and_the_environment(tmp_path, monkeypatch):
+    bomb = _bomb(tmp_path / "bomb.pt.trace.json.gz", 8)
+    assert bomb.stat().st_size < 100_000
+    with pytest.raises(TraceError, match="decompressed trace is over the 4 MiB limit") as e:
+        load_trace(bomb, max_bytes=4 * 2**20)
+    assert str(bomb) in str(e.value) and "IDLEHOUND_MAX_TRACE_BYTES" in str(e.value)
+    monkeypatch.setenv("IDLEHOUND_MAX_TRACE_BYTES", str(2**20))
+    with pytest.raises(TraceError, match="over the 1 MiB limit"):
+        load_trace(bomb)
+    monkeypatch.setenv("IDLEHOUND_MAX_TRACE_BYTES", "lots")
+    with pytest.raises(TraceError, match="IDLEHOUND_MAX_TRACE_BYTES: must be a positive number"):
+        load_trace(bomb)
+
+
+def test_plain_file_over_the_limit_is_refused_before_reading(tmp_path):
+    p = tmp_path / "big.pt.trace.json"
+    p.write_bytes(_steps_with_kernel(TraceBuilder()).to_bytes())
+    with pytest.raises(TraceError, match=r"the file \(.*\) is over the 100 bytes limit"):
+        load_trace(p, max_bytes=100)
+    assert len(load_trace(p, max_bytes=p.stat().st_size).events) > 0
+
+
+def test_multi_member_and_truncated_gzip(tmp_path):
+    data = _steps_with_kernel(TraceBuilder()).to_bytes()
+    half = len(data) // 2
+    p = tmp_path / "two.pt.trace.json.gz"
+    p.write_bytes(gzip.compress(data[:half]) + gzip.compress(data[half:]) + b"\0" * 16)
+    assert len(load_trace(p).events) == len(parse_trace_bytes(data).events)
+    p.write_bytes(gzip.compress(data)[:-30])
+    with pytest.raises(TraceError, match="truncated gzip file"):
+        load_trace(p)
+
+
+# --- nesting, and the scanner that cuts the events into slices -------------------------------------------------
+
+@pytest.mark.parametrize("where", ["event", "top"])
+def test_json_nested_1000_deep_is_a_clean_error(tmp_path, run_cli, where):
+    deep = b"[" * 1000 + b"]" * 1000
+    ev = b'{"ph":"X","cat":"cpu_op","name":"a","ts":1,"dur":1,"args":{"x":' + (deep if where == "event" else b"1")
+    data = b'{"traceEvents":[' + ev + b'}}], "x":' + (deep if where == "top" else b"1") + b"}"
+    p = tmp_path / "deep.pt.trace.json"
+    p.write_bytes(data)
+    r = run_cli("analyze", p)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count("\n") == 1 and "nested more than 64 levels deep" in r.stderr and str(p) in r.stderr
+
+
+def _reference(b: bytes) -> tuple[int, list[int]]:
+    depth = mx = 0
+    inside = escaped = False
+    commas = []
+    for i, ch in enumerate(b):
+        if inside:
+            if escaped:
+                escaped = False
+            elif ch == 92:
+                escaped = True
+            elif ch == 34:
+                inside = False
+        elif ch == 34:
+            inside = True
+        elif ch in b"[{":
+            depth += 1
+            mx = max(mx, depth)
+        elif ch in b"]}":
+            depth -= 1
+        elif ch == 44 and depth == 1:
+            commas.append(i)
+    return mx, commas
+
+
+json_text = st.recursive(
+    st.none() | st.integers() | st.text(alphabet='ab"\\[]{},', max_size=8),
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(alphabet='k"\\[{', max_size=4), c, max_size=3),
+    max_leaves=25)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(json_text, max_size=6), st.integers(1, 9))
+def test_scanner_matches_a_character_by_character_parse(values, piece):
+    data = json.dumps(values).encode()
+    old = _limits._SCAN_BYTES, _limits.SLICE_BYTES
+    _limits._SCAN_BYTES, _limits.SLICE_BYTES = piece, 1  # tiny pieces: every carry across pieces is exercised
+    try:
+        s = _limits.scan(data, Path("x"), max_depth=10**6, level=1)
+    finally:
+        _limits._SCAN_BYTES, _limits.SLICE_BYTES = old
+    depth, commas = _reference(data)
+    assert (s.max_depth, s.cuts) == (depth, commas)
+    assert [v for part in _limits.slices(data, s.cuts) for v in json.loads(part)] == values
+
+
+def test_large_event_arrays_are_decoded_in_slices_with_the_same_result(monkeypatch):
+    tb = _steps_with_kernel(TraceBuilder(), n=30)
+    whole = parse_trace_bytes(tb.to_bytes())
+    monkeypatch.setattr(_limits, "SLICE_BYTES", 500)
+    sliced = parse_trace_bytes(tb.to_bytes())
+    assert len(_limits.scan(tb.to_bytes(), Path("x")).cuts) > 10
+    assert whole.events.names == sliced.events.names
+    assert (whole.events.ts == sliced.events.ts).all() and (whole.events.dur == sliced.events.dur).all()
+
+
+# --- impossible figures: excluded with a note, or an error -----------------------------------------------------
+
+def test_step_number_of_thousands_of_digits_is_ignored_with_a_note(tmp_path, run_cli):
+    tb = _steps_with_kernel(TraceBuilder())
+    tb.step(0, ts=5000, dur=10)
+    tb.events[-2]["name"] = "ProfilerStep#" + "9" * 5000
+    doc = _doc(tb)
+    assert doc["trace"]["steps"] == [0, 1]
+    assert any("more than 18 digits" in n for n in doc["notes"])
+    p = tmp_path / "digits.pt.trace.json"
+    p.write_bytes(tb.to_bytes())
+    r = run_cli("analyze", p, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["trace"]["steps"] == [0, 1]
+
+
+def test_an_event_lasting_58_days_is_excluded_not_reported_as_a_58_day_step():
+    tb = _steps_with_kernel(TraceBuilder(), n=3)
+    tb.events[0]["dur"] = 58 * 86400 * 1e6  # ProfilerStep#0
+    tb.kernel("gemm", ts=2100, dur=58 * 86400 * 1e6, launch_ts=2020)
+    doc = _doc(tb)
+    assert check_document(doc) == []
+    assert doc["trace"]["steps"] == [1, 2]  # step 0 is left with no duration and excluded
+    assert any("more than a day" in n for n in doc["notes"]) and any("zero duration" in n for n in doc["notes"])
+    assert doc["metrics"]["step_ms"]["value"] == 1.0  # the other steps, as recorded
+
+
+def test_only_zero_length_steps_is_an_error_not_100_percent_idle():
+    tb = TraceBuilder()
+    tb.step(1, ts=100, dur=0)
+    tb.kernel("gemm", ts=100, dur=0, launch_ts=100, launch_dur=0)
+    with pytest.raises(TraceError, match="no step with a duration above zero"):
+        analyze(parse_trace_bytes(tb.to_bytes(), "zero.json"))
+
+
+def test_tiny_steps_are_not_written_as_0_00_of_0_00_ms():
+    tb = TraceBuilder()
+    for i in range(2):
+        tb.step(i, ts=i * 2, dur=2)
+        tb.kernel("gemm", ts=i * 2 + 1, dur=0.5, launch_ts=i * 2)
+    doc = _doc(tb)
+    assert "0.00 of 0.00" not in doc["headline"] and "0.002" in doc["headline"], doc["headline"]
+    assert check_document(doc) == []
+
+
+def test_occupancy_copy_sizes_and_memory_out_of_range_are_excluded_with_notes():
+    tb = _steps_with_kernel(TraceBuilder())
+    tb.kernel("gemm", ts=1700, dur=100, launch_ts=1600, occ=6.9e10)
+    tb.memcpy("HtoD (Pageable -> Device)", ts=1850, dur=10, nbytes=10**30, launch_ts=1800)
+    tb.memcpy("HtoD (Pageable -> Device)", ts=1900, dur=10, nbytes=4096, launch_ts=1880)
+    tb.events.append({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 100, "tid": 1, "ts": 1500,
+                      "s": "t", "args": {"Device Type": 1, "Total Allocated": -5, "Total Reserved": 2**62,
+                                         "Bytes": 5}})
+    doc = _doc(tb)
+    assert check_document(doc) == []
+    notes = " ".join(doc["notes"])
+    assert "occupancy of 1 kernel" in notes and "byte counts of 1 copy" in notes and "1 memory sample" in notes
+    assert doc["metrics"]["occupancy"]["value"] == 50.0
+    assert doc["copies"][0]["bandwidth_gbps"] < 1000
+
+
+def test_check_document_flags_impossible_figures():
+    doc = _doc(_steps_with_kernel(TraceBuilder()))
+    assert check_document(doc) == []
+    doc["metrics"]["sm_efficiency"]["value"] = 6.9e12
+    doc["steps"][0]["duration_ms"] = 58 * 86400e3
+    doc["breakdown_ms"]["Kernel"] = -3.0
+    doc["kernels"]["p50_us"] = float("inf")
+    assert len(check_document(doc)) == 1  # non-finite values are reported alone, first
+    doc["kernels"]["p50_us"] = 1.0
+    problems = " ".join(check_document(doc))
+    assert "metrics.sm_efficiency" in problems and "steps[0].duration_ms" in problems
+    assert "breakdown_ms.Kernel" in problems
+
+
+def test_report_document_is_strict_json_even_when_a_figure_is_not_finite(monkeypatch):
+    from idlehound.report import _data
+
+    tb = _steps_with_kernel(TraceBuilder())
+    a = analyze(parse_trace_bytes(tb.to_bytes(), "built.json"))
+    a.kernels.p90_us = float("nan")
+    doc = build(a, diagnose(a))
+    assert doc["kernels"]["p90_us"] is None
+    assert any("not finite" in n and "kernels.p90_us" in n for n in doc["notes"])
+    json.loads(to_json(doc))
+    with pytest.raises(ValueError):
+        _data.to_json({"x": float("inf")})
+
+
+@pytest.mark.parametrize("run", sorted(p.name for p in TRACES.iterdir() if p.is_dir()))
+def test_every_recorded_run_passes_check_document(run):
+    res = analyze_path(TRACES / run)
+    assert check_document(res.doc) == []
+    json.loads(to_json(res.doc))
+
+
+# --- wrong types in run.json, samples.json and the sidecar -----------------------------------------------------
+
+def _copy_run(tmp_path: Path, name: str = "healthy") -> Path:
+    dst = tmp_path / name
+    shutil.copytree(TRACES / name, dst)
+    return dst
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("profiler_overhead", "1.4", "'profiler_overhead' must be a number, not string"),
+    ("sampler", [1], "'sampler' must be an object, not list"),
+    ("sampler", {"mean_util": None, "window_mean_util": 1e300}, "'sampler.window_mean_util' = 1e+300 is out of range"),
+    ("dataloader", {"num_workers": "4"}, "'dataloader.num_workers' must be an integer, not string"),
+    ("cudnn_benchmark", 0, "'cudnn_benchmark' must be true or false, not integer"),
+    ("steps_seen", 10**30, "'steps_seen' = <integer of 31 digits> is out of range"),
+])
+def test_wrong_types_in_run_json_name_the_file_and_field(tmp_path, field, value, message):
+    d = _copy_run(tmp_path)
+    info = json.loads((d / "run.json").read_text())
+    info[field] = value
+    (d / "run.json").write_text(json.dumps(info))
+    with pytest.raises(TraceError, match=re.escape(message)) as e:
+        analyze_path(d)
+    assert str(d / "run.json") in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("text,message", [
+    ('{"profiler_overhead": NaN}', "not valid JSON"),
+    ('{"x": ' + "9" * 5000 + "}", "not valid JSON"),
+    ("[1, 2]", "the top level is a list"),
+    ('{"x": ' + "[" * 200 + "]" * 200 + "}", "nested more than 64 levels"),
+])
+def test_run_json_that_is_not_json_or_not_an_object(tmp_path, text, message):
+    d = _copy_run(tmp_path)
+    (d / "run.json").write_text(text)
+    with pytest.raises(TraceError, match=message):
+        analyze_path(d)
+
+
+def test_wrong_samples_rows_name_the_row_and_bad_sidecar_rows_are_skipped(tmp_path, run_cli):
+    d = _copy_run(tmp_path)
+    s = json.loads((d / "samples.json").read_text())
+    s["samples"][3] = [0.3, "busy", 618.3]
+    (d / "samples.json").write_text(json.dumps(s))
+    r = run_cli("analyze", d)
+    assert r.returncode == 2 and "samples[3] must be [seconds, utilisation %, memory MiB]" in r.stderr
+    assert r.stderr.count("\n") == 1
+    shutil.copy(TRACES / "healthy" / "samples.json", d / "samples.json")
+    side = next(d.glob("*.sidecar.json.gz"))
+    doc = json.loads(gzip.decompress(side.read_bytes()))
+    doc["frames"][2][3] = "15"
+    side.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    r = run_cli("analyze", "--json", d)
+    assert r.returncode == 0, r.stderr  # the sidecar only refines the trace: a bad row is skipped, not fatal
+    json.loads(r.stdout)
+
+
+def test_over_long_path_is_a_clean_error(run_cli, tmp_path):
+    r = run_cli("analyze", tmp_path / ("x" * 5000) / "t.pt.trace.json")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "internal error" not in r.stderr
+
+
+# --- the fuzz harness, bounded: mutated recorded run folders ----------------------------------------------------
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32))
+def test_mutated_recorded_runs_give_a_clean_error_or_sane_figures(tmp_path_factory, seed):
+    from ..fuzzing import mutate, run_case
+
+    rng = random.Random(seed)
+    case = mutate(rng.choice(_small_sources()), rng)
+    out = run_case(case.write(tmp_path_factory.mktemp("case")))
+    assert out.kind in ("error", "analysed"), (case.ops, out.message)
+    assert out.problems == [], (case.ops, out.problems)
+    assert out.invalid_json == "", (case.ops, out.invalid_json)
+
+
+_SOURCES: list = []
+
+
+def _small_sources() -> list:
+    from ..fuzzing import load_sources
+
+    if not _SOURCES:
+        _SOURCES.extend(load_sources(["healthy", "fp32_math", "pageable", "memory_churn", "sync_item"]))
+    return _SOURCES
+
+
+# --- memory: the loader holds the table, not the JSON as well ---------------------------------------------------
+
+_PEAK = r"""
+import sys
+from idlehound.trace import load_trace
+def status(key):
+    return next(int(x.split()[1]) * 1024 for x in open("/proc/self/status") if x.startswith(key))
+base = status("VmRSS:")
+open("/proc/self/clear_refs", "w").write("5")
+t = load_trace(sys.argv[1])
+print(len(t.events), base, status("VmHWM:"))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc to read peak memory")
+@pytest.mark.parametrize("gz", [False, True])
+def test_loading_many_tiny_events_peaks_below_twice_the_json(tmp_path, gz):
+    import os
+    import subprocess
+    import sys
+
+    n = 600_000  # about 43 MB: large enough that fixed costs (imports, buffers of a few MB) do not dominate
+    events = ",".join(f'{{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":{i},"dur":1}}' for i in range(n))
+    data = ('{"traceEvents":[' + events + "]}").encode()
+    p = tmp_path / ("tiny.pt.trace.json" + (".gz" if gz else ""))
+    p.write_bytes(gzip.compress(data, 1) if gz else data)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", _PEAK, str(p)], capture_output=True, text=True, env=env, check=True)
+    count, base, peak = map(int, out.stdout.split())
+    assert count == n
+    assert (peak - base) / len(data) < 2.0, (peak - base) / len(data)
+
+
+def test_a_kernel_running_far_past_its_step_counts_only_inside_it():
+    tb = _steps_with_kernel(TraceBuilder())
+    tb.kernel("gemm", ts=1700, dur=1e9, launch_ts=-500, bps=4.0)  # launched before the steps: does not extend one
+    doc = _doc(tb)
+    assert check_document(doc) == []
+    assert doc["metrics"]["sm_efficiency"]["value"] <= 100
+    assert doc["kernels"]["max_us"] <= 1000.0
+
+
+def test_implausible_device_memory_is_left_unknown():
+    doc = _doc(_steps_with_kernel(TraceBuilder()), deviceProperties=[{"id": 0, "name": "x", "totalGlobalMem": 1}])
+    assert doc["device"]["memory_bytes"] is None and check_document(doc) == []
+
+
+def test_sidecar_file_name_too_long_for_the_file_system(tmp_path):
+    d = _copy_run(tmp_path)
+    side = next(d.glob("*.sidecar.json.gz"))
+    doc = json.loads(gzip.decompress(side.read_bytes()))
+    for row in doc["frames"]:
+        row[2] = "x" * 300 + "/" + row[2]
+    side.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    res = analyze_path(d)
+    assert check_document(res.doc) == []
