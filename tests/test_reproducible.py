@@ -20,7 +20,7 @@ from idlehound.analysis._source import snippet_at
 from .conftest import ROOT, TRACES
 
 SRC = ROOT / "src"
-FOLDERS = sorted(p.name for p in TRACES.iterdir() if p.is_dir())
+FOLDERS = sorted(p.name for p in TRACES.iterdir() if (p / "run.json").is_file())  # run folders, not bare traces
 
 
 def cli_json(folder: Path, cwd: Path, pythonpath: str = str(SRC)) -> str:
