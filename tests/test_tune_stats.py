@@ -5,8 +5,16 @@ import random
 
 import pytest
 
-from idlehound.tune._stats import (Interval, Run, Schedule, drift_pct, effect, interval, log_ratios,
-                                   measure_interleaved)
+from idlehound.tune._stats import (
+    Interval,
+    Run,
+    Schedule,
+    drift_pct,
+    effect,
+    interval,
+    log_ratios,
+    measure_interleaved,
+)
 
 
 def _runner(true_ms, drift, noise, seed, total=40):

@@ -84,7 +84,7 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
 class Outcome:
     candidate: str
     label: str
-    status: str = "ok"  # ok, rejected, skipped, failed
+    status: str = "ok"  # ok (ran, math kept), rejected, skipped, failed, not applicable
     reason: str = ""
     samples_per_s: float | None = None
     steps_per_s: float | None = None
@@ -96,3 +96,8 @@ class Outcome:
     gain: float | None = None  # stage 2: speed-up over on_top_of alone
     settings: dict[str, Any] = field(default_factory=dict)
     graphed_inputs: list[dict[str, Any]] | None = None  # cuda_graphs: shape and dtype of each recorded input
+    effect: str = ""  # faster, slower, no measurable effect: the 95% interval over its reference (version 2)
+    speedup_ci: list[float] | None = None  # 95% interval of speedup
+    gain_ci: list[float] | None = None  # 95% interval of gain
+    rounds: int = 0  # timed runs behind the figures
+    warmup_note: str = ""  # how the warm-up was raised or cut for this variant

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional
 
 MARGIN = 0.03  # an arm is faster (or slower) when its 95% interval excludes 1.0 by this much
 TARGET = 0.02  # an arm's interval is tight when its half-width is within 2% of the estimate
@@ -124,16 +125,21 @@ Measure = Callable[[str, int, int], Optional[float]]  # (arm, its run index, sch
 
 
 def measure_interleaved(reference: str, arms: list[str], measure: Measure, sched: Schedule,
-                        start: int = 0) -> list[Run]:
+                        runs: Optional[list[Run]] = None) -> list[Run]:
     """Run the reference and the arms in rounds (reference first, arms shuffled), then the reference once more.
 
     After min_rounds, an arm leaves when its interval is tight; all stop at max_rounds. An arm whose run fails
-    leaves at once (its failure is the result). Returns every run in schedule order.
+    leaves at once (its failure is the result). runs: earlier runs of the same session, which new runs extend
+    (their reference runs count too; when the last one is the reference, the first round does not repeat it).
+    Returns all runs in schedule order.
     """
-    rng = random.Random(sched.seed)
-    runs: list[Run] = []
-    pos = start
+    rng = random.Random(sched.seed + len(runs or []))
+    runs = runs if runs is not None else []
+    pos = runs[-1].position + 1 if runs else 0
+    skip_first = bool(runs) and runs[-1].arm == reference
     count: dict[str, int] = {}
+    for r in runs:
+        count[r.arm] = count.get(r.arm, 0) + 1
     active = list(arms)
 
     def one(arm: str) -> Run:
@@ -147,7 +153,8 @@ def measure_interleaved(reference: str, arms: list[str], measure: Measure, sched
     for rnd in range(sched.max_rounds):
         if rnd >= sched.min_rounds and not active:
             break
-        one(reference)
+        if not (rnd == 0 and skip_first):
+            one(reference)
         order = active[:]
         rng.shuffle(order)
         for arm in order:
