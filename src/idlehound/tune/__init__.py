@@ -14,13 +14,13 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..errors import IdlehoundError
-from ._candidates import Candidate, Outcome, all_candidates, refine_workers, workers_candidate
-from ._diff import make_diff
+from ._candidates import Candidate, Outcome, all_candidates, not_applicable, refine_workers, workers_candidate
+from ._diff import changed_source, make_diff
 from ._stats import (
     MARGIN,
     Interval,
@@ -109,7 +109,9 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
         stack = _on_top(lab, stack, cand, cand.name + "_on_stack", outcomes, " (again)")
     lab.last_baseline()
     progress("done", lab.done, lab.done)
-    doc = _document(script, opts, causes, [lab.baseline_outcome()] + outcomes, run_dir, lab.noise(), lab.drift())
+    progress("checking that the changed script runs", lab.done, lab.done + 1)
+    doc = _document(script, opts, causes, [lab.baseline_outcome()] + outcomes, run_dir, lab.noise(), lab.drift(),
+                    lambda new: _runs_changed(script, args, opts, run_dir, new))
     (run_dir / "tune.json").write_text(json.dumps(doc, indent=2))
     from .report import tune_html, tune_markdown
 
@@ -254,11 +256,14 @@ def _noise(base: dict, repeat: dict) -> dict[str, Optional[float]]:
     return {"time_pct": round(t, 2), "loss_rel_diff": d}
 
 
-def _run_child(script: str, args: list[str], settings: dict, opts: TuneOptions, out: Path) -> dict[str, Any]:
+def _run_child(script: str, args: list[str], settings: dict, opts: TuneOptions, out: Path,
+               script_dir: str = "") -> dict[str, Any]:
     cmd = [sys.executable, "-m", "idlehound.tune._child", str(out), json.dumps(settings), str(opts.skip),
            str(opts.steps), script, *args]
+    env = {**os.environ, "IDLEHOUND_TUNE_SCRIPT_DIR": script_dir} if script_dir else None
     try:  # no stdin: a script that reads it would wait for ever
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=opts.timeout_s, stdin=subprocess.DEVNULL)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=opts.timeout_s, stdin=subprocess.DEVNULL,
+                           env=env)
     except subprocess.TimeoutExpired:
         return {"status": "failed", "losses": [],
                 "error": f"did not finish within --child-timeout {opts.timeout_s} s (raise it for a slow start-up)"}
@@ -305,7 +310,10 @@ def _choose(cands: list[Candidate], causes: set[str], base: dict, cuda: bool, op
                   "needs CUDA" if c.needs_cuda and not cuda else
                   "every num_workers candidate pins memory already" if c.name == "pin_memory" and pinning
                   and c.name not in opts.try_ else "")
-        if reason:
+        idle = "" if reason else not_applicable(c, base.get("facts") or {})
+        if idle:  # would change nothing in this script: not timed, so noise cannot pass for a win
+            skipped.append(Outcome(c.name, c.label, status="not applicable", reason=idle, settings=c.settings))
+        elif reason:
             skipped.append(Outcome(c.name, c.label, status="skipped", reason=reason, settings=c.settings))
         else:
             chosen.append(c)
@@ -455,17 +463,27 @@ class _Stack:
 
 
 def _document(script: str, opts: TuneOptions, causes: set[str], outcomes: list[Outcome], run_dir: Path,
-              noise: dict[str, Optional[float]], drift: Optional[float] = None):
+              noise: dict[str, Optional[float]], drift: Optional[float] = None,
+              check: Optional[Callable[[str], str]] = None):
+    """The tune document. check(changed source) -> "" when the changed script runs, else why not."""
     best = max((o for o in outcomes[1:] if is_win(o)), key=lambda o: o.speedup or 0, default=None)
-    diff, snippets, check = "", [], ""
+    diff, snippets, checked = "", [], ""
     if best is not None:
         diff, snippets = make_diff(Path(script), best.settings, best.graphed_inputs)
-        diff, snippets, check = _checked_diff(script, opts, run_dir, diff, snippets)
+        if diff and check is not None:
+            new, _ = changed_source(Path(script).read_text(encoding="utf-8"), best.settings, best.graphed_inputs)
+            why = check(new)
+            checked = "ran: the changed script built its loader and trained" if not why else f"failed: {why}"
+            if why:  # never show a diff that does not run: what it would change, and why it is not shown
+                added = [ln[1:] for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+                snippets = [f"# idlehound tune: the diff was not shown: the changed script {why}.\n"
+                            "# The changes it made, to apply by hand:\n" + "\n".join(added)] + snippets
+                diff = ""
     return {"schema": "idlehound/tune", "schema_version": 2, "script": script, "run_dir": str(run_dir),
             "steps": opts.steps, "skip": opts.skip, "diagnosed_causes": sorted(causes), "noise": noise,
             "drift_pct": drift, "rounds": [opts.min_rounds, opts.max_rounds], "margin": MARGIN,
             "variants": [asdict(o) for o in outcomes], "best": asdict(best) if best else None,
-            "diff": diff, "snippets": snippets, "diff_check": check}
+            "diff": diff, "snippets": snippets, "diff_check": checked}
 
 
 def is_win(o: Outcome) -> bool:
@@ -475,8 +493,20 @@ def is_win(o: Outcome) -> bool:
     return _helped(o) and (o.speedup or 0) > 1.0 and low > 1.0
 
 
-def _checked_diff(script, opts, run_dir, diff, snippets):
-    return diff, snippets, ""
+def _runs_changed(script: str, args: list[str], opts: TuneOptions, run_dir: Path, new: str) -> str:
+    """"" when the changed script parses and runs a few optimizer steps in a child; else what went wrong."""
+    import ast
+
+    try:
+        ast.parse(new)
+    except SyntaxError as e:
+        return f"does not parse (line {e.lineno}: {e.msg})"
+    copy = run_dir / f"changed_{Path(script).name}"
+    copy.write_text(new, encoding="utf-8")
+    short = replace(opts, skip=1, steps=2)
+    r = _run_child(str(copy), args, {}, short, run_dir / "changed_check.json",
+                   script_dir=str(Path(script).resolve().parent))
+    return "" if r["status"] in ("ok", "short") else f"failed when run: {_failure(r)}"
 
 
 __all__ = ["Progress", "TuneOptions", "print_progress", "check_losses", "run_tune"]

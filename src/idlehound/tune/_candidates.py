@@ -80,6 +80,26 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
     ]
 
 
+def not_applicable(cand: Candidate, facts: dict[str, Any]) -> str:
+    """Why cand would change nothing in this script as it runs (from the baseline's facts), or ""."""
+    s = cand.settings
+    checks = [
+        (s.get("channels_last") and facts.get("weights_4d") == 0, "the model has no 4-D weights"),
+        (s.get("channels_last") and facts.get("channels_last"), "the model's weights are channels_last already"),
+        (s.get("cudnn_benchmark") and facts.get("convolutions") == 0, "the model has no convolutions"),
+        (s.get("cudnn_benchmark") and facts.get("cudnn_benchmark"), "the script sets cudnn.benchmark already"),
+        (s.get("tf32") and facts.get("tf32"), "the script allows TF32 matmuls already"),
+        (s.get("autocast") and facts.get("autocast"), "the script runs its model under autocast already"),
+        (s.get("fused_optimizer") and facts.get("optimizer") not in (None, "Adam", "AdamW", "SGD"),
+         f"its optimizer ({facts.get('optimizer')}) is not Adam, AdamW or SGD"),
+        (s.get("fused_optimizer") and facts.get("optimizer_fused_or_foreach"),
+         "the script's optimizer is fused or foreach already"),
+        (s.get("threads") and facts.get("threads") == s.get("threads"),
+         f"the training process runs {s.get('threads')} intra-op threads already"),
+    ]
+    return next((why for hit, why in checks if hit), "")
+
+
 @dataclass
 class Outcome:
     candidate: str

@@ -113,6 +113,8 @@ def render_tune(doc: dict[str, Any], console=None) -> None:
         c.print(f"  {name}: {label}", markup=False, highlight=False)
     c.print(noise_line(doc))
     c.print(best_line(doc), markup=False)
+    if doc.get("diff_check"):
+        c.print(f"Diff check: {doc['diff_check']}", markup=False, highlight=False)
     for line in doc["diff"].splitlines():  # unwrapped and uncropped, so it can be copied
         style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
         c.print(line, style=style, markup=False, highlight=False, soft_wrap=True)
@@ -128,6 +130,8 @@ def tune_markdown(doc: dict[str, Any]) -> str:
     out += ["| " + " | ".join(r) + " |" for r in rows(doc)]
     out += ["", noise_line(doc)]
     out += ["", best_line(doc)]
+    if doc.get("diff_check"):
+        out += ["", f"Diff check: {doc['diff_check']}"]
     if doc["diff"]:
         out += ["", "```diff", doc["diff"].rstrip(), "```"]
     for s in doc["snippets"]:
@@ -140,7 +144,8 @@ def tune_html(doc: dict[str, Any]) -> str:
 
     head = "".join(f"<th>{c}</th>" for c in columns(doc))
     body = "".join("<tr>" + "".join(f"<td>{e(x)}</td>" for x in r) + "</tr>" for r in rows(doc))
-    best = f"<p><b>{e(best_line(doc))}</b></p>"
+    best = f"<p><b>{e(best_line(doc))}</b></p>" + (f"<p>Diff check: {e(doc['diff_check'])}</p>"
+                                                    if doc.get("diff_check") else "")
     diff = f"<pre>{e(doc['diff'])}</pre>" if doc["diff"] else ""
     snippets = "".join(f"<pre>{e(s)}</pre>" for s in doc["snippets"])
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>idlehound tune</title>"
