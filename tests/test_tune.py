@@ -215,10 +215,13 @@ def test_diff_adds_non_blocking_to_the_batch_copies_of_the_blog_script():
     diff, snippets = make_diff(script, cand.settings)
     added = [ln for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
     assert added == [
-        "+loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, shuffle=True, num_workers=8, "
-        "persistent_workers=True, pin_memory=True, prefetch_factor=4)",
+        '+parser.add_argument("--workers", type=int, default=8)',
+        "+loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, shuffle=True, "
+        "num_workers=args.workers, persistent_workers=args.workers > 0, pin_memory=True, "
+        "prefetch_factor=4 if args.workers > 0 else None)",
         "+        inputs, labels = inputs.to(device, non_blocking=True), labels.to(device, non_blocking=True)"]
-    assert snippets == []
+    assert snippets == ["# num_workers: the default of the script's own --workers flag is now 8; "
+                        "--workers still overrides it"]
 
 
 NON_BLOCKING_PROBE = """
@@ -331,13 +334,15 @@ def test_diff_records_the_model_as_cuda_graphs_after_its_optimizer_with_whole_ba
     settings, _ = _Stack((cands["workers8"],)).plus(cands["cuda_graphs"])
     diff, snippets = make_diff(script, settings, [{"shape": [32, 3, 224, 224], "dtype": "float32"}])
     added = [ln for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
-    assert "drop_last=True" in added[0] and added[0].startswith("+loader = torch.utils.data.DataLoader(")
+    assert "drop_last=True" in added[1] and added[1].startswith("+loader = torch.utils.data.DataLoader(")
     assert added[-2] == "+model = torch.cuda.make_graphed_callables(model, (torch.zeros(32, 3, 224, 224, " \
                         "device='cuda'),))"
-    assert diff.index("make_graphed_callables") > diff.index("optimizer = torch.optim.SGD") and snippets == []
+    assert diff.index("make_graphed_callables") > diff.index("optimizer = torch.optim.SGD")
+    assert snippets == ["# num_workers: the default of the script's own --workers flag is now 8; "
+                        "--workers still overrides it"]
     diff, _ = make_diff(script, {**settings, "channels_last": True}, [{"shape": [32, 3, 224, 224], "dtype": "float32"}])
     added = [ln for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
-    assert added[1] == "+model = model.to(memory_format=torch.channels_last)  # idlehound tune"  # before recording
+    assert added[2] == "+model = model.to(memory_format=torch.channels_last)  # idlehound tune"  # before recording
     _, snippets = make_diff(script, {"cuda_graphs": True})  # shapes not known: a snippet instead
     assert "make_graphed_callables(model, (torch.zeros(batch, ..." in snippets[0]
 
@@ -382,4 +387,14 @@ def test_a_tune_recorded_on_the_h200_renders_and_diffs_the_same_here(run):
     best = doc["best"]
     assert best["graphed_inputs"] == [{"shape": [32, 3, 224, 224], "dtype": "float32"}]
     script = SCRIPTS.parent.parent / "examples" / "train_resnet18_cifar10.py"
-    assert make_diff(script, best["settings"], best["graphed_inputs"])[0] == doc["diff"]
+    diff = make_diff(script, best["settings"], best["graphed_inputs"])[0]
+    # the same change, except that the worker count now goes to the default of the script's own --workers flag
+    # (these documents hard-coded it over the flag) and the options that need workers follow that flag
+    n = best["settings"]["loader"]["num_workers"]
+    assert f'+parser.add_argument("--workers", type=int, default={n})' in diff.splitlines()
+    assert "persistent_workers=args.workers > 0" in diff and f"num_workers={n}," not in diff
+
+    def body(d):
+        return [ln for ln in d.splitlines() if ln[:1] in "+-" and "DataLoader" not in ln and "--workers" not in ln]
+
+    assert body(diff) == body(doc["diff"])
