@@ -36,8 +36,9 @@ def verdict(v: dict[str, Any]) -> str:
     if status == "ok" and effect is not None:  # version 2
         text = "accepted" if effect == "faster" and (v.get("speedup_ci") or [0])[0] > 1.0 else \
             "slower: not kept" if effect == "slower" else "no measurable effect"
-    return text + (f": {v['reason']}" if v["reason"] else "") + (f" ({v['warmup_note']})" if v.get(
-        "warmup_note") else "")
+    cut = v.get("warmup_note") or ""  # a warm-up cut to fit a short script qualifies the figure; a raise does not
+    return text + (f": {v['reason']}" if v["reason"] else "") + (f" ({cut})" if cut.startswith("warm-up ") and
+                                                                  ", not " in cut else "")
 
 
 def _cell(v: dict[str, Any], col: str) -> str:
@@ -53,6 +54,15 @@ def _cell(v: dict[str, Any], col: str) -> str:
 
 def rows(doc: dict[str, Any], cols: tuple[str, ...] = ()) -> list[list[str]]:
     return [[_cell(v, c) for c in cols or columns(doc)] for v in doc["variants"]]
+
+
+def legend(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """Each short name of the terminal table with what it changes (and how its warm-up was set, if not --skip)."""
+    out: dict[str, str] = {}
+    for v in doc["variants"][1:]:
+        note = v.get("warmup_note") or ""
+        out.setdefault(v["candidate"], v["label"] + (f"; {note}" if note else ""))
+    return list(out.items())
 
 
 def noise_line(doc: dict[str, Any]) -> str:
@@ -109,7 +119,7 @@ def render_tune(doc: dict[str, Any], console=None) -> None:
     for r in rows(doc, cols):
         t.add_row(*(Text(x) for x in r))
     c.print(t)
-    for name, label in dict((v["candidate"], v["label"]) for v in doc["variants"][1:]).items():
+    for name, label in legend(doc):
         c.print(f"  {name}: {label}", markup=False, highlight=False)
     c.print(noise_line(doc))
     c.print(best_line(doc), markup=False)
@@ -128,6 +138,8 @@ def tune_markdown(doc: dict[str, Any]) -> str:
            "| " + " | ".join(columns(doc)) + " |",
            "|" + "|".join("---:" if c in _NUMERIC else "---" for c in columns(doc)) + "|"]
     out += ["| " + " | ".join(r) + " |" for r in rows(doc)]
+    notes = [f"- {v['candidate']}: {v['warmup_note']}" for v in doc["variants"] if v.get("warmup_note")]
+    out += ["", "Warm-up:", *notes] if notes else []
     out += ["", noise_line(doc)]
     out += ["", best_line(doc)]
     if doc.get("diff_check"):
