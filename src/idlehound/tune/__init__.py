@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..errors import IdlehoundError
-from ._candidates import Candidate, Outcome, all_candidates, not_applicable, refine_workers, workers_candidate
+from ._candidates import (
+    FRAMEWORK_FACTS,
+    Candidate,
+    Outcome,
+    all_candidates,
+    not_applicable,
+    refine_workers,
+    workers_candidate,
+)
 from ._diff import changed_source, make_diff
 from ._stats import (
     MARGIN,
@@ -305,12 +313,18 @@ def _choose(cands: list[Candidate], causes: set[str], base: dict, cuda: bool, op
                   for c in wanted)
     chosen, skipped = [], []
     has_loader = bool(base.get("loaders"))
+    facts = base.get("facts") or {}
     for c in wanted:
+        if c.framework and facts.get(FRAMEWORK_FACTS[c.framework][0]) is None:
+            if c.name in opts.try_:  # tried by name: say why not; proposed by a cause: not this script's kind
+                skipped.append(Outcome(c.name, c.label, status="skipped", reason=FRAMEWORK_FACTS[c.framework][2],
+                                       settings=c.settings))
+            continue
         reason = ("the script builds no DataLoader" if c.needs_loader and not has_loader else
                   "needs CUDA" if c.needs_cuda and not cuda else
                   "every num_workers candidate pins memory already" if c.name == "pin_memory" and pinning
                   and c.name not in opts.try_ else "")
-        idle = "" if reason else not_applicable(c, base.get("facts") or {})
+        idle = "" if reason else not_applicable(c, facts)
         if idle:  # would change nothing in this script: not timed, so noise cannot pass for a win
             skipped.append(Outcome(c.name, c.label, status="not applicable", reason=idle, settings=c.settings))
         elif reason:

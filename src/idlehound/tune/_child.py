@@ -34,6 +34,7 @@ class Recorder:
         self.model: Any = None
         self.facts: dict[str, Any] = {}  # what the script does as written, for the no-op checks
         self.autocast_at_model = False
+        self.framework: dict[str, Any] = {}  # what the script set on a framework's Trainer (_FRAMEWORKS)
         self.losses: list[Any] = []
         self.first_opt: int | None = None
         self.loaders: list[dict] = []
@@ -75,7 +76,7 @@ class Recorder:
             return
         self.n += 1
         if self.n == 1:
-            self.facts = script_facts(self.model, opt, self.autocast_at_model)
+            self.facts = {**script_facts(self.model, opt, self.autocast_at_model), **self.framework}
         if self.n >= self.skip:
             self.wall.append(time.monotonic())
             if self.cuda:
@@ -139,11 +140,82 @@ def _watch_model(rec: Recorder) -> None:
     _on_first_model_call(keep)
 
 
+# module -> (class, settings key, facts key, how its settings are applied)
+_FRAMEWORKS = {
+    "transformers.training_args": ("TrainingArguments", "hf_args", "transformers_args", "post_init"),
+    "lightning.pytorch.trainer.trainer": ("Trainer", "pl_args", "lightning_args", "init"),
+    "pytorch_lightning.trainer.trainer": ("Trainer", "pl_args", "lightning_args", "init"),
+}
+_WATCHED = {"transformers_args": ("dataloader_num_workers", "dataloader_pin_memory", "dataloader_persistent_workers",
+                                  "logging_nan_inf_filter", "tf32", "bf16", "fp16", "torch_compile"),
+            "lightning_args": ("precision", "benchmark")}
+
+
+class _PatchOnImport:
+    """A meta path finder: once a framework's module has run, its class applies the variant's settings when the
+    script builds it, and records what the script set (without importing the framework where the script does not)."""
+
+    def __init__(self, settings: dict[str, Any], rec: Recorder) -> None:
+        self.settings, self.rec = settings, rec
+
+    def find_spec(self, name, path, target=None):
+        if name not in _FRAMEWORKS:
+            return None
+        from importlib.machinery import PathFinder
+
+        spec = PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _patch_framework(module, *_FRAMEWORKS[name], self.settings, self.rec)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _plain(v: Any) -> Any:
+    return v if v is None or isinstance(v, (bool, int, float, str)) else str(v)
+
+
+def _patch_framework(module, cls_name: str, key: str, fact: str, how: str, settings: dict, rec: Recorder) -> None:
+    cls = getattr(module, cls_name, None)
+    if cls is None:
+        return
+    overrides = dict(settings.get(key) or {})
+
+    def record(obj, kw: dict) -> None:
+        rec.framework[fact] = {k: _plain(kw[k] if k in kw else getattr(obj, k, None)) for k in _WATCHED[fact]}
+
+    if how == "post_init":  # a dataclass: subclasses inherit __post_init__, not __init__
+        post = cls.__post_init__
+
+        def __post_init__(self, *a, **kw):
+            for k, v in overrides.items():
+                setattr(self, k, v)
+            post(self, *a, **kw)
+            record(self, {})
+
+        cls.__post_init__ = __post_init__
+    else:
+        init = cls.__init__
+
+        def __init__(self, *a, **kw):
+            kw.update(overrides)
+            init(self, *a, **kw)
+            record(self, kw)
+
+        cls.__init__ = __init__
+
+
 def apply(settings: dict[str, Any], rec: Recorder) -> None:
     """Inject the variant's settings without touching the script."""
     import torch
 
     seed_everything(0)
+    sys.meta_path.insert(0, _PatchOnImport(settings, rec))
     _watch_model(rec)  # first: its check of autocast runs before a bf16 candidate enters it
     _wrap_loader(settings.get("loader") or {}, rec)
     if settings.get("non_blocking"):

@@ -256,6 +256,14 @@ def changed_source(source: str, settings: dict[str, Any],
                 edits += _loader_edits(source, tree, c, loader, notes)
         else:
             snippets.append("DataLoader(..., " + ", ".join(f"{k}={v!r}" for k, v in loader.items()) + ")")
+    for key, names, what in (("hf_args", ("TrainingArguments", "Seq2SeqTrainingArguments"), "TrainingArguments"),
+                             ("pl_args", ("Trainer",), "Trainer")):
+        if settings.get(key):
+            calls = _calls(tree, names)
+            for c in calls:
+                edits += _loader_edits(source, tree, c, settings[key], notes)
+            if not calls:
+                snippets.append(f"{what}(..., " + ", ".join(f"{k}={v!r}" for k, v in settings[key].items()) + ")")
     if settings.get("fused_optimizer"):
         for c in _calls(tree, ("Adam", "AdamW", "SGD")):
             if not any(k.arg in ("fused", "foreach") for k in c.keywords):
@@ -283,7 +291,9 @@ def changed_source(source: str, settings: dict[str, Any],
         else:
             snippets.append(snippet.rstrip("\n"))
     new = source
-    for start, end, text in sorted(set(edits), reverse=True):
+    unique = list(dict.fromkeys(edits))  # one dict shared by two calls is edited once
+    # from the end, so offsets hold; insertions at one place keep their order
+    for _, (start, end, text) in sorted(enumerate(unique), key=lambda ie: (ie[1][0], ie[1][1], ie[0]), reverse=True):
         new = new[:start] + text + new[end:]
     if header:
         imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
