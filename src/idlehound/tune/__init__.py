@@ -176,6 +176,7 @@ class _Lab:
 
     def _measure(self, arm: str, i: int, pos: int) -> Optional[float]:
         what = "baseline" if arm == "baseline" else self.labels.get(arm, arm)
+        self.total = max(self.total, self.done + 2)  # a loose interval adds rounds beyond the plan
         self.progress(f"{what} (run {i + 1})", self.done, self.total)
         n = len(self.results.get(arm, []))
         r = _run_child(self.script, self.args, self.settings[arm], self.opts, self.run_dir / f"{arm}.{n}.json")

@@ -73,8 +73,9 @@ def noise_line(doc: dict[str, Any]) -> str:
             f"largest per-step loss difference {n['loss_rel_diff']:.2g} (relative).")
     drift = doc.get("drift_pct")
     if drift is not None:
-        line += (f" Drift: the baseline's last run took {drift:+.1f}% of its first run's time per step; each "
-                 f"run is compared with the reference runs around it, so the drift does not count as a speed-up.")
+        how = f"{abs(drift):.1f}% {'slower' if drift > 0 else 'faster'} than" if drift else "as fast as"
+        line += (f" Drift: the baseline's last run was {how} its first; each run is compared with the reference "
+                 f"runs around it, so the drift does not count as a speed-up.")
     return line
 
 
