@@ -116,10 +116,10 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
         lab.plan(1, 0)
         stack = _on_top(lab, stack, cand, cand.name + "_on_stack", outcomes, " (again)")
     lab.last_baseline()
-    progress("done", lab.done, lab.done)
     progress("checking that the changed script runs", lab.done, lab.done + 1)
     doc = _document(script, opts, causes, [lab.baseline_outcome()] + outcomes, run_dir, lab.noise(), lab.drift(),
                     lambda new: _runs_changed(script, args, opts, run_dir, new))
+    progress("done", lab.done + 1, lab.done + 1)
     (run_dir / "tune.json").write_text(json.dumps(doc, indent=2))
     from .report import tune_html, tune_markdown
 
