@@ -13,7 +13,8 @@ from .conftest import SCRIPTS  # noqa: E402
 
 TUNE = SCRIPTS / "tune"
 FAST = ["--skip", "3", "--steps", "10", "--min-rounds", "2", "--max-rounds", "2"]
-TIGHT = ["--min-rounds", "3", "--max-rounds", "3"]  # where a speed-up must come out faster (t with 2 df)
+# where a speed-up must come out faster: 3 to 5 rounds (this machine's run-to-run noise reaches tens of %)
+TIGHT = ["--min-rounds", "3", "--max-rounds", "5"]
 
 
 def _tune(run_cli, tmp_path, script, *extra):
@@ -28,7 +29,8 @@ def test_data_bound_script_more_workers_win_with_equal_losses(run_cli, tmp_path)
     assert "data_loading" in doc["diagnosed_causes"]
     w = v["workers2"]
     assert w["status"] == "ok" and w["speedup"] > 1.3 and w["effect"] == "faster" and w["speedup_ci"][0] > 1.03
-    assert w["rounds"] == 3 and v["baseline"]["rounds"] == 4 and doc["drift_pct"] is not None
+    assert 3 <= w["rounds"] <= 5 and v["baseline"]["rounds"] == w["rounds"] + 1 and doc["drift_pct"] is not None
+    assert doc["diff_check"].startswith("ran:")
     assert w["loss_check"].startswith("bitwise equal: ok")
     assert doc["best"]["candidate"] == "workers2"
     assert "num_workers=2" in doc["diff"] and doc["diff"].startswith("--- a/data_bound.py")

@@ -4,6 +4,7 @@ short scripts, scripts that read stdin or start slowly, candidates that would ch
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -137,3 +138,33 @@ def test_a_script_that_reads_stdin_gets_none_and_a_slow_child_hits_the_child_tim
     r = _tune(tmp_path, "--no-diagnose", "--child-timeout", "3", TUNE / "reads_stdin.py", "60", timeout=300)
     assert r.returncode == 2
     assert "did not finish within --child-timeout 3 s" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_the_terminal_table_fits_a_normal_terminal_without_cropping_a_word(tmp_path, width):
+    from rich.console import Console
+
+    from idlehound.tune.report import render_tune
+
+    script = TUNE / "data_bound.py"
+    base = Outcome("baseline", "the script as written", speedup=1.0, steps_per_s=7.01, rounds=4)
+    win = Outcome("workers2", "DataLoader num_workers=2, persistent", speedup=2.562, speedup_ci=[1.049, 6.257],
+                  effect="faster", steps_per_s=30.41, rounds=5, settings=WORKERS2,
+                  loss_check="bitwise equal: ok (13 steps)",
+                  warmup_note="warm-up raised from --skip 3 to 16 steps: twice the 8 batches its loader holds")
+    idle = Outcome("channels_last", "the model's weights in channels_last memory format",
+                   status="not applicable", reason="the model has no 4-D weights")
+    on_top = Outcome("fused_optimizer", "fused / foreach optimizer", speedup=2.6, speedup_ci=[0.5, 9.0],
+                     gain=1.01, gain_ci=[0.2, 5.0], effect="no measurable effect", on_top_of="workers2")
+    doc = _document(str(script), TuneOptions(), set(), [base, win, idle, on_top], tmp_path, {}, -12.5)
+    recorded = json.loads((ROOT / "docs" / "measurements" / "tune-h200-a.json").read_text())
+    for d in (doc, recorded):
+        console = Console(width=width, record=True, color_system=None)
+        render_tune(d, console)
+        text = console.export_text()
+        table = re.split(r"\n  [a-z_0-9]+: ", text)[0]  # the table, before the legend of short names
+        assert "…" not in table
+        header = next(ln for ln in table.splitlines() if "change" in ln)
+        assert header.split() == ["change", "steps/s", "speed-up", "95%", "CI", "gain", "GPU", "verdict"]
+        assert all(len(ln) <= width for ln in table.splitlines())
+    assert "no measurable effect" in text or "accepted" in text
