@@ -96,7 +96,7 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
                              f"{opts.steps} timed optimizer steps ({first['error'] or first['status']})")
     causes: set[str] = set()
     if opts.diagnose:
-        progress("diagnosing the baseline (short profile)", 1, 0)
+        progress("diagnosing the baseline (short profile)", lab.done, 0)
         causes = _diagnosed_causes(script, args, opts, run_dir)
     chosen, skipped = _choose(all_candidates(os.cpu_count() or 2, cuda), causes, first, cuda, opts)
     stage1 = [c for c in chosen if c.needs_loader]
@@ -151,8 +151,11 @@ class _Lab:
         self.total = self.done + (rounds * (arms + 1) + 1 if arms else 0) + later * (2 * rounds + 1) + 1
 
     def first_baseline(self) -> dict[str, Any]:
-        ms = self._measure("baseline", 0, 0)
-        self.runs.append(Run("baseline", 0, ms))
+        """The unmodified script twice before any variant: the second run gives the run-to-run loss noise the
+        loss checks on CUDA allow for (it also counts as the first round's reference)."""
+        self.runs.append(Run("baseline", 0, self._measure("baseline", 0, 0)))
+        if self.results["baseline"][0]["status"] == "ok":
+            self.runs.append(Run("baseline", 1, self._measure("baseline", 1, 1)))
         return self.results["baseline"][0]
 
     def last_baseline(self) -> None:
