@@ -112,3 +112,16 @@ def test_the_diff_edits_the_lightning_trainer_call_and_its_config_dict(tmp_path)
     script.write_text("from lightning.pytorch import Trainer\ntrainer = Trainer(max_epochs=1)\n")
     diff, _ = make_diff(script, settings)
     assert "+trainer = Trainer(max_epochs=1, precision='bf16-mixed', benchmark=True)" in diff.splitlines()
+
+
+def test_the_changed_trainer_script_runs_before_its_diff_is_shown(tmp_path, monkeypatch):
+    from idlehound.tune import _runs_changed
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TUNE / "fake_hf"), os.environ.get("PYTHONPATH", "")]))
+    script = TUNE / "hf_trainer.py"
+    new, _ = changed_source(script.read_text(), CANDS["hf_workers"].settings)
+    assert _runs_changed(str(script), [], TuneOptions(timeout_s=300), tmp_path, new) == ""
+    # persistent workers without workers: the stand-in raises, as transformers does
+    broken = new.replace("dataloader_num_workers=2", "dataloader_num_workers=0")
+    why = _runs_changed(str(script), [], TuneOptions(timeout_s=300), tmp_path, broken)
+    assert why.startswith("failed when run: ValueError: persistent workers need dataloader_num_workers > 0")
