@@ -162,7 +162,7 @@ class _Lab:
         """The baseline once more at the very end, so the drift across the whole tune is measured."""
         if self.runs and self.runs[-1].arm != "baseline":
             pos = self.runs[-1].position + 1
-            self.runs.append(Run("baseline", pos, self._measure("baseline", 0, pos)))
+            self.runs.append(Run("baseline", pos, self._measure("baseline", len(self.results["baseline"]), pos)))
 
     def experiment(self, stack: Optional[_Stack], cands: list[Candidate], note: str = "",
                    names: Optional[list[str]] = None) -> list[Outcome]:
