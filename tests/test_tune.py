@@ -91,7 +91,8 @@ def test_precision_check_allows_drift_between_runs_but_not_a_curve_that_stops_le
 
 def test_blog_baseline_script_more_workers_keep_the_losses_bitwise(run_cli, tmp_path):
     script = SCRIPTS.parent.parent / "examples" / "train_resnet18_cifar10.py"
-    r = run_cli("tune", "--skip", "2", "--steps", "4", "--try", "workers2", "--no-diagnose", "--json", "--logdir",
+    r = run_cli("tune", "--skip", "2", "--steps", "4", "--min-rounds", "2", "--max-rounds", "2", "--try", "workers2",
+                "--no-diagnose", "--json", "--logdir",
                 tmp_path, script, "--image-size", "32", "--batch-size", "8", env={"IDLEHOUND_CACHE": str(tmp_path)})
     assert r.returncode == 0, r.stderr[-2000:]
     v = {x["candidate"]: x for x in json.loads(r.stdout)["variants"]}
