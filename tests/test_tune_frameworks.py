@@ -125,3 +125,25 @@ def test_the_changed_trainer_script_runs_before_its_diff_is_shown(tmp_path, monk
     broken = new.replace("dataloader_num_workers=2", "dataloader_num_workers=0")
     why = _runs_changed(str(script), [], TuneOptions(timeout_s=300), tmp_path, broken)
     assert why.startswith("failed when run: ValueError: persistent workers need dataloader_num_workers > 0")
+
+
+def test_lightning_trainer_settings_are_injected_and_the_scripts_own_are_recorded(tmp_path):
+    out = tmp_path / "r.json"
+    path = os.pathsep.join([str(TUNE / "fake_pl"), os.environ.get("PYTHONPATH", "")])
+
+    def child(settings):
+        subprocess.run([sys.executable, "-m", "idlehound.tune._child", str(out), json.dumps(settings), "2", "3",
+                        str(TUNE / "pl_trainer.py")], check=True, timeout=300, stdin=subprocess.DEVNULL,
+                       env={**os.environ, "PYTHONPATH": path})
+        return json.loads(out.read_text())
+
+    base = child({})
+    assert base["status"] == "ok"
+    assert base["facts"]["lightning_args"] == {"precision": "32-true", "benchmark": None}
+    assert not base["facts"]["cudnn_benchmark"]
+    on = child(CANDS["pl_benchmark"].settings)
+    assert on["facts"]["lightning_args"]["benchmark"] is True and on["facts"]["cudnn_benchmark"]
+    assert on["losses"] == base["losses"]  # benchmark changes nothing on the CPU
+    chosen, skipped = _choose(list(CANDS.values()), {"cudnn_benchmark"}, base, True, TuneOptions())
+    assert "pl_benchmark" in [c.name for c in chosen] and not any(c.name.startswith("hf_") for c in chosen)
+    assert ("cudnn_benchmark", "not applicable") not in [(o.candidate, o.status) for o in skipped]
