@@ -1,9 +1,11 @@
 """`idlehound tune`: apply the fixes to an unmodified script, measure each side by side, check the math.
 
 Every variant runs in its own process (no cudnn cache, compiled code or worker processes leak between them),
-with the same seeds, for the same number of steps after the same warm-up. Each variant's per-step losses are
-compared with the baseline's: exactly (changes that must not alter the math, such as loader workers) or within a
-tolerance (precision changes). Losing or crashing variants are rejected with the reason.
+with the same seeds, for the same number of steps after the same warm-up, in rounds interleaved with its
+reference (_stats): a speed-up comes with a 95% interval, and only one whose interval clears 1.0 by the margin is
+accepted. Each variant's per-step losses are compared with the baseline's: exactly (changes that must not alter
+the math, such as loader workers) or within a tolerance (precision changes). Crashing variants fail and variants
+that change the math are rejected, with the reason; candidates that would change nothing are not applicable.
 """
 
 from __future__ import annotations
