@@ -75,10 +75,11 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
                   why="tensor-core convolutions read NHWC; NCHW costs layout transposes around each one"),
         Candidate("bf16", "bf16 autocast around the model's forward", {"autocast": "bfloat16"}, "precision",
                   causes=("fp32_math",), why="half the bytes, tensor cores"),
+    ] + framework_candidates(cores, cuda) + [
         Candidate("cudnn_benchmark", "torch.backends.cudnn.benchmark = True", {"cudnn_benchmark": True},
                   "precision", needs_cuda=True, causes=("cudnn_benchmark", "fp32_math"),
                   why="let cuDNN pick the fastest convolution algorithm"),
-    ] + framework_candidates(cores, cuda)
+    ]
 
 
 def framework_candidates(cores: int, cuda: bool) -> list[Candidate]:
