@@ -1,9 +1,11 @@
 """`idlehound tune`: apply the fixes to an unmodified script, measure each side by side, check the math.
 
 Every variant runs in its own process (no cudnn cache, compiled code or worker processes leak between them),
-with the same seeds, for the same number of steps after the same warm-up. Each variant's per-step losses are
-compared with the baseline's: exactly (changes that must not alter the math, such as loader workers) or within a
-tolerance (precision changes). Losing or crashing variants are rejected with the reason.
+with the same seeds, for the same number of steps after the same warm-up, in rounds interleaved with its
+reference (_stats): a speed-up comes with a 95% interval, and only one whose interval clears 1.0 by the margin is
+accepted. Each variant's per-step losses are compared with the baseline's: exactly (changes that must not alter
+the math, such as loader workers) or within a tolerance (precision changes). Crashing variants fail and variants
+that change the math are rejected, with the reason; candidates that would change nothing are not applicable.
 """
 
 from __future__ import annotations
@@ -14,13 +16,33 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..errors import IdlehoundError
-from ._candidates import Candidate, Outcome, all_candidates, refine_workers, workers_candidate
-from ._diff import make_diff
+from ._candidates import (
+    FRAMEWORK_FACTS,
+    Candidate,
+    Outcome,
+    all_candidates,
+    not_applicable,
+    refine_workers,
+    workers_candidate,
+)
+from ._diff import changed_source, make_diff
+from ._stats import (
+    MARGIN,
+    Interval,
+    Run,
+    Schedule,
+    drift_pct,
+    effect,
+    interval,
+    log_ratios,
+    mean_ms,
+    measure_interleaved,
+)
 
 # Precision changes: a different rounding makes two training runs drift apart step by step, so the check is on
 # the smoothed curve: the mean of the last SMOOTH losses within 10% (+ 0.02) of the baseline's, at every step.
@@ -36,7 +58,10 @@ class TuneOptions:
     skip_candidates: list[str] = field(default_factory=list)
     logdir: Path = Path("log")
     diagnose: bool = True
-    timeout_s: int = 900
+    timeout_s: int = 900  # per child process (--child-timeout)
+    min_rounds: int = 3
+    max_rounds: int = 5
+    seed: int = 0
 
 
 Progress = Callable[[str, int, int], None]  # (what runs now, runs done, runs planned; 0 while not yet known)
@@ -49,12 +74,13 @@ def print_progress(message: str, done: int, total: int) -> None:
 
 
 def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress = print_progress) -> dict[str, Any]:
-    """Tune script; returns the tune document (schema idlehound/tune, version 1) and writes it to a run folder.
+    """Tune script; returns the tune document (schema idlehound/tune, version 2) and writes it to a run folder.
 
-    Stage 1 tries the loader candidates on the script as written. Stage 2 tries the others one at a time on top
-    of a stack that starts as the best accepted loader setting, because a change that makes the GPU faster
-    cannot show while it waits for data or for the host: each one that helps (>= 3%) joins the stack, so the
-    last to join was measured with everything kept, and that run is the combination.
+    Stage 1 times the loader candidates on the script as written. Stage 2 times the others one at a time on top
+    of a stack that starts as the best loader setting, because a change that makes the GPU faster cannot show
+    while it waits for data or for the host: each one measurably faster than the stack joins it, so the last to
+    join was measured with everything kept, and that run is the combination. Every comparison interleaves the
+    arms with their reference in rounds (_stats) and reports a 95% interval.
     """
     from ..capture import new_run_dir
 
@@ -64,50 +90,38 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
 
     cuda = torch.cuda.is_available()
     run_dir = new_run_dir(Path(opts.logdir), f"tune-{Path(script).stem}")
+    lab = _Lab(script, args, opts, run_dir, cuda, progress)
     progress(f"baseline ({opts.skip} warm-up + {opts.steps} timed steps)", 0, 0)
-    base = _run_child(script, args, {}, opts, run_dir / "baseline.json")
-    if base["status"] != "ok":
+    first = lab.first_baseline()
+    if first["status"] != "ok":
         raise IdlehoundError(f"{script}: the unmodified script did not complete its warm-up and "
-                             f"{opts.steps} timed optimizer steps ({base['error'] or base['status']})")
-    progress("baseline again (run-to-run noise)", 1, 0)
-    repeat = _run_child(script, args, {}, opts, run_dir / "baseline_repeat.json")
-    noise = _noise(base, repeat)
-    base = _reference(base, repeat)
-    done = 2
+                             f"{opts.steps} timed optimizer steps ({first['error'] or first['status']})")
     causes: set[str] = set()
     if opts.diagnose:
-        progress("diagnosing the baseline (short profile)", done, 0)
-        causes, done = _diagnosed_causes(script, args, opts, run_dir), done + 1
-    chosen, skipped = _choose(all_candidates(os.cpu_count() or 2, cuda), causes, base, cuda, opts)
-    ctx = _Ctx(script, args, opts, run_dir, base, cuda, noise["loss_rel_diff"])
+        progress("diagnosing the baseline (short profile)", lab.done, 0)
+        causes = _diagnosed_causes(script, args, opts, run_dir)
+    chosen, skipped = _choose(all_candidates(os.cpu_count() or 2, cuda), causes, first, cuda, opts)
     stage1 = [c for c in chosen if c.needs_loader]
     stage2 = [c for c in chosen if not c.needs_loader]
-    total = done + len(chosen)
-    outcomes = [_baseline_outcome(base)] + skipped
-    for cand in stage1:
-        progress(cand.label, done, total)
-        outcomes.append(_evaluate(ctx, cand.name, cand.label, cand.settings, cand.math))
-        done += 1
+    lab.plan(len(stage1), len(stage2))
+    outcomes = skipped + lab.experiment(None, stage1)
     floor = _best(stage1, outcomes)
     extra = _refined(stage1, floor, cuda)
-    total += len(extra)
-    for cand in extra:
-        progress(cand.label + " (refining the sweep)", done, total)
-        outcomes.append(_evaluate(ctx, cand.name, cand.label, cand.settings, cand.math))
-        done += 1
+    lab.plan(len(extra), len(stage2))
+    outcomes += lab.experiment(None, extra, " (refining the sweep)")
     stage1 += extra
     stack = _Stack.start(_best(stage1, outcomes))
-    for cand in stage2:
-        progress(cand.label + (f" (on top of {stack.name})" if stack.cands else ""), done, total)
-        stack = _on_top(ctx, stack, cand, cand.name, outcomes)
-        done += 1
+    for i, cand in enumerate(stage2):
+        lab.plan(1, len(stage2) - i - 1)
+        stack = _on_top(lab, stack, cand, cand.name, outcomes)
     for cand in _more_workers(stack, stage1, cuda):
-        total += 1
-        progress(cand.label + f" (again, on top of {stack.name})", done, total)
-        stack = _on_top(ctx, stack, cand, cand.name + "_on_stack", outcomes)
-        done += 1
-    progress("done", total, total)
-    doc = _document(script, opts, causes, outcomes, run_dir, noise)
+        lab.plan(1, 0)
+        stack = _on_top(lab, stack, cand, cand.name + "_on_stack", outcomes, " (again)")
+    lab.last_baseline()
+    progress("checking that the changed script runs", lab.done, lab.done + 1)
+    doc = _document(script, opts, causes, [lab.baseline_outcome()] + outcomes, run_dir, lab.noise(), lab.drift(),
+                    lambda new: _runs_changed(script, args, opts, run_dir, new))
+    progress("done", lab.done + 1, lab.done + 1)
     (run_dir / "tune.json").write_text(json.dumps(doc, indent=2))
     from .report import tune_html, tune_markdown
 
@@ -116,15 +130,134 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
     return doc
 
 
-@dataclass
-class _Ctx:
-    script: str
-    args: list[str]
-    opts: TuneOptions
-    run_dir: Path
-    base: dict[str, Any]
-    cuda: bool
-    noise: Optional[float]
+class _Lab:
+    """Runs the children of one tune and keeps every run in schedule order, for the intervals and the drift."""
+
+    def __init__(self, script: str, args: list[str], opts: TuneOptions, run_dir: Path, cuda: bool,
+                 progress: Progress) -> None:
+        self.script, self.args, self.opts, self.run_dir, self.cuda = script, args, opts, run_dir, cuda
+        self.progress = progress
+        self.runs: list[Run] = []
+        self.results: dict[str, list[dict[str, Any]]] = {}
+        self.settings: dict[str, dict[str, Any]] = {"baseline": {}}
+        self.math: dict[str, str] = {}
+        self.labels: dict[str, str] = {"baseline": "baseline"}
+        self.checks: dict[str, tuple[bool, Optional[float], str]] = {}
+        self.intervals: dict[str, Interval] = {}  # speed-up over the baseline, per arm
+        self.done, self.total = 0, 0
+        self.sched = Schedule(opts.min_rounds, opts.max_rounds, seed=opts.seed)
+
+    def plan(self, arms: int, later: int) -> None:
+        """Runs expected from here: this experiment's minimum, and that of the single-arm ones still to come."""
+        rounds = self.sched.min_rounds
+        self.total = self.done + (rounds * (arms + 1) + 1 if arms else 0) + later * (2 * rounds + 1) + 1
+
+    def first_baseline(self) -> dict[str, Any]:
+        """The unmodified script twice before any variant: the second run gives the run-to-run loss noise the
+        loss checks on CUDA allow for (it also counts as the first round's reference)."""
+        self.runs.append(Run("baseline", 0, self._measure("baseline", 0, 0)))
+        if self.results["baseline"][0]["status"] == "ok":
+            self.runs.append(Run("baseline", 1, self._measure("baseline", 1, 1)))
+        return self.results["baseline"][0]
+
+    def last_baseline(self) -> None:
+        """The baseline once more at the very end, so the drift across the whole tune is measured."""
+        if self.runs and self.runs[-1].arm != "baseline":
+            pos = self.runs[-1].position + 1
+            self.runs.append(Run("baseline", pos, self._measure("baseline", len(self.results["baseline"]), pos)))
+
+    def experiment(self, stack: Optional[_Stack], cands: list[Candidate], note: str = "",
+                   names: Optional[list[str]] = None) -> list[Outcome]:
+        """Time cands (each on top of stack) interleaved with the stack's own run (the baseline when empty)."""
+        if not cands:
+            return []
+        ref = stack.outcome.candidate if stack and stack.outcome else "baseline"
+        names = names or [c.name for c in cands]
+        for cand, name in zip(cands, names):
+            settings, math = stack.plus(cand) if stack else (cand.settings, cand.math)
+            self.settings[name], self.math[name], self.labels[name] = settings, math, cand.label + note
+        measure_interleaved(ref, names, self._measure, self.sched, self.runs)
+        return [self.outcome(n, ref, stack) for n in names]
+
+    def _measure(self, arm: str, i: int, pos: int) -> Optional[float]:
+        what = "baseline" if arm == "baseline" else self.labels.get(arm, arm)
+        self.total = max(self.total, self.done + 2)  # a loose interval adds rounds beyond the plan
+        self.progress(f"{what} (run {i + 1})", self.done, self.total)
+        n = len(self.results.get(arm, []))
+        r = _run_child(self.script, self.args, self.settings[arm], self.opts, self.run_dir / f"{arm}.{n}.json")
+        self.results.setdefault(arm, []).append(r)
+        self.done += 1
+        if r["status"] != "ok":
+            return None
+        if arm != "baseline" and n == 0:  # checked once: the same seeds give the same losses on every run
+            self.checks[arm] = check_losses(self.results["baseline"][0]["losses"], r["losses"], self.math[arm],
+                                            self.cuda, self.noise()["loss_rel_diff"])
+            if not self.checks[arm][0]:
+                return None  # rejected: not timed again
+        return r.get("ms_per_step")
+
+    def outcome(self, name: str, ref: str, stack: Optional[_Stack]) -> Outcome:
+        on_top = stack.outcome if stack else None
+        o = Outcome(name, self.labels[name], settings=self.settings[name],
+                    on_top_of=stack.name if on_top is not None else None)
+        results = self.results.get(name, [])
+        failed = next((r for r in results if r["status"] != "ok"), None)
+        if failed is not None:
+            o.status, o.reason = "failed", _failure(failed)
+            return o
+        o.loss_check = self.checks[name][2] if name in self.checks else ""
+        o.max_rel_diff = self.checks[name][1] if name in self.checks else None
+        if name in self.checks and not self.checks[name][0]:
+            o.status, o.reason = "rejected", o.loss_check
+            return o
+        _fill(o, self.runs, name, results)
+        iv = interval(log_ratios(self.runs, ref, name))
+        o.effect = effect(iv)
+        if on_top is not None:
+            o.gain, o.gain_ci = _figures(iv)
+            below = self.intervals.get(on_top.candidate)
+            iv = below.times(iv) if iv and below else None
+        o.speedup, o.speedup_ci = _figures(iv)
+        if iv is not None:
+            self.intervals[name] = iv
+        o.graphed_inputs = results[0].get("graphed_inputs")
+        o.warmup_note = results[0].get("warmup_note", "")
+        return o
+
+    def baseline_outcome(self) -> Outcome:
+        o = Outcome("baseline", "the script as written", settings={}, loss_check="reference", speedup=1.0)
+        _fill(o, self.runs, "baseline", self.results["baseline"])
+        return o
+
+    def noise(self) -> dict[str, Optional[float]]:
+        ok = [r for r in self.results.get("baseline", []) if r["status"] == "ok"]
+        return _noise(ok[0], ok[1]) if len(ok) > 1 else {"time_pct": None, "loss_rel_diff": None}
+
+    def drift(self) -> Optional[float]:
+        return drift_pct(self.runs, "baseline")
+
+
+def _failure(r: dict[str, Any]) -> str:
+    return r.get("error") or r["status"]
+
+
+def _fill(o: Outcome, runs: list[Run], name: str, results: list[dict[str, Any]]) -> None:
+    """Throughput (geometric mean of the arm's runs), GPU busy and the number of timed runs."""
+    ms = mean_ms(runs, name)
+    o.rounds = sum(1 for r in runs if r.arm == name and r.ms)
+    utils = [r["gpu_util"] for r in results if r.get("gpu_util") is not None]
+    o.gpu_util = round(sum(utils) / len(utils), 1) if utils else None
+    if ms:
+        o.steps_per_s = round(1e3 / ms, 2)
+        bs = (results[0].get("loaders") or [{}])[0].get("batch_size")
+        o.samples_per_s = round(bs * 1e3 / ms, 1) if bs else None
+
+
+def _figures(iv: Optional[Interval]) -> tuple[Optional[float], Optional[list[float]]]:
+    if iv is None:
+        return None, None
+    ci = [round(iv.low, 3), round(iv.high, 3)] if iv.df > 0 else None
+    return round(iv.estimate, 3), ci
 
 
 def _noise(base: dict, repeat: dict) -> dict[str, Optional[float]]:
@@ -137,21 +270,17 @@ def _noise(base: dict, repeat: dict) -> dict[str, Optional[float]]:
     return {"time_pct": round(t, 2), "loss_rel_diff": d}
 
 
-def _reference(base: dict, repeat: dict) -> dict:
-    """The baseline every speed-up is measured against: the mean step time of the unmodified script's two runs
-    (one run alone can be off by tens of percent when a single loader worker sets the pace)."""
-    if repeat.get("status") != "ok" or not base.get("ms_per_step") or not repeat.get("ms_per_step"):
-        return base
-    return {**base, "ms_per_step": (base["ms_per_step"] + repeat["ms_per_step"]) / 2}
-
-
-def _run_child(script: str, args: list[str], settings: dict, opts: TuneOptions, out: Path) -> dict[str, Any]:
+def _run_child(script: str, args: list[str], settings: dict, opts: TuneOptions, out: Path,
+               script_dir: str = "") -> dict[str, Any]:
     cmd = [sys.executable, "-m", "idlehound.tune._child", str(out), json.dumps(settings), str(opts.skip),
            str(opts.steps), script, *args]
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=opts.timeout_s)
+    env = {**os.environ, "IDLEHOUND_TUNE_SCRIPT_DIR": script_dir} if script_dir else None
+    try:  # no stdin: a script that reads it would wait for ever
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=opts.timeout_s, stdin=subprocess.DEVNULL,
+                           env=env)
     except subprocess.TimeoutExpired:
-        return {"status": "failed", "error": f"timed out after {opts.timeout_s} s", "losses": []}
+        return {"status": "failed", "losses": [],
+                "error": f"did not finish within --child-timeout {opts.timeout_s} s (raise it for a slow start-up)"}
     if not out.exists():
         tail = (r.stderr.strip().splitlines() or ["no output"])[-1][:300]
         return {"status": "failed", "error": f"exit code {r.returncode}: {tail}", "losses": []}
@@ -166,7 +295,10 @@ def _diagnosed_causes(script, args, opts, run_dir: Path) -> set[str]:
     skip = max(1, min(opts.skip, 5))
     cmd = [sys.executable, "-m", "idlehound", "run", "--logdir", str(logdir), "--skip", str(skip), "--warmup", "1",
            "--active", "3", "--stop-after", "--no-report", script, *args]
-    subprocess.run(cmd, capture_output=True, text=True, timeout=opts.timeout_s)
+    try:
+        subprocess.run(cmd, capture_output=True, text=True, timeout=opts.timeout_s, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return set()
     try:
         res = analyze_path(logdir)
     except IdlehoundError:
@@ -187,12 +319,21 @@ def _choose(cands: list[Candidate], causes: set[str], base: dict, cuda: bool, op
                   for c in wanted)
     chosen, skipped = [], []
     has_loader = bool(base.get("loaders"))
+    facts = base.get("facts") or {}
     for c in wanted:
+        if c.framework and facts.get(FRAMEWORK_FACTS[c.framework][0]) is None:
+            if c.name in opts.try_:  # tried by name: say why not; proposed by a cause: not this script's kind
+                skipped.append(Outcome(c.name, c.label, status="skipped", reason=FRAMEWORK_FACTS[c.framework][2],
+                                       settings=c.settings))
+            continue
         reason = ("the script builds no DataLoader" if c.needs_loader and not has_loader else
                   "needs CUDA" if c.needs_cuda and not cuda else
                   "every num_workers candidate pins memory already" if c.name == "pin_memory" and pinning
                   and c.name not in opts.try_ else "")
-        if reason:
+        idle = "" if reason else not_applicable(c, facts)
+        if idle:  # would change nothing in this script: not timed, so noise cannot pass for a win
+            skipped.append(Outcome(c.name, c.label, status="not applicable", reason=idle, settings=c.settings))
+        elif reason:
             skipped.append(Outcome(c.name, c.label, status="skipped", reason=reason, settings=c.settings))
         else:
             chosen.append(c)
@@ -201,42 +342,6 @@ def _choose(cands: list[Candidate], causes: set[str], base: dict, cuda: bool, op
 
 def _loader_first(cands: list[Candidate]) -> list[Candidate]:
     return [c for c in cands if c.needs_loader] + [c for c in cands if not c.needs_loader]
-
-
-def _baseline_outcome(base: dict) -> Outcome:
-    o = Outcome("baseline", "the script as written", settings={}, loss_check="reference", speedup=1.0,
-                gpu_util=base.get("gpu_util"))
-    _throughput(o, base)
-    return o
-
-
-def _throughput(o: Outcome, r: dict) -> None:
-    ms = r.get("ms_per_step")
-    if ms:
-        o.steps_per_s = round(1e3 / ms, 2)
-        bs = (r.get("loaders") or [{}])[0].get("batch_size")
-        o.samples_per_s = round(bs * 1e3 / ms, 1) if bs else None
-
-
-def _evaluate(ctx: _Ctx, name: str, label: str, settings: dict, math: str,
-              stack: Optional[_Stack] = None) -> Outcome:
-    on_top_of = stack.outcome if stack else None
-    o = Outcome(name, label, settings=settings, on_top_of=stack.name if on_top_of else None)
-    r = _run_child(ctx.script, ctx.args, settings, ctx.opts, ctx.run_dir / f"{name}.json")
-    if r["status"] != "ok":
-        o.status, o.reason = "failed", r.get("error") or r["status"]
-        return o
-    _throughput(o, r)
-    o.gpu_util = r.get("gpu_util")
-    o.graphed_inputs = r.get("graphed_inputs")
-    if o.steps_per_s and ctx.base.get("ms_per_step"):
-        o.speedup = round(ctx.base["ms_per_step"] / r["ms_per_step"], 3)
-        if on_top_of is not None and on_top_of.speedup:
-            o.gain = round(o.speedup / on_top_of.speedup, 3)
-    ok, o.max_rel_diff, o.loss_check = check_losses(ctx.base["losses"], r["losses"], math, ctx.cuda, ctx.noise)
-    if not ok:
-        o.status, o.reason = "rejected", o.loss_check
-    return o
 
 
 def check_losses(ref: list[float], got: list[float], math: str, cuda: bool,
@@ -297,10 +402,12 @@ def _refined(stage1: list[Candidate], floor, cuda: bool) -> list[Candidate]:
 BUSY_GPU = 80.0  # % GPU busy above which the GPU, not the loader, sets the pace
 
 
-def _on_top(ctx: _Ctx, stack: _Stack, cand: Candidate, name: str, outcomes: list[Outcome]) -> _Stack:
-    """Run cand on top of the stack, record the outcome, and return the stack it leaves."""
-    settings, math = stack.plus(cand)
-    o = _evaluate(ctx, name, cand.label, settings, math, stack)
+def _on_top(lab: _Lab, stack: _Stack, cand: Candidate, name: str, outcomes: list[Outcome],
+            note: str = "") -> _Stack:
+    """Time cand on top of the stack against the stack's own run, record the outcome, return the stack it leaves."""
+    (o,) = lab.experiment(stack if stack.cands else None, [cand], note, [name])
+    if not stack.cands:
+        o.on_top_of = None
     outcomes.append(o)
     return stack.grown(cand, o)
 
@@ -319,13 +426,14 @@ def _more_workers(stack: _Stack, stage1: list[Candidate], cuda: bool) -> list[Ca
     return [workers_candidate(min(above), cuda)] if above else []
 
 
-def _helped(o: Optional[Outcome], over: float = 1.0) -> bool:
-    return o is not None and o.status == "ok" and (o.speedup or 0) >= 1.03 * over
+def _helped(o: Optional[Outcome]) -> bool:
+    """Ran, kept the math, and its 95% interval over its reference excludes 1.0 by the margin."""
+    return o is not None and o.status == "ok" and o.effect == "faster"
 
 
 def _best(stage: list[Candidate], outcomes: list[Outcome],
           tie: float = 0.03) -> Optional[tuple[Candidate, Outcome]]:
-    """The fastest accepted candidate of a stage that helped (>= 3%), with its outcome. Among loader settings
+    """The fastest candidate of a stage that measured faster than the baseline, with its outcome. Among loader settings
     within `tie` of the fastest, the one with the most workers: while something else bounds the step they
     measure alike, and the later stages need the loader's headroom."""
     by = {o.candidate: o for o in outcomes}
@@ -367,27 +475,58 @@ class _Stack:
         return _merge(*(c.settings for c in cands)), math
 
     def grown(self, cand: Candidate, o: Outcome) -> _Stack:
-        """The stack with cand when its run was accepted and >= 3% faster than the stack's own run."""
-        return _Stack((*self._without(cand), cand), o) \
-            if _helped(o, self.outcome.speedup if self.outcome else 1.0) else self
+        """The stack with cand when its run kept the math and measured faster than the stack's own run."""
+        return _Stack((*self._without(cand), cand), o) if _helped(o) else self
 
     def _without(self, cand: Candidate) -> tuple[Candidate, ...]:
         return tuple(c for c in self.cands if not (c.needs_loader and cand.needs_loader))
 
 
 def _document(script: str, opts: TuneOptions, causes: set[str], outcomes: list[Outcome], run_dir: Path,
-              noise: dict[str, Optional[float]]):
-    # A change measured on top of the loader setting counts only where it helped (>= 3%) there: otherwise its
-    # higher figure is the loader's, within noise, and the diff would carry a change that did nothing.
-    accepted = [o for o in outcomes[1:] if o.status == "ok" and o.speedup and (o.on_top_of is None or
-                                                                                 (o.gain or 0) >= 1.03)]
-    best = max(accepted, key=lambda o: o.speedup, default=None)
-    diff, snippets = (make_diff(Path(script), best.settings, best.graphed_inputs) if best and best.speedup > 1.0
-                      else ("", []))
-    return {"schema": "idlehound/tune", "schema_version": 1, "script": script, "run_dir": str(run_dir),
+              noise: dict[str, Optional[float]], drift: Optional[float] = None,
+              check: Optional[Callable[[str], str]] = None):
+    """The tune document. check(changed source) -> "" when the changed script runs, else why not."""
+    best = max((o for o in outcomes[1:] if is_win(o)), key=lambda o: o.speedup or 0, default=None)
+    diff, snippets, checked = "", [], ""
+    if best is not None:
+        diff, snippets = make_diff(Path(script), best.settings, best.graphed_inputs)
+        if diff and check is not None:
+            new, _ = changed_source(Path(script).read_text(encoding="utf-8"), best.settings, best.graphed_inputs)
+            why = check(new)
+            checked = "ran: the changed script built its loader and trained" if not why else f"failed: {why}"
+            if why:  # never show a diff that does not run: what it would change, and why it is not shown
+                added = [ln[1:] for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+                snippets = [f"# idlehound tune: the diff was not shown: the changed script {why}.\n"
+                            "# The changes it made, to apply by hand:\n" + "\n".join(added)] + snippets
+                diff = ""
+    return {"schema": "idlehound/tune", "schema_version": 2, "script": script, "run_dir": str(run_dir),
             "steps": opts.steps, "skip": opts.skip, "diagnosed_causes": sorted(causes), "noise": noise,
+            "drift_pct": drift, "rounds": [opts.min_rounds, opts.max_rounds], "margin": MARGIN,
             "variants": [asdict(o) for o in outcomes], "best": asdict(best) if best else None,
-            "diff": diff, "snippets": snippets}
+            "diff": diff, "snippets": snippets, "diff_check": checked}
+
+
+def is_win(o: Outcome) -> bool:
+    """Kept the math, measurably faster than its own reference (the stack below it, for a change on top) and
+    than the baseline: a change that is not faster is never the best."""
+    low = (o.speedup_ci or [0.0])[0]
+    return _helped(o) and (o.speedup or 0) > 1.0 and low > 1.0
+
+
+def _runs_changed(script: str, args: list[str], opts: TuneOptions, run_dir: Path, new: str) -> str:
+    """"" when the changed script parses and runs a few optimizer steps in a child; else what went wrong."""
+    import ast
+
+    try:
+        ast.parse(new)
+    except SyntaxError as e:
+        return f"does not parse (line {e.lineno}: {e.msg})"
+    copy = run_dir / f"changed_{Path(script).name}"
+    copy.write_text(new, encoding="utf-8")
+    short = replace(opts, skip=1, steps=2)
+    r = _run_child(str(copy), args, {}, short, run_dir / "changed_check.json",
+                   script_dir=str(Path(script).resolve().parent))
+    return "" if r["status"] in ("ok", "short") else f"failed when run: {_failure(r)}"
 
 
 __all__ = ["Progress", "TuneOptions", "print_progress", "check_losses", "run_tune"]

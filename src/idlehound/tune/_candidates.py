@@ -16,6 +16,7 @@ class Candidate:
     needs_cuda: bool = False
     causes: tuple[str, ...] = ()  # diagnosis causes that propose it
     why: str = ""
+    framework: str = ""  # "transformers" / "lightning": tried only where the script builds that framework's object
 
 
 def worker_counts(cores: int) -> list[int]:
@@ -74,17 +75,78 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
                   why="tensor-core convolutions read NHWC; NCHW costs layout transposes around each one"),
         Candidate("bf16", "bf16 autocast around the model's forward", {"autocast": "bfloat16"}, "precision",
                   causes=("fp32_math",), why="half the bytes, tensor cores"),
+    ] + framework_candidates(cores, cuda) + [
         Candidate("cudnn_benchmark", "torch.backends.cudnn.benchmark = True", {"cudnn_benchmark": True},
                   "precision", needs_cuda=True, causes=("cudnn_benchmark", "fp32_math"),
                   why="let cuDNN pick the fastest convolution algorithm"),
     ]
 
 
+def framework_candidates(cores: int, cuda: bool) -> list[Candidate]:
+    """The settings of the training loops people do not write themselves: transformers.Trainer's
+    TrainingArguments and Lightning's Trainer, injected into the object the script builds (see _child)."""
+    n = max(2, cores // 2)
+    hf, pl = "transformers", "lightning"
+    return [
+        Candidate("hf_workers", f"TrainingArguments: dataloader_num_workers={n}, persistent"
+                  + (", pinned" if cuda else ""), {"hf_args": {
+                      "dataloader_num_workers": n, "dataloader_persistent_workers": True,
+                      "dataloader_pin_memory": cuda}}, "same", needs_loader=True, framework=hf,
+                  causes=("data_loading", "pageable_copy"), why="the Trainer loads batches in worker processes"),
+        Candidate("hf_nan_filter", "TrainingArguments: logging_nan_inf_filter=False",
+                  {"hf_args": {"logging_nan_inf_filter": False}}, "same", framework=hf,
+                  causes=("host_bound", "sync", "launch_bound"),
+                  why="the filter checks every step's loss for nan/inf on the host: a GPU sync per step"),
+        Candidate("hf_tf32", "TrainingArguments: tf32=True", {"hf_args": {"tf32": True}}, "precision",
+                  needs_cuda=True, framework=hf, causes=("fp32_math",), why="fp32 matmuls on tensor cores"),
+        Candidate("hf_bf16", "TrainingArguments: bf16=True", {"hf_args": {"bf16": True}}, "precision",
+                  needs_cuda=True, framework=hf, causes=("fp32_math",), why="bf16 autocast in the Trainer"),
+        Candidate("hf_compile", "TrainingArguments: torch_compile=True", {"hf_args": {"torch_compile": True}},
+                  "precision", framework=hf, causes=("launch_bound", "host_bound"),
+                  why="fewer, fused kernels for the model's forward and backward"),
+        Candidate("pl_bf16", "Lightning Trainer: precision='bf16-mixed'", {"pl_args": {"precision": "bf16-mixed"}},
+                  "precision", needs_cuda=True, framework=pl, causes=("fp32_math",), why="bf16 autocast"),
+        Candidate("pl_benchmark", "Lightning Trainer: benchmark=True", {"pl_args": {"benchmark": True}},
+                  "precision", needs_cuda=True, framework=pl, causes=("cudnn_benchmark", "fp32_math"),
+                  why="let cuDNN pick the fastest convolution algorithm"),
+    ]
+
+
+FRAMEWORK_FACTS = {"transformers": ("transformers_args", "hf_args", "the script builds no TrainingArguments"),
+                   "lightning": ("lightning_args", "pl_args", "the script builds no Lightning Trainer")}
+
+
+def not_applicable(cand: Candidate, facts: dict[str, Any]) -> str:
+    """Why cand would change nothing in this script as it runs (from the baseline's facts), or ""."""
+    s = cand.settings
+    hf, pl = facts.get("transformers_args"), facts.get("lightning_args")
+    set_by = hf if s.get("hf_args") else pl if s.get("pl_args") else None
+    wanted = s.get("hf_args") or s.get("pl_args") or {}
+    checks = [
+        (hf is not None and "loader" in s, "the transformers Trainer builds the loaders: hf_workers sets them"),
+        (set_by is not None and all(set_by.get(k) == v for k, v in wanted.items()),
+         "the script's Trainer sets " + ", ".join(f"{k}={v!r}" for k, v in wanted.items()) + " already"),
+        (s.get("channels_last") and facts.get("weights_4d") == 0, "the model has no 4-D weights"),
+        (s.get("channels_last") and facts.get("channels_last"), "the model's weights are channels_last already"),
+        (s.get("cudnn_benchmark") and facts.get("convolutions") == 0, "the model has no convolutions"),
+        (s.get("cudnn_benchmark") and facts.get("cudnn_benchmark"), "the script sets cudnn.benchmark already"),
+        (s.get("tf32") and facts.get("tf32"), "the script allows TF32 matmuls already"),
+        (s.get("autocast") and facts.get("autocast"), "the script runs its model under autocast already"),
+        (s.get("fused_optimizer") and facts.get("optimizer") not in (None, "Adam", "AdamW", "SGD"),
+         f"its optimizer ({facts.get('optimizer')}) is not Adam, AdamW or SGD"),
+        (s.get("fused_optimizer") and facts.get("optimizer_fused_or_foreach"),
+         "the script's optimizer is fused or foreach already"),
+        (s.get("threads") and facts.get("threads") == s.get("threads"),
+         f"the training process runs {s.get('threads')} intra-op threads already"),
+    ]
+    return next((why for hit, why in checks if hit), "")
+
+
 @dataclass
 class Outcome:
     candidate: str
     label: str
-    status: str = "ok"  # ok, rejected, skipped, failed
+    status: str = "ok"  # ok (ran, math kept), rejected, skipped, failed, not applicable
     reason: str = ""
     samples_per_s: float | None = None
     steps_per_s: float | None = None
@@ -96,3 +158,8 @@ class Outcome:
     gain: float | None = None  # stage 2: speed-up over on_top_of alone
     settings: dict[str, Any] = field(default_factory=dict)
     graphed_inputs: list[dict[str, Any]] | None = None  # cuda_graphs: shape and dtype of each recorded input
+    effect: str = ""  # faster, slower, no measurable effect: the 95% interval over its reference (version 2)
+    speedup_ci: list[float] | None = None  # 95% interval of speedup
+    gain_ci: list[float] | None = None  # 95% interval of gain
+    rounds: int = 0  # timed runs behind the figures
+    warmup_note: str = ""  # how the warm-up was raised or cut for this variant

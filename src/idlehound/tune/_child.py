@@ -29,19 +29,41 @@ class Recorder:
         self.skip, self.steps = skip, steps
         self.cuda = torch.cuda.is_available()
         self.n = 0
-        self.marks: list[Any] = []
+        self.marks: list[tuple[int, Any]] = []  # (optimizer step, its time) from step `skip` on
         self.wall: list[float] = []  # monotonic time of each timed mark, to pick the sampler's window
+        self.model: Any = None
+        self.facts: dict[str, Any] = {}  # what the script does as written, for the no-op checks
+        self.autocast_at_model = False
+        self.framework: dict[str, Any] = {}  # what the script set on a framework's Trainer (_FRAMEWORKS)
         self.losses: list[Any] = []
         self.first_opt: int | None = None
         self.loaders: list[dict] = []
         self.graphed_inputs: list[dict] | None = None
 
     @property
+    def in_flight(self) -> int:
+        return max((ld["num_workers"] * (ld["prefetch_factor"] or 0) for ld in self.loaders), default=0)
+
+    @property
     def warmup(self) -> int:
         """--skip, and at least twice the batches the loaders can hold in flight: batches the workers queued
         while the first steps were slow would otherwise make the timed steps look faster than the loader is."""
-        in_flight = max((ld["num_workers"] * (ld["prefetch_factor"] or 0) for ld in self.loaders), default=0)
-        return max(self.skip, 2 * in_flight)
+        return max(self.skip, 2 * self.in_flight)
+
+    def fitted_warmup(self) -> int:
+        """The warm-up used: the raised one when the script made enough steps, else as much of it as fits
+        before the last `steps` steps (never below --skip)."""
+        return self.warmup if self.n >= self.warmup + self.steps else max(self.skip, self.n - self.steps)
+
+    def warmup_note(self) -> str:
+        w = self.fitted_warmup()
+        if w == self.skip:
+            return ""
+        why = f"twice the {self.in_flight} batches its loader holds in flight"
+        if w < self.warmup:
+            return (f"warm-up {w} steps, not {self.warmup} ({why}): the script made only {self.n} optimizer "
+                    f"steps")
+        return f"warm-up raised from --skip {self.skip} to {w} steps: {why}"
 
     def on_backward(self, tensor) -> None:
         if tensor.numel() == 1 and len(self.losses) < self.warmup + self.steps + 1:
@@ -53,28 +75,139 @@ class Recorder:
         if id(opt) != self.first_opt:
             return
         self.n += 1
-        if self.n >= self.warmup:
+        if self.n == 1:
+            self.facts = {**script_facts(self.model, opt, self.autocast_at_model), **self.framework}
+        if self.n >= self.skip:
             self.wall.append(time.monotonic())
             if self.cuda:
                 ev = self.torch.cuda.Event(enable_timing=True)
                 ev.record()
-                self.marks.append(ev)
+                self.marks.append((self.n, ev))
             else:
-                self.marks.append(time.perf_counter())
+                self.marks.append((self.n, time.perf_counter()))
         if self.n >= self.warmup + self.steps:
             raise _Done(0)
 
+    def timed(self) -> list[Any]:
+        w = self.fitted_warmup()
+        return [m for n, m in self.marks if w <= n <= w + self.steps]
+
     def result(self) -> dict[str, Any]:
+        marks = self.timed()
         if self.cuda:
             self.torch.cuda.synchronize()
-            total_ms = self.marks[0].elapsed_time(self.marks[-1]) if len(self.marks) > 1 else None
+            total_ms = marks[0].elapsed_time(marks[-1]) if len(marks) > 1 else None
         else:
-            total_ms = (self.marks[-1] - self.marks[0]) * 1e3 if len(self.marks) > 1 else None
-        steps = len(self.marks) - 1
-        return {"steps_timed": steps, "warmup_steps": self.warmup,
+            total_ms = (marks[-1] - marks[0]) * 1e3 if len(marks) > 1 else None
+        steps = len(marks) - 1
+        return {"steps_timed": steps, "warmup_steps": self.fitted_warmup(), "warmup_note": self.warmup_note(),
+                "facts": self.facts,
                 "ms_per_step": total_ms / steps if total_ms and steps > 0 else None,
                 "losses": [float(x) for x in self.losses], "optimizer_steps": self.n, "loaders": self.loaders,
                 "graphed_inputs": self.graphed_inputs}
+
+
+def script_facts(model, opt, autocast: bool) -> dict[str, Any]:
+    """What the script does as written at its first optimizer step, for the candidates that would change nothing."""
+    import torch
+
+    groups = getattr(opt, "param_groups", [])
+    facts: dict[str, Any] = {
+        "optimizer": type(opt).__name__, "optimizer_fused_or_foreach": any(
+            g.get("fused") or g.get("foreach") for g in groups),
+        "tf32": bool(torch.backends.cuda.matmul.allow_tf32) or torch.get_float32_matmul_precision() != "highest",
+        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark), "threads": torch.get_num_threads(),
+        "autocast": autocast}
+    if model is not None:
+        weights4 = [p for p in model.parameters() if p.dim() == 4]
+        facts.update(weights_4d=len(weights4), channels_last=bool(weights4) and all(
+            p.is_contiguous(memory_format=torch.channels_last) and not p.is_contiguous() for p in weights4),
+            convolutions=sum(isinstance(m, torch.nn.modules.conv._ConvNd) for m in model.modules()))
+    return facts
+
+
+def _watch_model(rec: Recorder) -> None:
+    """Keep the model (see _on_first_model_call) and whether the script itself runs it under autocast."""
+    import torch
+
+    def keep(module, args):
+        rec.model = module
+        try:
+            rec.autocast_at_model = torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("cpu")
+        except TypeError:  # torch before 2.4: no device argument
+            rec.autocast_at_model = torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled()
+
+    _on_first_model_call(keep)
+
+
+# module -> (class, settings key, facts key, how its settings are applied)
+_FRAMEWORKS = {
+    "transformers.training_args": ("TrainingArguments", "hf_args", "transformers_args", "post_init"),
+    "lightning.pytorch.trainer.trainer": ("Trainer", "pl_args", "lightning_args", "init"),
+    "pytorch_lightning.trainer.trainer": ("Trainer", "pl_args", "lightning_args", "init"),
+}
+_WATCHED = {"transformers_args": ("dataloader_num_workers", "dataloader_pin_memory", "dataloader_persistent_workers",
+                                  "logging_nan_inf_filter", "tf32", "bf16", "fp16", "torch_compile"),
+            "lightning_args": ("precision", "benchmark")}
+
+
+class _PatchOnImport:
+    """A meta path finder: once a framework's module has run, its class applies the variant's settings when the
+    script builds it, and records what the script set (without importing the framework where the script does not)."""
+
+    def __init__(self, settings: dict[str, Any], rec: Recorder) -> None:
+        self.settings, self.rec = settings, rec
+
+    def find_spec(self, name, path, target=None):
+        if name not in _FRAMEWORKS:
+            return None
+        from importlib.machinery import PathFinder
+
+        spec = PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _patch_framework(module, *_FRAMEWORKS[name], self.settings, self.rec)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _plain(v: Any) -> Any:
+    return v if v is None or isinstance(v, (bool, int, float, str)) else str(v)
+
+
+def _patch_framework(module, cls_name: str, key: str, fact: str, how: str, settings: dict, rec: Recorder) -> None:
+    cls = getattr(module, cls_name, None)
+    if cls is None:
+        return
+    overrides = dict(settings.get(key) or {})
+
+    def record(obj, kw: dict) -> None:
+        rec.framework[fact] = {k: _plain(kw[k] if k in kw else getattr(obj, k, None)) for k in _WATCHED[fact]}
+
+    if how == "post_init":  # a dataclass: subclasses inherit __post_init__, not __init__
+        post = cls.__post_init__
+
+        def __post_init__(self, *a, **kw):
+            for k, v in overrides.items():
+                setattr(self, k, v)
+            post(self, *a, **kw)
+            record(self, {})
+
+        cls.__post_init__ = __post_init__
+    else:
+        init = cls.__init__
+
+        def __init__(self, *a, **kw):
+            kw.update(overrides)
+            init(self, *a, **kw)
+            record(self, kw)
+
+        cls.__init__ = __init__
 
 
 def apply(settings: dict[str, Any], rec: Recorder) -> None:
@@ -82,6 +215,8 @@ def apply(settings: dict[str, Any], rec: Recorder) -> None:
     import torch
 
     seed_everything(0)
+    sys.meta_path.insert(0, _PatchOnImport(settings, rec))
+    _watch_model(rec)  # first: its check of autocast runs before a bf16 candidate enters it
     _wrap_loader(settings.get("loader") or {}, rec)
     if settings.get("non_blocking"):
         _async_batch_copies()
@@ -364,10 +499,13 @@ def main() -> None:
     status, error = "ok", ""
     sys.argv[:] = [script, *args]
     sys.path.insert(0, str(Path(script).resolve().parent))
+    if os.environ.get("IDLEHOUND_TUNE_SCRIPT_DIR"):  # a changed copy runs from the tune folder: the script's own
+        sys.path.insert(0, os.environ["IDLEHOUND_TUNE_SCRIPT_DIR"])  # modules still import
     try:
         runpy.run_path(script, run_name="__main__")
-        if rec.n < rec.warmup + rec.steps:
-            status, error = "short", f"the script made {rec.n} optimizer steps, fewer than {rec.warmup + rec.steps}"
+        if rec.n < rec.skip + rec.steps:
+            status, error = "short", (f"the script made {rec.n} optimizer steps, fewer than --skip {rec.skip} + "
+                                      f"--steps {rec.steps}")
     except _Done:
         pass
     except SystemExit as e:
@@ -375,7 +513,8 @@ def main() -> None:
             status, error = "failed", f"exited with code {e.code}"
     except BaseException as e:  # the variant crashed (or ran out of memory): report, do not hide
         status, error = "failed", _describe(e)
-    result = rec.result() if status in ("ok", "short") else {"losses": [], "loaders": rec.loaders}
+    result = rec.result() if status in ("ok", "short") else {"losses": [], "loaders": rec.loaders,
+                                                              "facts": rec.facts}
     if sampler is not None:
         result["gpu_util"] = _timed_util(sampler.stop(), rec.wall)
     result.update(status=status, error=error)

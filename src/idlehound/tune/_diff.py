@@ -35,6 +35,130 @@ def _rewrite_call(source: str, call: ast.Call, overrides: dict[str, Any]) -> tup
     return start, end, f"{func}({', '.join(parts)})"
 
 
+def _span(source: str, node: ast.AST) -> tuple[int, int]:
+    offsets = _line_offsets(source)
+    return offsets[node.lineno - 1] + node.col_offset, offsets[node.end_lineno - 1] + node.end_col_offset
+
+
+def _flag_default(tree: ast.AST, value: ast.AST) -> tuple[ast.AST | None, str]:
+    """For a value `args.NAME`, the `default=` node of the argparse option that sets NAME, and the option."""
+    if not (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)):
+        return None, ""
+    for c in _calls(tree, ("add_argument",)):
+        opts = [a.value for a in c.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        dest = next((k.value.value for k in c.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)),
+                    None)
+        long = [o for o in opts if o.startswith("--")]
+        dest = dest or (long[0] if long else opts[0] if opts else "").lstrip("-").replace("-", "_")
+        if dest == value.attr:
+            default = next((k.value for k in c.keywords if k.arg == "default"), None)
+            return default, (long or opts)[0]
+    return None, ""
+
+
+def _dict_sources(tree: ast.AST, name: str, depth: int = 0) -> list[ast.AST] | None:
+    """The dict literals and dict(...) calls that fill the variable `name` (None when one cannot be read)."""
+    if depth > 3:
+        return None
+    out: list[ast.AST] = []
+    for node in ast.walk(tree):
+        value = None
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, ast.AugAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            value = node.value
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update"
+              and isinstance(node.func.value, ast.Name) and node.func.value.id == name and len(node.args) == 1):
+            value = node.args[0]
+        if value is None:
+            continue
+        got = _dict_value(tree, value, depth)
+        if got is None:
+            return None
+        out += got
+    return out or None
+
+
+def _dict_value(tree: ast.AST, value: ast.AST, depth: int) -> list[ast.AST] | None:
+    if isinstance(value, ast.Name):
+        return _dict_sources(tree, value.id, depth + 1)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" \
+            and not value.args and all(k.arg for k in value.keywords):
+        return [value]
+    if isinstance(value, ast.Dict):
+        out: list[ast.AST] = [value]
+        for k, v in zip(value.keys, value.values):
+            if k is None:  # {**other}
+                more = _dict_value(tree, v, depth + 1)
+                if more is None:
+                    return None
+                out += more
+        return out
+    return None
+
+
+def _entries(source: ast.AST, key: str) -> list[ast.AST]:
+    """The value nodes for key in a dict literal or dict(...) call."""
+    if isinstance(source, ast.Dict):
+        return [v for k, v in zip(source.keys, source.values) if isinstance(k, ast.Constant) and k.value == key]
+    return [k.value for k in source.keywords if k.arg == key]
+
+
+def _quoted(source: str, node: ast.Dict, key: str) -> str:
+    """key as a string literal in the quotes the dict already uses."""
+    first = next((k for k in node.keys if isinstance(k, ast.Constant)), None)
+    text = ast.get_source_segment(source, first) if first is not None else ""
+    return f'"{key}"' if (text or "'").startswith('"') else repr(key)
+
+
+def _append(source: str, node: ast.AST, text: str) -> tuple[int, int, str]:
+    """Insert `text` (one more item) at the end of a call's arguments or a dict literal's items."""
+    items = (list(node.keys) + list(node.values)) if isinstance(node, ast.Dict) else [*node.args, *(
+        k.value for k in node.keywords)]
+    items = [i for i in items if i is not None]
+    if items:
+        at = max(_span(source, i)[1] for i in items)
+        return at, at, ", " + text
+    at = _span(source, node)[1] - 1  # just before the closing bracket
+    return at, at, text
+
+
+def _loader_edits(source: str, tree: ast.AST, call: ast.Call, loader: dict[str, Any],
+                  notes: list[str]) -> list[tuple[int, int, str]]:
+    """Set each loader option where the script sets it: the keyword, the dict passed as **kwargs, or the
+    default of the script's own command-line flag; options it does not set are added beside the others."""
+    edits = []
+    splats = [k.value for k in call.keywords if k.arg is None]
+    sources: list[ast.AST] = []
+    for sp in splats:
+        found = _dict_value(tree, sp, 0)
+        sources += found or []
+    texts = {k: repr(v) for k, v in loader.items()}
+    for key, v in loader.items():
+        values = [k.value for k in call.keywords if k.arg == key] or [e for src in sources for e in _entries(src, key)]
+        if key == "num_workers" and values and _flag_default(tree, values[0])[1]:
+            # the count stays the flag's: options that need workers follow it, so `--workers 0` still works
+            flag = ast.get_source_segment(source, values[0])
+            texts.update(persistent_workers=f"{flag} > 0", prefetch_factor=f"{loader.get('prefetch_factor')!r} "
+                                                                               f"if {flag} > 0 else None")
+        if not values:
+            dicts = [src for src in sources if isinstance(src, ast.Dict)]
+            one_dict = bool(dicts) and len(splats) == 1
+            edits.append(_append(source, dicts[0], f"{_quoted(source, dicts[0], key)}: {texts[key]}") if one_dict
+                         else _append(source, call, f"{key}={texts[key]}"))
+        for value in values:
+            default, flag = _flag_default(tree, value)
+            if default is not None:
+                edits.append((*_span(source, default), repr(v)))
+                notes.append(f"{key}: the default of the script's own {flag} flag is now {v!r}; "
+                             f"--{flag.lstrip('-')} still overrides it")
+            elif flag:
+                notes.append(f"{key}: set by the script's {flag} flag, which has no default: pass {flag} {v!r}")
+            else:
+                edits.append((*_span(source, value), texts[key]))
+    return edits
+
+
 def _calls(tree: ast.AST, names: tuple[str, ...]) -> list[ast.Call]:
     out = []
     for node in ast.walk(tree):
@@ -109,18 +233,37 @@ def make_diff(script: Path, settings: dict[str, Any],
               graphed_inputs: list[dict[str, Any]] | None = None) -> tuple[str, list[str]]:
     """(unified diff, snippets for what could not be placed in the file)."""
     source = script.read_text(encoding="utf-8")
+    new, snippets = changed_source(source, settings, graphed_inputs)
+    diff = "".join(difflib.unified_diff(source.splitlines(keepends=True), new.splitlines(keepends=True),
+                                        fromfile=f"a/{script.name}", tofile=f"b/{script.name}"))
+    return diff, snippets if diff else [s for s in snippets if not s.startswith("# ")]
+
+
+def changed_source(source: str, settings: dict[str, Any],
+                   graphed_inputs: list[dict[str, Any]] | None = None) -> tuple[str, list[str]]:
+    """(the script with the changes made, snippets for what could not be placed in it)."""
     tree = ast.parse(source)
     edits: list[tuple[int, int, str]] = []
     snippets: list[str] = []
+    notes: list[str] = []
     loader = dict(settings.get("loader") or {})
     if settings.get("cuda_graphs"):
         loader["drop_last"] = True  # a short last batch could not replay the recorded shapes
     if loader:
         calls = _calls(tree, ("DataLoader",))
         if calls:
-            edits += [_rewrite_call(source, c, loader) for c in calls]
+            for c in calls:
+                edits += _loader_edits(source, tree, c, loader, notes)
         else:
             snippets.append("DataLoader(..., " + ", ".join(f"{k}={v!r}" for k, v in loader.items()) + ")")
+    for key, names, what in (("hf_args", ("TrainingArguments", "Seq2SeqTrainingArguments"), "TrainingArguments"),
+                             ("pl_args", ("Trainer",), "Trainer")):
+        if settings.get(key):
+            calls = _calls(tree, names)
+            for c in calls:
+                edits += _loader_edits(source, tree, c, settings[key], notes)
+            if not calls:
+                snippets.append(f"{what}(..., " + ", ".join(f"{k}={v!r}" for k, v in settings[key].items()) + ")")
     if settings.get("fused_optimizer"):
         for c in _calls(tree, ("Adam", "AdamW", "SGD")):
             if not any(k.arg in ("fused", "foreach") for k in c.keywords):
@@ -148,7 +291,9 @@ def make_diff(script: Path, settings: dict[str, Any],
         else:
             snippets.append(snippet.rstrip("\n"))
     new = source
-    for start, end, text in sorted(edits, reverse=True):
+    unique = list(dict.fromkeys(edits))  # one dict shared by two calls is edited once
+    # from the end, so offsets hold; insertions at one place keep their order
+    for _, (start, end, text) in sorted(enumerate(unique), key=lambda ie: (ie[1][0], ie[1][1], ie[0]), reverse=True):
         new = new[:start] + text + new[end:]
     if header:
         imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
@@ -156,6 +301,6 @@ def make_diff(script: Path, settings: dict[str, Any],
         lines = new.splitlines(keepends=True)
         lines[at:at] = [h + "  # idlehound tune\n" for h in header]
         new = "".join(lines)
-    diff = "".join(difflib.unified_diff(source.splitlines(keepends=True), new.splitlines(keepends=True),
-                                        fromfile=f"a/{script.name}", tofile=f"b/{script.name}"))
-    return diff, snippets
+    if notes:
+        snippets.append("\n".join(f"# {n}" for n in dict.fromkeys(notes)))
+    return new, snippets

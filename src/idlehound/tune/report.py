@@ -8,39 +8,91 @@ from ..report._escape import md_code, md_fence, md_text
 from ..report._format import num as _n
 
 _COLS = ("candidate", "samples/s", "steps/s", "speed-up", "gain on top", "GPU busy", "loss check", "verdict")
-_NUMERIC = ("samples/s", "steps/s", "speed-up", "gain on top", "GPU busy")
+# schema version 2: each speed-up with its 95% interval and the runs behind it
+_COLS2 = ("candidate", "samples/s", "steps/s", "speed-up", "95% interval", "gain on top", "GPU busy", "runs",
+          "loss check", "verdict")
+_NUMERIC = ("samples/s", "steps/s", "speed-up", "95% interval", "gain on top", "GPU busy", "runs", "95% CI", "gain",
+            "GPU")
+# the terminal: short names (explained under the table), so the table fits 80 columns
+_TERMINAL = ("change", "steps/s", "speed-up", "95% CI", "gain", "GPU", "verdict")
 
 
-def rows(doc: dict[str, Any]) -> list[list[str]]:
-    out = []
-    for v in doc["variants"]:
-        verdict = {"ok": "accepted", "rejected": "rejected", "failed": "failed", "skipped": "skipped"}[v["status"]]
-        if v["reason"]:
-            verdict += f": {v['reason']}"
-        if v["candidate"] == "baseline":
-            verdict = "baseline"
-        label = v["label"] + (f" (+ {v['on_top_of']})" if v.get("on_top_of") else "")
-        out.append([label, _n(v["samples_per_s"], 0), _n(v["steps_per_s"], 2), _n(v["speedup"], 2, "×"),
-                    _n(v.get("gain"), 2, "×"), _n(v["gpu_util"], 0, "%"), v["loss_check"], verdict])
-    return out
+def columns(doc: dict[str, Any]) -> tuple[str, ...]:
+    return _COLS2 if doc.get("schema_version", 1) >= 2 else _COLS
+
+
+def _ci(ci: Any) -> str:
+    if not ci:
+        return "—"
+    return f"{ci[0]:.2f}–{ci[1]:.2f}×" if ci[1] < 100 else "too wide"
+
+
+def verdict(v: dict[str, Any]) -> str:
+    """What the table says of a variant; "accepted" only for a change measurably faster with the math kept."""
+    if v["candidate"] == "baseline":
+        return "baseline"
+    status, effect = v["status"], v.get("effect")
+    text = {"rejected": "rejected", "failed": "failed", "skipped": "skipped",
+            "not applicable": "not applicable"}.get(status, "accepted")
+    if status == "ok" and effect is not None:  # version 2
+        text = "accepted" if effect == "faster" and (v.get("speedup_ci") or [0])[0] > 1.0 else \
+            "slower: not kept" if effect == "slower" else "no measurable effect"
+    cut = v.get("warmup_note") or ""  # a warm-up cut to fit a short script qualifies the figure; a raise does not
+    return text + (f": {v['reason']}" if v["reason"] else "") + (f" ({cut})" if cut.startswith("warm-up ") and
+                                                                  ", not " in cut else "")
+
+
+def _cell(v: dict[str, Any], col: str) -> str:
+    label = v["label"] + (f" (+ {v['on_top_of']})" if v.get("on_top_of") else "")
+    name = v["candidate"] + (f" on {v['on_top_of']}" if v.get("on_top_of") else "")
+    return {"candidate": label, "change": name, "samples/s": _n(v["samples_per_s"], 0), "steps/s": _n(v["steps_per_s"], 2),
+            "speed-up": _n(v["speedup"], 2, "×"), "95% interval": _ci(v.get("speedup_ci")),
+            "gain on top": _n(v.get("gain"), 2, "×") + (f" ({_ci(v['gain_ci'])})" if v.get("gain_ci") else ""),
+            "GPU busy": _n(v["gpu_util"], 0, "%"), "95% CI": _ci(v.get("speedup_ci")), "gain": _n(v.get("gain"), 2, "×"),
+            "GPU": _n(v["gpu_util"], 0, "%"), "runs": str(v.get("rounds") or "—"),
+            "loss check": v["loss_check"], "verdict": verdict(v)}[col]
+
+
+def rows(doc: dict[str, Any], cols: tuple[str, ...] = ()) -> list[list[str]]:
+    return [[_cell(v, c) for c in cols or columns(doc)] for v in doc["variants"]]
+
+
+def legend(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """Each short name of the terminal table with what it changes (and how its warm-up was set, if not --skip)."""
+    out: dict[str, str] = {}
+    for v in doc["variants"][1:]:
+        note = v.get("warmup_note") or ""
+        out.setdefault(v["candidate"], v["label"] + (f"; {note}" if note else ""))
+    return list(out.items())
 
 
 def noise_line(doc: dict[str, Any]) -> str:
     n = doc.get("noise") or {}
     if n.get("time_pct") is None:
         return "Run-to-run noise: not measured (the repeat of the baseline did not complete)."
-    return (f"Run-to-run noise (the unmodified script twice): step time {n['time_pct']:.1f}%, "
+    line = (f"Run-to-run noise (the unmodified script twice): step time {n['time_pct']:.1f}%, "
             f"largest per-step loss difference {n['loss_rel_diff']:.2g} (relative).")
+    drift = doc.get("drift_pct")
+    if drift is not None:
+        how = f"{abs(drift):.1f}% {'slower' if drift > 0 else 'faster'} than" if drift else "as fast as"
+        line += (f" Drift: the baseline's last run was {how} its first; each run is compared with the reference "
+                 f"runs around it, so the drift does not count as a speed-up.")
+    return line
 
 
 def best_line(doc: dict[str, Any]) -> str:
     best = doc["best"]
     if best:
-        return f"Best safe change: {best['label']} — {best['speedup']:.2f}× faster, loss check {best['loss_check']}"
+        ci = f" (95% interval {_ci(best['speedup_ci'])})" if best.get("speedup_ci") else ""
+        return (f"Best safe change: {best['label']} — {best['speedup']:.2f}× faster{ci}, "
+                f"loss check {best['loss_check']}")
     if len(doc["variants"]) == 1:
         causes = ", ".join(doc["diagnosed_causes"]) or "none"
         return (f"Nothing to try: no candidate addresses what the diagnosis found (causes: {causes}). "
                 f"`--try NAME` tries one anyway: {', '.join(candidate_names())}.")
+    if doc.get("schema_version", 1) >= 2:
+        return (f"No change was measurably faster with the losses kept (a 95% interval above "
+                f"{1 + doc.get('margin', 0.03):.2f}×): keep the script as it is.")
     return "No candidate was both faster and safe."
 
 
@@ -51,20 +103,33 @@ def candidate_names() -> list[str]:
 
 
 def render_tune(doc: dict[str, Any], console=None) -> None:
+    from rich import box
     from rich.console import Console
     from rich.syntax import Syntax
     from rich.table import Table
+    from rich.text import Text
+
+    from ..report._escape import inert
 
     c = console or Console()
-    t = Table(title=f"idlehound tune: {doc['script']} ({doc['skip']} warm-up + {doc['steps']} timed steps each)",
-              title_justify="left")
-    for col in _COLS:
-        t.add_column(col, justify="right" if col in _NUMERIC else "left")
-    for r in rows(doc):
-        t.add_row(*r)
+    doc = inert(doc)  # script names, errors and code from the run: shown as text, control characters visible
+    c.print(f"idlehound tune: {doc['script']} ({doc['skip']} warm-up + {doc['steps']} timed steps each)",
+            markup=False, highlight=False)
+    cols = _TERMINAL
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    for col in cols:  # the numbers never wrap; words of the headers are never cropped
+        t.add_column(col, justify="right" if col in _NUMERIC else "left", no_wrap=col in _NUMERIC,
+                     min_width=None if col in _NUMERIC else 12, ratio=1 if col in ("change", "verdict") else None,
+                     overflow="fold")
+    for r in rows(doc, cols):
+        t.add_row(*(Text(x) for x in r))
     c.print(t)
-    c.print(noise_line(doc))
+    for name, label in legend(doc):
+        c.print(f"  {name}: {label}", markup=False, highlight=False)
+    c.print(noise_line(doc), markup=False, highlight=False)
     c.print(best_line(doc), markup=False)
+    if doc.get("diff_check"):
+        c.print(f"Diff check: {doc['diff_check']}", markup=False, highlight=False)
     for line in doc["diff"].splitlines():  # unwrapped and uncropped, so it can be copied
         style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
         c.print(line, style=style, markup=False, highlight=False, soft_wrap=True)
@@ -75,11 +140,16 @@ def render_tune(doc: dict[str, Any], console=None) -> None:
 def tune_markdown(doc: dict[str, Any]) -> str:
     out = [f"# idlehound tune: {md_code(doc['script'])}", "",
            f"Diagnosed causes: {', '.join(doc['diagnosed_causes']) or 'none'}", "",
-           "| " + " | ".join(_COLS) + " |",
-           "|" + "|".join("---:" if c in _NUMERIC else "---" for c in _COLS) + "|"]
+           "| " + " | ".join(columns(doc)) + " |",
+           "|" + "|".join("---:" if c in _NUMERIC else "---" for c in columns(doc)) + "|"]
     out += ["| " + " | ".join(map(md_text, r)) + " |" for r in rows(doc)]
+    notes = [f"- {md_text(v['candidate'])}: {md_text(v['warmup_note'])}" for v in doc["variants"]
+             if v.get("warmup_note")]
+    out += ["", "Warm-up:", *notes] if notes else []
     out += ["", noise_line(doc)]
     out += ["", best_line(doc)]
+    if doc.get("diff_check"):
+        out += ["", f"Diff check: {md_text(doc['diff_check'])}"]
     if doc["diff"]:
         out += ["", *md_fence(doc["diff"].rstrip(), "diff")]
     for s in doc["snippets"]:
@@ -90,5 +160,6 @@ def tune_markdown(doc: dict[str, Any]) -> str:
 def tune_html(doc: dict[str, Any]) -> str:
     from ..report.html import render_page
 
-    return render_page("tune.html", script=doc["script"], head=_COLS, rows=rows(doc), noise=noise_line(doc),
-                       best=best_line(doc), diff=doc["diff"], snippets=doc["snippets"])
+    return render_page("tune.html", script=doc["script"], head=columns(doc), rows=rows(doc), noise=noise_line(doc),
+                       best=best_line(doc), diff_check=doc.get("diff_check") or "", diff=doc["diff"],
+                       snippets=doc["snippets"])

@@ -1,4 +1,4 @@
-"""Data-bound: each sample takes 2 ms to 'decode' in the main process (num_workers=0)."""
+"""Data-bound: each sample takes 10 ms to 'decode' in the main process (num_workers=0)."""
 
 import sys
 import time
@@ -11,7 +11,7 @@ class Slow(torch.utils.data.Dataset):
         return 100_000
 
     def __getitem__(self, i):
-        time.sleep(0.002)
+        time.sleep(0.01)
         g = torch.Generator().manual_seed(i)  # deterministic per sample: workers must not change the math
         return torch.randn(32, generator=g), i % 4
 

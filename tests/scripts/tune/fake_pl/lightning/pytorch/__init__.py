@@ -1,0 +1,7 @@
+import torch
+
+from .trainer.trainer import Trainer
+
+LightningModule = torch.nn.Module
+
+__all__ = ["LightningModule", "Trainer"]
