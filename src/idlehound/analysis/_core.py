@@ -56,6 +56,7 @@ class Analysis:
     ranks: dict[str, Any] = field(default_factory=dict)  # communication and per-line time, for multi-rank runs
     replay: Optional[Replay] = None  # the steps' dependency model (None without GPU events)
     observer: dict[str, Any] = field(default_factory=dict)  # unprofiled step, host rate fitted to it
+    prediction: dict[str, Any] = field(default_factory=dict)  # the best stack of fixes (set by diagnose)
 
     @property
     def n_steps(self) -> int:
@@ -160,6 +161,9 @@ def _observer(rp: Replay, run: dict[str, Any]) -> dict[str, Any]:
                            "host_rate": 1.0}
     if len(steady) >= 3:
         out.update(unprofiled_ms=float(np.mean(steady)), unprofiled_steps=len(steady), source="mean of steady steps")
+    elif isinstance(run.get("unprofiled_step_ms"), (int, float)):  # older run.json: only the median was kept
+        out.update(unprofiled_ms=float(run["unprofiled_step_ms"]), unprofiled_steps=None, source="median")
+    if "unprofiled_ms" in out:
         out["host_rate"] = rp.fit_rate(out["unprofiled_ms"] * 1e6)
         if rp.play(rate=out["host_rate"]).step_ns > 1.05 * out["unprofiled_ms"] * 1e6:
             out["host_rate"] = 1.0  # faster than the recorded GPU work alone allows: the timing is not comparable

@@ -71,6 +71,7 @@ def build(a: Analysis, findings: list[Finding]) -> dict[str, Any]:
         "timeline": a.timeline,
         "utilization_curve": a.run_info.get("utilization_curve"),
         "findings": [f.to_json() for f in findings],
+        "replay": _replay(a),
         "notes": a.notes,
         "run": {k: v for k, v in a.run_info.items() if k != "utilization_curve"},
     }
@@ -154,15 +155,30 @@ def headline(a: Analysis, findings: list[Finding]) -> str:
         return f"CPU-only trace: a step took {a.step_ms:.2f} ms; no GPU to keep busy."
     busy = a.gpu_busy_pct or 0.0
     idle_ms = a.per_step_ms(a.window_ns - a.busy_ns)
-    top = next((f for f in findings if f.kind == "idle"), None)
+    top = next((f for f in findings if f.kind != "risk"), None)  # ranked by the replay's predicted gain
     if top is None:
         if busy >= METRICS["gpu_util"].ideal:
             return f"GPU busy {busy:.1f}% of each {a.step_ms:.2f} ms step: no significant idle time."
-        return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms:.2f} of {a.step_ms:.2f} ms), spread over "
-                "causes too small to name one.")
+        cause = max(a.idle_ns, key=lambda c: a.idle_ns[c])  # the idle table's largest row
+        return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms:.2f} of {a.step_ms:.2f} ms), mostly "
+                f"{CAUSE_WORDS[cause]} ({a.per_step_ms(a.idle_ns[cause]):.2f} ms); no single fix is predicted to "
+                "give back 5% of the step.")
     where = f" at {top.location}" if top.location else ""
-    return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms:.2f} of {a.step_ms:.2f} ms); top cause: "
-            f"{top.title.lower()} ({top.recoverable_ms:.2f} ms per step{where}).")
+    return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms:.2f} of {a.step_ms:.2f} ms); top fix: "
+            f"{top.title.lower()} ({top.recoverable_ms:.2f} ms per step recoverable, {100 * top.share:.0f}% of "
+            f"the {top.step_ms:.2f} ms step{where}).")
+
+
+def _replay(a: Analysis) -> Optional[dict[str, Any]]:
+    """The replay's baseline, observer fit and best stack of fixes (docs/metrics.md, Replay)."""
+    if a.replay is None:
+        return None
+    obs, pred = a.observer, a.prediction
+    return {"recorded_step_ms": r(obs.get("recorded_ms")), "replayed_step_ms": r(obs.get("replayed_ms")),
+            "unprofiled_step_ms": r(obs.get("unprofiled_ms")), "unprofiled_source": obs.get("source"),
+            "host_rate": r(obs.get("host_rate")), "predicted_step_ms": r(obs.get("predicted_ms")),
+            "best_stack": pred.get("stack", []), "best_stack_step_ms": r(pred.get("stack_step_ms")),
+            "best_stack_gain_ms": r(pred.get("stack_gain_ms"))}
 
 
 def idle_cause_definition(cause: str) -> str:
