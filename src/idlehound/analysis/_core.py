@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -145,8 +146,34 @@ def _replay(ctx: _Context, smap: SourceMap, steps: list[Step], device: Optional[
                          np.concatenate([launching[1], allocator[1], ev.ts[ctx.sync] + ev.dur[ctx.sync],
                                          ev.ts[ctx.dataloader] + ev.dur[ctx.dataloader]]))
         host_only = iv.subtract(iv.union(gaps.gs[long_host], gaps.ge[long_host]), other)
-    spans = {"launching": launching, "allocator": allocator, "host_only": host_only}
-    return Replay(ctx, steps, device, sync_groups(ctx, own, _copy_name_by_ext(ctx)), spans)
+    groups = sync_groups(ctx, own, _copy_name_by_ext(ctx))
+    spans = {"launching": launching, "allocator": allocator, "host_only": host_only,
+             "reads": _read_calls(ctx, smap, groups == "sync")}
+    return Replay(ctx, steps, device, groups, spans)
+
+
+_READ_RE = re.compile(r"print|__repr__|__format__|__str__|_tensor_str|method (item|tolist|cpu|numpy) of")
+
+
+def _read_calls(ctx: _Context, smap: SourceMap, keep: np.ndarray) -> iv.Set:
+    """Host spans of the calls that read a GPU value (print(t), .item(), .cpu()...) around each blocking call:
+    moving the read out of the loop removes the whole call, formatting included, not only its wait."""
+    sync = ctx.sync[keep]
+    if sync.size == 0 or smap.n == 0:
+        return iv.EMPTY
+    ev = ctx.ev
+    k = smap.innermost(ev.tid[sync], ev.ts[sync])
+    lo, hi = [], []
+    for f in k:
+        best = -1
+        while f >= 0 and smap.loc[f] is None:  # up to the user's own frame, not beyond
+            if _READ_RE.search(smap.name(f)):
+                best = f
+            f = int(smap.parent[f])
+        if best >= 0:
+            lo.append(smap.start[best])
+            hi.append(smap.end[best])
+    return iv.union(np.array(lo, np.int64), np.array(hi, np.int64))
 
 
 STEADY_SKIP = 3  # unprofiled steps at the run's start that warm up caches, the allocator and compilation

@@ -50,12 +50,13 @@ class Fix:
 
 # Each finding's cause -> the change its fix makes.
 FIXES: dict[str, Fix] = {
-    "sync": Fix(drop_syncs={"sync"}),
+    "sync": Fix(host_rate={"reads": 0.0}, drop_syncs={"sync"}),
     "data_loading": Fix(loader_ready=True),
     "launch_bound": Fix(host_rate={"launching": GRAPH_HOST_RATE}),
     "host_bound": Fix(host_rate={"host_only": 0.0}),
     "fp32_math": Fix(gpu_speedup={"fp32": FP32_SPEEDUP}),
-    "pageable_copy": Fix(gpu_speedup={"pageable": PAGEABLE_SPEEDUP}, drop_syncs={"pageable"}),
+    "pageable_copy": Fix(host_rate={"pageable": 0.0}, gpu_speedup={"pageable": PAGEABLE_SPEEDUP},
+                         drop_syncs={"pageable"}),
     "memory_churn": Fix(host_rate={"allocator": 0.0}, drop_syncs={"allocator"}),
     "cudnn_benchmark": Fix(gpu_speedup={"conv": CONV_SPEEDUP}),
 }
@@ -80,6 +81,7 @@ class Replay:
         self._syncs(ctx, sync_group)
         self.loader = _clip(ctx.spans(ctx.dataloader), self.w0, self.w1)
         self.loader_calls = int(self.loader[0].size)
+        host_spans = {**host_spans, "pageable": self.pageable_calls}
         self.host_spans = {k: _clip(v, self.w0, self.w1) for k, v in host_spans.items()}
         self.marks = np.array([[s.host_start_ns, s.host_end_ns] for s in steps], np.int64).reshape(-1, 2)
         self.recorded_ns = sum(s.duration_ns for s in steps) / max(len(steps), 1)
@@ -104,6 +106,9 @@ class Replay:
         streams, self.stream = np.unique(ev.tid[g], return_inverse=True)
         self.n_streams = int(streams.size)
         self.kind = _op_kinds(ctx, g)
+        # A pageable copy call stages the data through a driver buffer on the host: pinned, it only enqueues.
+        pc = rt[(self.kind == "pageable") & (rt >= 0)]
+        self.pageable_calls = iv.union(ev.ts[pc], ev.ts[pc] + ev.dur[pc])
         live = np.flatnonzero(~self.fixed)
         self._by_launch = live[np.argsort(self.launch[live], kind="stable")]
         self._by_launch_t = self.launch[self._by_launch]
@@ -175,7 +180,7 @@ class Replay:
 
         def clock(t: np.ndarray) -> np.ndarray:
             k = np.clip(np.searchsorted(bp, t, side="right") - 1, 0, bp.size - 1)
-            return cum[k] + (t - bp[k]) * slope[k] + lumps_c[np.searchsorted(lumps_t, t, side="right")]
+            return cum[k] + (t - bp[k]) * slope[k] + lumps_c[np.searchsorted(lumps_t, t, side="left")]
 
         dur = self.dur.copy()
         for kind, speed in fix.gpu_speedup.items():
