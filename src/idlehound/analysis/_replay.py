@@ -139,7 +139,8 @@ class Replay:
     def _syncs(self, ctx: _Context, group: np.ndarray) -> None:
         ev = ctx.ev
         s = ctx.sync
-        keep = (ev.ts[s] >= self.w0) & (ev.ts[s] < self.w1)
+        # Only the threads that launch GPU work hold up the step (a pin-memory thread's waits do not).
+        keep = (ev.ts[s] >= self.w0) & (ev.ts[s] < self.w1) & np.isin(ev.tid[s], ev.tid[ctx.launch])
         s, group = s[keep], group[keep]
         ts, te = ev.ts[s].astype(np.float64), (ev.ts[s] + ev.dur[s]).astype(np.float64)
         ok = np.ones(s.size, bool)  # a call that starts inside the previous one is part of it
