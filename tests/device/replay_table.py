@@ -25,10 +25,10 @@ def main() -> None:
         a, obs = res.analysis, res.analysis.observer
         rate = obs["host_rate"]
         base = a.replay.play(rate=rate).step_ns
-        b = statistics.mean(t["base"])
-        for cause in [c for c in t if c != "base"]:
+        for cause in [c for c in t if not c.startswith("base")]:
+            b = statistics.mean(t.get(f"base_{cause}", t["base"]))
             pred = (base - a.replay.play(FIXES[cause], rate).step_ns) / base
-            rounds = ", ".join(f"{100 * (1 - f / s):.0f}%" for s, f in zip(t["base"], t[cause]))
+            rounds = ", ".join(f"{100 * (1 - f / s):.0f}%" for s, f in zip(t.get(f"base_{cause}", t["base"]), t[cause]))
             truth = 1 - statistics.mean(t[cause]) / b
             f = next((f for f in res.findings if f.cause == cause), None)
             named = f"{100 * f.share:.0f}% (#{res.findings.index(f) + 1})" if f else "no"

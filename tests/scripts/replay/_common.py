@@ -51,5 +51,12 @@ def ab(train, variants: list[str], rounds: int = 3, warm: int = 10, steps: int =
 
 
 def main_truth(train, variants: list[str], **kw) -> None:
+    """TRUTH_VARIANTS (comma-separated) and TRUTH_ROUNDS narrow or lengthen a re-measurement."""
+    import os
+
+    if os.environ.get("TRUTH_VARIANTS"):
+        variants = os.environ["TRUTH_VARIANTS"].split(",")
+    if os.environ.get("TRUTH_ROUNDS"):
+        kw["rounds"] = int(os.environ["TRUTH_ROUNDS"])
     res = ab(train, variants, **kw)
     print("TRUTH " + json.dumps(res), flush=True)
