@@ -145,6 +145,8 @@ CAUSE_WORDS = {
     "data_loading": "waiting for data", "allocator": "memory allocation", "sync": "CPU-GPU syncs", "launch": "kernel launch overhead",
     "cpu_ops": "CPU-side ops", "python": "Python on the host",
 }
+_WHILE = {"data_loading": "waiting for data", "allocator": "in memory allocation", "sync": "around CPU-GPU syncs",
+          "launch": "in kernel launch overhead", "cpu_ops": "in CPU-side ops", "python": "in Python on the host"}
 
 
 def headline(a: Analysis, findings: list[Finding]) -> str:
@@ -161,8 +163,8 @@ def headline(a: Analysis, findings: list[Finding]) -> str:
             return f"GPU busy {busy:.1f}% of each {a.step_ms:.2f} ms step: no significant idle time."
         cause = max(a.idle_ns, key=lambda c: a.idle_ns[c])  # the idle table's largest row
         return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms:.2f} of {a.step_ms:.2f} ms), mostly "
-                f"{CAUSE_WORDS[cause]} ({a.per_step_ms(a.idle_ns[cause]):.2f} ms); no single fix is predicted to "
-                "give back 5% of the step.")
+                f"{_WHILE[cause]} ({a.per_step_ms(a.idle_ns[cause]):.2f} ms), yet the replay predicts no single "
+                "fix gives back 5% of the step: the host's own work sets the pace.")
     where = f" at {top.location}" if top.location else ""
     return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms:.2f} of {a.step_ms:.2f} ms); top fix: "
             f"{top.title.lower()} ({top.recoverable_ms:.2f} ms per step recoverable, {100 * top.share:.0f}% of "
