@@ -137,7 +137,7 @@ def _replay(ctx: _Context, smap: SourceMap, steps: list[Step], device: Optional[
             gaps: Optional[_Gaps]) -> Replay:
     ev = ctx.ev
     own = np.array([smap.within(int(ev.tid[j]), int(ev.ts[j]), _OWN_FRAMES) for j in ctx.sync], bool)
-    launching = launching_spans(ctx)
+    launching = iv.subtract(launching_spans(ctx), ctx.spans(ctx.dataloader))  # a graph does not load the data
     allocator = ctx.spans(ctx.allocator)
     host_only = iv.EMPTY
     if gaps is not None and gaps.count:

@@ -9,6 +9,7 @@ of its host spans, the duration of its GPU ops, or the blocking calls it makes.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -314,9 +315,14 @@ def _op_kinds(ctx: _Context, g: np.ndarray) -> np.ndarray:
     return kinds
 
 
+_FRAMEWORK_RE = re.compile(r"^(nn\.Module: |torch/(nn|optim|autograd)/)")
+
+
 def launching_spans(ctx: _Context) -> iv.Set:
-    """Host ops that launch GPU work (any nesting level), and the launch/enqueue calls themselves."""
+    """Host ops that launch GPU work (any nesting level), the launch/enqueue calls themselves, and the framework's
+    Python around them (module calls, optimizer steps): what a CUDA graph or compiled step no longer runs."""
     ev = ctx.ev
+    fw = ctx.python[np.isin(ev.name[ctx.python], ev.name_ids(lambda n: bool(_FRAMEWORK_RE.match(n))))]
     enq = ctx.runtime[np.isin(ev.name[ctx.runtime], ev.name_ids(roles.is_enqueue))]
     ops = ctx.cpu_ops
     has = np.zeros(ops.size, bool)
@@ -326,7 +332,7 @@ def launching_spans(ctx: _Context) -> iv.Set:
         a = np.searchsorted(t, ev.ts[ops][on], side="left")
         b = np.searchsorted(t, ev.ts[ops][on] + ev.dur[ops][on], side="left")
         has[np.flatnonzero(on)[b > a]] = True
-    sel = np.concatenate([ops[has], enq])
+    sel = np.concatenate([ops[has], enq, fw])
     return iv.union(ev.ts[sel], ev.ts[sel] + ev.dur[sel])
 
 
