@@ -129,3 +129,18 @@ def test_observer_note_only_when_the_profiler_inflated_the_step():
     faster = _with_steps("sync_item", [7.0] + [6.2] * 9, [6.2] * 5)
     assert faster.observer["host_rate"] < 0.8
     assert any("profiler inflated" in n for n in faster.notes)
+
+
+def test_capture_records_every_unprofiled_step(tmp_path, run_cli):
+    import json
+
+    from .conftest import SCRIPTS
+
+    r = run_cli("run", "--logdir", tmp_path, "--skip", "6", "--warmup", "1", "--active", "2", "--no-report",
+                SCRIPTS / "cpu" / "train_item.py", "20")
+    assert r.returncode == 0, r.stderr
+    run = json.loads(next(tmp_path.glob("*/run.json")).read_text())
+    before, after = run["step_ms_before_window"], run["step_ms_after_window"]
+    # 20 steps: 6 before the profiler (the last of them already runs it), 1 + 2 in the window, the rest after.
+    assert len(before) == 5 and len(after) == 20 - 6 - 3 - 1
+    assert all(ms > 0 for ms in before + after)
