@@ -74,20 +74,17 @@ class Replay:
 
     def __init__(self, ctx: _Context, steps: list[Step], device: Optional[int], sync_group: np.ndarray,
                  host_spans: dict[str, iv.Set]) -> None:
-        ev = ctx.ev
         self.steps = steps
         self.w0 = steps[0].host_start_ns if steps else 0
         self.w1 = max((s.end_ns for s in steps), default=0)
         self._ops(ctx, device)
         self._syncs(ctx, sync_group)
         self.loader = _clip(ctx.spans(ctx.dataloader), self.w0, self.w1)
-        self.loader_calls = int(self.loader[0].size)
         host_spans = {**host_spans, "pageable": self.pageable_calls}
         self.host_spans = {k: _clip(v, self.w0, self.w1) for k, v in host_spans.items()}
         self.marks = np.array([[s.host_start_ns, s.host_end_ns] for s in steps], np.int64).reshape(-1, 2)
         self.recorded_ns = sum(s.duration_ns for s in steps) / max(len(steps), 1)
         self._cache: dict[tuple, Outcome] = {}
-        del ev
 
     # ---- the model
     def _ops(self, ctx: _Context, device: Optional[int]) -> None:
