@@ -31,7 +31,7 @@ def test_sync_probe(name):
     causes = [f.cause for f in res.findings]
     assert causes[:2] in (["sync", "launch_bound"], ["launch_bound", "sync"])
     sync = res.findings[causes.index("sync")]
-    assert sync.share > 0.3
+    assert sync.share > 0.25  # the replay's predicted gain (29% here), no longer the idle charged to the sync
     assert sync.details["sites"][0]["kind"] == "print_tensor"
     assert sync.details["sites"][0]["count_per_step"] == 8.0
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace import EventTable, Trace
+from . import _intervals as iv
 from . import _roles as roles
 from . import _validate as validate
 from ._context import _Context
@@ -94,9 +95,35 @@ def _extend_to_gpu(ev: EventTable, ctx: _Context, steps: list[Step], notes: list
         s.start_ns = max(prev_end, s.host_start_ns)
         s.end_ns = max(s.host_end_ns, int(gpu_end[i]), s.start_ns)
         prev_end = s.end_ns
-    if ctx.gpu.size and len(steps) > 1 and counted[-1] == 0 and counted[:-1].mean() > 0:
+    if ctx.gpu.size and len(steps) > 1 and (counted[-1] == 0 and counted[:-1].mean() > 0
+                                            or _cut_short(ev, ctx, steps[-1])):
         notes.append(f"dropped the last step (#{steps[-1].number}): the profiler stopped before its GPU work")
         steps.pop()
+    _drop_backlog(ev, ctx, steps, owner, notes)
+
+
+def _cut_short(ev: EventTable, ctx: _Context, s: Step) -> bool:
+    """More than a tenth of the step's launches have no GPU op in the trace: the profiler stopped first."""
+    la = ctx.launch[(ev.ts[ctx.launch] >= s.host_start_ns) & (ev.ts[ctx.launch] < s.host_end_ns)]
+    return la.size > 0 and np.isin(ev.corr[la], ev.corr[ctx.gpu]).mean() < 0.9
+
+
+BACKLOG_SHARE = 0.05  # GPU time of work queued before the window, as a share of the first step, that spoils it
+
+
+def _drop_backlog(ev: EventTable, ctx: _Context, steps: list[Step], owner: np.ndarray, notes: list[str]) -> None:
+    """The first step is not a whole step when the GPU spent part of it on work queued before the window."""
+    if len(steps) < 2:
+        return
+    s = steps[0]
+    orphan = ctx.gpu[owner < 0]
+    lo = np.clip(ev.ts[orphan], s.start_ns, s.end_ns)
+    hi = np.clip(ev.ts[orphan] + ev.dur[orphan], s.start_ns, s.end_ns)
+    backlog = iv.total(iv.union(lo, hi))
+    if backlog > BACKLOG_SHARE * max(s.duration_ns, 1):
+        notes.append(f"left out the first step (#{s.number}): {backlog / 1e6:.2f} ms of its GPU time ran work "
+                     "queued before the profiled window (the host runs ahead of the GPU)")
+        steps.pop(0)
 
 
 def _device(trace: Trace, ctx: _Context) -> DeviceInfo:

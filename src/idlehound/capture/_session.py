@@ -404,8 +404,15 @@ class Session:
             clock = "host"
         outside = [ms for a, ms in pairs if a not in ("RECORD", "RECORD_AND_SAVE")]
         inside = [ms for a, ms in pairs if a in ("RECORD", "RECORD_AND_SAVE")]
+        # Every unprofiled step, before and after the window: the replay fits its host rate to their mean.
+        first = next((i for i, (a, _) in enumerate(pairs) if a in ("RECORD", "RECORD_AND_SAVE")), len(pairs))
+        last = max((i for i, (a, _) in enumerate(pairs) if a in ("RECORD", "RECORD_AND_SAVE")), default=len(pairs))
+        # An interval is labelled by the step that opened it: the last "NONE" one already runs the profiler.
+        steps_before = [round(ms, 4) for a, ms in pairs[:first] if a == "NONE"][:-1]
+        steps_after = [round(ms, 4) for _, ms in pairs[last + 1:]]
         outside = outside[3:] if len(outside) > 6 else outside  # first steps warm up caches and compile
-        out: dict[str, Any] = {"steps_seen": self.step_num, "step_clock": clock}
+        out: dict[str, Any] = {"steps_seen": self.step_num, "step_clock": clock,
+                               "step_ms_before_window": steps_before, "step_ms_after_window": steps_after}
         if outside:
             out["unprofiled_step_ms"] = round(statistics.median(outside), 3)
         if inside:

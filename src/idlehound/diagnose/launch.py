@@ -12,8 +12,6 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
     idle = ms(a, max(a.idle_ns.get("launch", 0) - k.slow_launch_idle_ns, 0))
     if idle <= 0 or k.count == 0 or (k.slow_launches and a.n_steps == 1):
         return []  # a lone step with one-off launches is warm-up: its dispatch times say nothing steady
-    if k.shorter_than_launch is not None and k.shorter_than_launch < 0.5:
-        return []  # kernels outlast their launches: the launch path is not what starves the GPU
     evidence = [
         f"{k.count / a.n_steps:.0f} kernels per step, median {k.p50_us:.1f} µs",
         f"GPU idle {idle:.2f} ms per step while the host was in op dispatch and kernel launch calls",

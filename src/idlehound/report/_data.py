@@ -101,6 +101,7 @@ def _build(a: Analysis, findings: list[Finding]) -> dict[str, Any]:
         "timeline": a.timeline,
         "utilization_curve": a.run_info.get("utilization_curve"),
         "findings": [f.to_json() for f in findings],
+        "replay": _replay(a),
         "notes": a.notes,
         "run": {k: v for k, v in a.run_info.items() if k != "utilization_curve"},
     }
@@ -174,6 +175,8 @@ CAUSE_WORDS = {
     "data_loading": "waiting for data", "allocator": "memory allocation", "sync": "CPU-GPU syncs", "launch": "kernel launch overhead",
     "cpu_ops": "CPU-side ops", "python": "Python on the host",
 }
+_WHILE = {"data_loading": "waiting for data", "allocator": "in memory allocation", "sync": "around CPU-GPU syncs",
+          "launch": "in kernel launch overhead", "cpu_ops": "in CPU-side ops", "python": "in Python on the host"}
 
 
 def headline(a: Analysis, findings: list[Finding]) -> str:
@@ -188,20 +191,35 @@ def headline(a: Analysis, findings: list[Finding]) -> str:
         return f"CPU-only trace: a step took {step} ms; no GPU to keep busy."
     busy = a.gpu_busy_pct or 0.0
     idle_ms = _ms(a.per_step_ms(a.window_ns - a.busy_ns))
-    top = next((f for f in findings if f.kind == "idle"), None)
+    top = next((f for f in findings if f.kind != "risk"), None)  # ranked by the replay's predicted gain
     if top is None:
         if busy >= METRICS["gpu_util"].ideal:
             return f"GPU busy {busy:.1f}% of each {step} ms step: no significant idle time."
-        return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms), spread over "
-                "causes too small to name one.")
+        cause = max(a.idle_ns, key=lambda c: a.idle_ns[c])  # the idle table's largest row
+        return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms), mostly "
+                f"{_WHILE[cause]} ({_ms(a.per_step_ms(a.idle_ns[cause]))} ms), yet the replay predicts no single "
+                "fix gives back 5% of the step: the host's own work sets the pace.")
     where = f" at {top.location}" if top.location else ""
-    return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms); top cause: "
-            f"{top.title.lower()} ({_ms(top.recoverable_ms)} ms per step{where}).")
+    return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms); top fix: "
+            f"{top.title.lower()} ({_ms(top.recoverable_ms)} ms per step recoverable, {100 * top.share:.0f}% of "
+            f"the {_ms(top.step_ms)} ms step{where}).")
 
 
 def _ms(x: float) -> str:
     """Two decimals, or three significant digits for times under 0.01 ms (never '0.00' for a real step)."""
     return f"{x:.2f}" if x >= 0.01 or x == 0 else f"{x:.3g}"
+
+
+def _replay(a: Analysis) -> Optional[dict[str, Any]]:
+    """The replay's baseline, observer fit and best stack of fixes (docs/metrics.md, Replay)."""
+    if a.replay is None:
+        return None
+    obs, pred = a.observer, a.prediction
+    return {"recorded_step_ms": r(obs.get("recorded_ms")), "replayed_step_ms": r(obs.get("replayed_ms")),
+            "unprofiled_step_ms": r(obs.get("unprofiled_ms")), "unprofiled_source": obs.get("source"),
+            "host_rate": r(obs.get("host_rate")), "predicted_step_ms": r(obs.get("predicted_ms")),
+            "best_stack": pred.get("stack", []), "best_stack_step_ms": r(pred.get("stack_step_ms")),
+            "best_stack_gain_ms": r(pred.get("stack_gain_ms"))}
 
 
 def idle_cause_definition(cause: str) -> str:

@@ -1,0 +1,348 @@
+"""Counterfactual replay: re-run the profiled steps from their dependency model with one cause removed.
+
+The model (docs/metrics.md, "Replay"): one host timeline (all host threads merged in time order; the main
+thread waits while the autograd thread works, so they run one after the other), GPU ops queued FIFO per stream,
+each no earlier than its launch, and blocking calls that hold the host until the GPU work they waited for is done.
+Host time between blocking calls is replayed at a rate (1 = as recorded); a cause is removed by changing the rate
+of its host spans, the duration of its GPU ops, or the blocking calls it makes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from . import _intervals as iv
+from . import _roles as roles
+from ._context import _Context
+from ._model import Step
+
+SYNC_END_TOLERANCE_NS = 20_000  # GPU work that ended this soon after a blocking call returned was waited for
+LOADER_READY_NS = 50_000  # host cost of taking a batch that workers already prepared
+ASYNC_COPY_NS = 10_000  # host cost of an asynchronous copy from pinned memory
+GRAPH_HOST_RATE = 0.1  # CUDA graphs / compile: host dispatch+launch cost left per op (conservative)
+FP32_SPEEDUP = 2.0  # TF32/bf16 tensor cores vs fp32 CUDA-core GEMM (conservative)
+PAGEABLE_SPEEDUP = 2.0  # pinned vs pageable host-to-device bandwidth (conservative)
+CONV_SPEEDUP = 1 / 0.9  # cudnn.benchmark: 10% of convolution time
+SYNC_GROUPS = {"sync", "pageable", "allocator"}
+
+
+@dataclass
+class Fix:
+    """What one counterfactual changes: host span rates, GPU op durations, blocking calls."""
+
+    host_rate: dict[str, float] = field(default_factory=dict)  # host span kind -> rate
+    gpu_speedup: dict[str, float] = field(default_factory=dict)  # GPU op kind -> speed-up
+    drop_syncs: set[str] = field(default_factory=set)  # sync groups that no longer block
+    loader_ready: bool = False
+
+    def merged(self, other: Fix) -> Fix:
+        rate = dict(self.host_rate)
+        for k, v in other.host_rate.items():
+            rate[k] = min(rate.get(k, 1.0), v)
+        speed = dict(self.gpu_speedup)
+        for k, v in other.gpu_speedup.items():
+            speed[k] = max(speed.get(k, 1.0), v)
+        return Fix(rate, speed, self.drop_syncs | other.drop_syncs, self.loader_ready or other.loader_ready)
+
+
+# Each finding's cause -> the change its fix makes.
+FIXES: dict[str, Fix] = {
+    "sync": Fix(host_rate={"reads": 0.0}, drop_syncs={"sync"}),
+    "data_loading": Fix(loader_ready=True),
+    "launch_bound": Fix(host_rate={"launching": GRAPH_HOST_RATE}),
+    "host_bound": Fix(host_rate={"host_only": 0.0}),
+    "fp32_math": Fix(gpu_speedup={"fp32": FP32_SPEEDUP}),
+    "pageable_copy": Fix(host_rate={"pageable": 0.0}, gpu_speedup={"pageable": PAGEABLE_SPEEDUP},
+                         drop_syncs={"pageable"}),
+    "memory_churn": Fix(host_rate={"allocator": 0.0}, drop_syncs={"allocator"}),
+    "cudnn_benchmark": Fix(gpu_speedup={"conv": CONV_SPEEDUP}),
+}
+
+
+@dataclass
+class Outcome:
+    step_ns: float  # mean replayed step
+    steps_ns: list[float]
+
+
+class Replay:
+    """The dependency model of the profiled steps; play() replays it under a Fix and a host rate."""
+
+    def __init__(self, ctx: _Context, steps: list[Step], device: Optional[int], sync_group: np.ndarray,
+                 host_spans: dict[str, iv.Set]) -> None:
+        self.steps = steps
+        self.w0 = steps[0].host_start_ns if steps else 0
+        self.w1 = max((s.end_ns for s in steps), default=0)
+        self._ops(ctx, device)
+        self._syncs(ctx, sync_group)
+        self.loader = _clip(ctx.spans(ctx.dataloader), self.w0, self.w1)
+        host_spans = {**host_spans, "pageable": self.pageable_calls}
+        self.host_spans = {k: _clip(v, self.w0, self.w1) for k, v in host_spans.items()}
+        self.marks = np.array([[s.host_start_ns, s.host_end_ns] for s in steps], np.int64).reshape(-1, 2)
+        self.recorded_ns = sum(s.duration_ns for s in steps) / max(len(steps), 1)
+        self._cache: dict[tuple, Outcome] = {}
+
+    # ---- the model
+    def _ops(self, ctx: _Context, device: Optional[int]) -> None:
+        ev = ctx.ev
+        g = ctx.gpu_on(device)
+        rt = ctx.runtime_of(g)
+        launch = np.where(rt >= 0, ev.ts[np.clip(rt, 0, None)], -1).astype(np.int64)
+        host_end = max((s.host_end_ns for s in self.steps), default=0)
+        # Work launched after the last step is no part of the window; work queued before it runs as recorded.
+        late = np.where(rt >= 0, launch >= host_end, ev.ts[g] >= self.w1)
+        g, rt, launch = g[~late], rt[~late], launch[~late]
+        self.fixed = (rt < 0) | (launch < self.w0)
+        self.rec_s = ev.ts[g].astype(np.float64)
+        self.dur = ev.dur[g].astype(np.float64)
+        self.rec_e = self.rec_s + self.dur
+        self.launch = np.where(self.fixed, -1, launch).astype(np.float64)
+        streams, self.stream = np.unique(ev.tid[g], return_inverse=True)
+        self.n_streams = int(streams.size)
+        self.kind = _op_kinds(ctx, g)
+        # A pageable copy call stages the data through a driver buffer on the host: pinned, it only enqueues.
+        pc = rt[(self.kind == "pageable") & (rt >= 0)]
+        self.pageable_calls = iv.union(ev.ts[pc], ev.ts[pc] + ev.dur[pc])
+        live = np.flatnonzero(~self.fixed)
+        self._by_launch = live[np.argsort(self.launch[live], kind="stable")]
+        self._by_launch_t = self.launch[self._by_launch]
+        self.lat = self._latency()
+        self.gap = self._gaps()
+
+    def _latency(self) -> float:
+        """Launch-to-start delay of ops that found their stream idle: the launch path's latency."""
+        prev = self._prev_end(self.rec_e)
+        idle = ~self.fixed & (prev < self.launch)
+        d = (self.rec_s - self.launch)[idle]
+        return float(np.clip(np.median(d), 0, 50_000)) if d.size else 5_000.0
+
+    def _prev_end(self, end: np.ndarray) -> np.ndarray:
+        """End of the previous op on the same stream (-inf for the first)."""
+        prev = np.full(end.shape, -np.inf)
+        for s in range(self.n_streams):
+            idx = np.flatnonzero(self.stream == s)
+            prev[idx[1:]] = np.maximum.accumulate(end[idx])[:-1]
+        return prev
+
+    def _gaps(self) -> np.ndarray:
+        """Delay each op had beyond its launch and its stream (cross-stream waits, GPU-side gaps): kept as is."""
+        prev = self._prev_end(self.rec_e)
+        ready = np.where(self.fixed, self.rec_s, np.maximum(self.launch + self.lat, prev))
+        return np.clip(self.rec_s - ready, 0, None)
+
+    def _syncs(self, ctx: _Context, group: np.ndarray) -> None:
+        ev = ctx.ev
+        s = ctx.sync
+        # Only the threads that launch GPU work hold up the step (a pin-memory thread's waits do not).
+        keep = (ev.ts[s] >= self.w0) & (ev.ts[s] < self.w1) & np.isin(ev.tid[s], ev.tid[ctx.launch])
+        s, group = s[keep], group[keep]
+        ts, te = ev.ts[s].astype(np.float64), (ev.ts[s] + ev.dur[s]).astype(np.float64)
+        ok = np.ones(s.size, bool)  # a call that starts inside the previous one is part of it
+        if s.size:
+            ok[1:] = ts[1:] >= np.maximum.accumulate(te)[:-1]
+        self.s_ts, self.s_te, self.s_group = ts[ok], te[ok], group[ok]
+        # The last op of each stream the call waited for: launched before it, done by the time it returned.
+        n = self.s_ts.size
+        self.s_wait = np.full((n, self.n_streams), -1, dtype=np.int64)
+        for st in range(self.n_streams):
+            idx = np.flatnonzero(self.stream == st)
+            launched_before = np.where(self.fixed[idx], -np.inf, self.launch[idx])
+            for k in range(n):
+                cand = idx[(launched_before <= self.s_ts[k]) & (self.rec_e[idx] <= self.s_te[k] + SYNC_END_TOLERANCE_NS)]
+                if cand.size:
+                    self.s_wait[k, st] = cand[-1]
+        e_rec = np.full(n, -np.inf)
+        for k in range(n):
+            w = self.s_wait[k][self.s_wait[k] >= 0]
+            if w.size:
+                e_rec[k] = self.rec_e[w].max()
+        # Host time of the call after the awaited work was done (all of it when it did not wait).
+        self.s_tail = self.s_te - np.clip(e_rec, self.s_ts, self.s_te)
+
+    # ---- playing it
+    def play(self, fix: Optional[Fix] = None, rate: float = 1.0) -> Outcome:
+        fix = fix or Fix()
+        key = (repr(sorted(fix.host_rate.items())), repr(sorted(fix.gpu_speedup.items())),
+               tuple(sorted(fix.drop_syncs)), fix.loader_ready, round(rate, 6))
+        if key not in self._cache:
+            self._cache[key] = self._play(fix, rate)
+        return self._cache[key]
+
+    def _play(self, fix: Fix, rate: float) -> Outcome:
+        if not self.steps:
+            return Outcome(0.0, [])
+        cum, bp, slope, lumps_t, lumps_c = self._host_clock(fix, rate)
+
+        def clock(t: np.ndarray) -> np.ndarray:
+            k = np.clip(np.searchsorted(bp, t, side="right") - 1, 0, bp.size - 1)
+            return cum[k] + (t - bp[k]) * slope[k] + lumps_c[np.searchsorted(lumps_t, t, side="left")]
+
+        dur = self.dur.copy()
+        for kind, speed in fix.gpu_speedup.items():
+            dur[self.kind == kind] /= speed
+        cost = dur + self.gap
+        end = np.zeros(self.dur.size)
+        stream_end = np.full(self.n_streams, -np.inf)
+        bounds = np.concatenate([[-np.inf], self.s_ts, [np.inf]])
+        base_rec, base_rep = float(self.w0), float(self.w0)
+        mark_rep = np.zeros(self.marks.shape)
+        cut = np.searchsorted(self._by_launch_t, self.s_ts, side="right")  # launches up to each call's start
+        cut = np.concatenate([[0], cut, [self._by_launch.size]])
+        for k in range(bounds.size - 1):
+            lo, hi = bounds[k], bounds[k + 1]
+            at = base_rep - clock(np.array([base_rec]))[0]
+            sel = self._by_launch[cut[k]:cut[k + 1]]
+            if k == 0:
+                sel = np.concatenate([np.flatnonzero(self.fixed), sel])
+            release = np.where(self.fixed[sel], self.rec_s[sel], clock(self.launch[sel]) + at + self.lat)
+            self._queue(sel, release, cost, end, stream_end)
+            m = (self.marks >= lo) & (self.marks < hi)
+            mark_rep[m] = clock(self.marks[m].astype(np.float64)) + at
+            if k == bounds.size - 2:
+                break
+            start = clock(np.array([self.s_ts[k]]))[0] + at
+            if self.s_group[k] in fix.drop_syncs:
+                out = start + (ASYNC_COPY_NS if self.s_group[k] == "pageable" else 0.0)
+            else:
+                w = self.s_wait[k][self.s_wait[k] >= 0]
+                ready = end[w].max() if w.size else -np.inf
+                out = max(start, ready) + self.s_tail[k]
+            base_rec, base_rep = float(self.s_te[k]), out
+        return self._steps_of(mark_rep, end)
+
+    def _queue(self, sel: np.ndarray, release: np.ndarray, cost: np.ndarray, end: np.ndarray,
+               stream_end: np.ndarray) -> None:
+        """FIFO per stream: end_i = max(release_i, end_{i-1}) + cost_i, vectorised by a running max."""
+        if sel.size == 0:
+            return
+        st = self.stream[sel]
+        for s in np.unique(st):
+            m = st == s
+            idx, rel = sel[m], release[m]
+            order = np.argsort(self.rec_s[idx], kind="stable")
+            idx, rel = idx[order], rel[order]
+            c = np.cumsum(cost[idx])
+            c_before = c - cost[idx]
+            best = np.maximum.accumulate(rel - c_before)
+            e = c + np.maximum(best, stream_end[s])
+            end[idx] = e
+            stream_end[s] = e[-1]
+
+    def _steps_of(self, mark_rep: np.ndarray, end: np.ndarray) -> Outcome:
+        hs, he = self.marks[:, 0], self.marks[:, 1]
+        owner = iv.owner(self.launch.astype(np.int64), hs, he)
+        owner[self.fixed] = -1
+        gpu_end = np.full(len(self.steps), -np.inf)
+        ok = owner >= 0
+        np.maximum.at(gpu_end, owner[ok], end[ok])
+        out, prev = [], float(self.steps[0].start_ns)  # a left-out step before ends where it was recorded
+        for i in range(len(self.steps)):
+            s = max(prev, mark_rep[i, 0])
+            e = max(mark_rep[i, 1], gpu_end[i], s)
+            out.append(e - s)
+            prev = e
+        return Outcome(float(np.mean(out)), out)
+
+    def _host_clock(self, fix: Fix, rate: float):
+        """Piecewise-linear replayed host time as a function of recorded host time (blocking calls excluded)."""
+        spans = [(self.sync_set(), 0.0)]
+        if fix.loader_ready:
+            spans.append((self.loader, 0.0))
+        for kind, r in fix.host_rate.items():
+            if kind in self.host_spans:
+                spans.append((self.host_spans[kind], r * rate))
+        pts = [np.array([self.w0, self.w1], np.float64)]
+        pts += [np.concatenate([s, e]).astype(np.float64) for (s, e), _ in spans]
+        bp = np.unique(np.concatenate(pts))
+        slope = np.full(bp.size, float(rate))
+        mid = (bp[:-1] + bp[1:]) / 2 if bp.size > 1 else bp
+        for (s, e), r in spans:
+            if s.size == 0:
+                continue
+            k = np.searchsorted(s, mid, side="right") - 1
+            inside = (k >= 0) & (mid < e[np.clip(k, 0, None)])
+            slope[:-1][inside] = np.minimum(slope[:-1][inside], r)
+        cum = np.concatenate([[0.0], np.cumsum(np.diff(bp) * slope[:-1])])
+        lumps_t = self.loader[0].astype(np.float64) if fix.loader_ready else np.zeros(0)
+        lumps_c = np.concatenate([[0.0], np.cumsum(np.full(lumps_t.size, float(LOADER_READY_NS)))])
+        return cum, bp, slope, lumps_t, lumps_c
+
+    def sync_set(self) -> iv.Set:
+        return iv.union(self.s_ts.astype(np.int64), self.s_te.astype(np.int64))
+
+    # ---- figures
+    def fit_rate(self, target_ns: float) -> float:
+        """Host rate at which the replayed step matches the measured unprofiled step (1 = no correction)."""
+        if self.play(rate=1.0).step_ns <= target_ns:
+            return 1.0
+        lo, hi = 0.02, 1.0
+        if self.play(rate=lo).step_ns >= target_ns:
+            return lo
+        for _ in range(12):
+            mid = (lo + hi) / 2
+            if self.play(rate=mid).step_ns > target_ns:
+                hi = mid
+            else:
+                lo = mid
+        return (lo + hi) / 2
+
+
+def _clip(a: iv.Set, lo: int, hi: int) -> iv.Set:
+    return iv.intersect(a, (np.array([lo], np.int64), np.array([hi], np.int64))) if a[0].size else a
+
+
+def _op_kinds(ctx: _Context, g: np.ndarray) -> np.ndarray:
+    """'fp32' GEMM/conv kernels, 'conv' (other convolution kernels), 'pageable' HtoD copies, else ''."""
+    ev = ctx.ev
+    kinds = np.full(g.size, "", dtype=object)
+    prec = {n: roles.matmul_precision(ev.names[n]) for n in np.unique(ev.name[g])}
+    names = ev.name[g]
+    is_fp32 = np.array([prec[n] == "fp32" for n in names], bool)
+    ops = ctx.op_of_ext(ev.ext[g])
+    conv_ids = ev.name_ids(lambda n: bool(roles.CONV_OP_RE.match(n)))
+    is_conv = (ops >= 0) & np.isin(ev.name[np.clip(ops, 0, None)], conv_ids)
+    pageable = np.isin(names, ev.name_ids(lambda n: "HtoD" in n and "Pageable" in n))
+    kinds[is_conv] = "conv"
+    kinds[is_fp32] = "fp32"
+    kinds[pageable] = "pageable"
+    return kinds
+
+
+_FRAMEWORK_RE = re.compile(r"^(nn\.Module: |torch/(nn|optim|autograd)/)")
+
+
+def launching_spans(ctx: _Context) -> iv.Set:
+    """Host ops that launch GPU work (any nesting level), the launch/enqueue calls themselves, and the framework's
+    Python around them (module calls, optimizer steps): what a CUDA graph or compiled step no longer runs."""
+    ev = ctx.ev
+    fw = ctx.python[np.isin(ev.name[ctx.python], ev.name_ids(lambda n: bool(_FRAMEWORK_RE.match(n))))]
+    enq = ctx.runtime[np.isin(ev.name[ctx.runtime], ev.name_ids(roles.is_enqueue))]
+    ops = ctx.cpu_ops
+    has = np.zeros(ops.size, bool)
+    for tid in np.unique(ev.tid[enq]):
+        t = np.sort(ev.ts[enq][ev.tid[enq] == tid])
+        on = ev.tid[ops] == tid
+        a = np.searchsorted(t, ev.ts[ops][on], side="left")
+        b = np.searchsorted(t, ev.ts[ops][on] + ev.dur[ops][on], side="left")
+        has[np.flatnonzero(on)[b > a]] = True
+    sel = np.concatenate([ops[has], enq, fw])
+    return iv.union(ev.ts[sel], ev.ts[sel] + ev.dur[sel])
+
+
+def sync_groups(ctx: _Context, own: np.ndarray, copy_names: dict[int, str]) -> np.ndarray:
+    """For each blocking call in ctx.sync: the fix that removes it ('sync', 'pageable', 'allocator') or ''."""
+    ev = ctx.ev
+    s = ctx.sync
+    ops = ctx.op_of_ext(ev.ext[s])
+    out = np.full(s.size, "", dtype=object)
+    for k, j in enumerate(s):
+        if own[k]:
+            continue
+        op = ev.names[ev.name[ops[k]]] if ops[k] >= 0 else ""
+        kind = roles.sync_kind(ev.names[ev.name[j]], op, copy_names.get(int(ev.ext[j]), ""))
+        out[k] = {"allocator": "allocator", "pageable_h2d": "pageable"}.get(kind, "sync")
+    return out

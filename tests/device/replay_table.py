@@ -1,0 +1,42 @@
+"""Print the markdown table of replay predictions against the H200 A/B truths (docs/measurements/replay-h200.md).
+
+Usage: PYTHONPATH=src python tests/device/replay_table.py [tests/traces/replay]
+"""
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from idlehound.analysis._replay import FIXES
+from idlehound.pipeline import analyze_path
+
+
+def main() -> None:
+    here = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/traces/replay")
+    truths = json.loads((here / "truths.json").read_text())
+    print("| loop | recorded step | replayed | unprofiled (mean) | host rate | fix | predicted gain | "
+          "A/B gain (rounds) | named |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for loop, t in sorted(truths.items()):
+        if not (here / loop).is_dir():
+            continue
+        res = analyze_path(here / loop)
+        a, obs = res.analysis, res.analysis.observer
+        rate = obs["host_rate"]
+        base = a.replay.play(rate=rate).step_ns
+        for cause in [c for c in t if not c.startswith("base")]:
+            b = statistics.mean(t.get(f"base_{cause}", t["base"]))
+            pred = (base - a.replay.play(FIXES[cause], rate).step_ns) / base
+            rounds = ", ".join(f"{100 * (1 - f / s):.0f}%" for s, f in zip(t.get(f"base_{cause}", t["base"]), t[cause]))
+            truth = 1 - statistics.mean(t[cause]) / b
+            f = next((f for f in res.findings if f.cause == cause), None)
+            named = f"{100 * f.share:.0f}% (#{res.findings.index(f) + 1})" if f else "no"
+            print(f"| {loop} | {obs['recorded_ms']:.2f} ms | {obs['replayed_ms']:.2f} ms | "
+                  f"{obs.get('unprofiled_ms') or float('nan'):.2f} ms (A/B base {b:.2f}) | {rate:.2f} | {cause} | "
+                  f"{100 * pred:.1f}% ({(base - a.replay.play(FIXES[cause], rate).step_ns) / 1e6:.2f} ms) | "
+                  f"{100 * truth:.1f}% ({rounds}) | {named} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""The counterfactual replay (docs/metrics.md, Replay) on the recorded H200 traces and the shared fixtures."""
+
+import copy
+
+import pytest
+
+from idlehound.analysis import analyze
+from idlehound.analysis._replay import FIXES
+from idlehound.diagnose import diagnose
+from idlehound.pipeline import analyze_path
+from idlehound.trace import load_trace
+
+from .conftest import SHARED, TRACES
+
+RUNS = sorted(p.name for p in TRACES.iterdir() if p.is_dir() and (p / "run.json").exists())
+H200 = sorted(p.name for p in SHARED.glob("h200_*.pt.trace.json.gz")) if SHARED.exists() else []
+
+
+@pytest.fixture(scope="module")
+def results():
+    return {name: analyze_path(TRACES / name) for name in RUNS}
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_unchanged_replay_reproduces_the_recorded_step(results, name):
+    a = results[name].analysis
+    obs = a.observer
+    assert obs["replayed_ms"] == pytest.approx(obs["recorded_ms"], rel=0.05)
+    assert obs["recorded_ms"] == pytest.approx(a.step_ms, rel=1e-6)
+
+
+@pytest.mark.parametrize("name", H200)
+def test_unchanged_replay_on_shared_fixtures(name):
+    a = analyze(load_trace(SHARED / name))
+    if a.replay is None:
+        assert not a.gpu_recorded
+        return
+    assert a.replay.play().step_ns == pytest.approx(a.replay.recorded_ns, rel=0.05)
+
+
+def test_findings_show_the_replay_gain(results):
+    for res in results.values():
+        for f, js in zip(res.findings, res.doc["findings"]):
+            if f.kind == "risk":
+                continue
+            gain = f.details["replay"]["gain_ms"]
+            assert f.recoverable_ms == pytest.approx(gain)
+            assert js["recoverable_ms_per_step"] == pytest.approx(gain, abs=1e-4)
+            assert 0 <= gain <= f.step_ms
+        gains = [f.recoverable_ms for f in res.findings if f.kind != "risk"]
+        assert gains == sorted(gains, reverse=True), "ranked by predicted gain"
+
+
+def test_removing_the_loader_wait_gives_back_about_the_exposed_wait(results):
+    a = results["dataloader_bound"].analysis
+    rp = a.replay
+    base = rp.play().step_ns
+    gain = base - rp.play(FIXES["data_loading"]).step_ns
+    exposed = a.idle_ns["data_loading"] / a.n_steps
+    assert 0.5 * exposed < gain <= base
+    # Each fix is replayed from the same model: an unrelated fix changes little.
+    assert base - rp.play(FIXES["fp32_math"]).step_ns < 0.05 * base
+
+
+def test_fp32_gain_is_bounded_by_the_fp32_time(results):
+    a = results["fp32_math"].analysis
+    f = results["fp32_math"].findings[0]
+    fp32_ms = a.per_step_ms(a.kernels.fp32_matmul_ns)
+    assert 0.3 * fp32_ms < f.recoverable_ms <= 0.5 * fp32_ms + 0.05
+
+
+def test_backlog_step_is_left_out(results):
+    a = results["fp32_math"].analysis
+    assert any("queued before the profiled window" in n for n in a.notes)
+    durations = [s.duration_ns for s in a.steps]
+    assert max(durations) < 1.05 * min(durations)  # only whole steady steps are averaged
+    assert a.gpu_busy_pct > 99
+
+
+def test_best_stack_is_reported(results):
+    doc = results["dataloader_bound"].doc
+    rep = doc["replay"]
+    assert rep["best_stack"][0] == doc["findings"][0]["cause"]
+    assert rep["best_stack_gain_ms"] >= doc["findings"][0]["recoverable_ms_per_step"] - 1e-3
+    assert rep["best_stack_step_ms"] == pytest.approx(rep["predicted_step_ms"] - rep["best_stack_gain_ms"], abs=2e-3)
+
+
+def test_headline_names_the_top_fix(results):
+    for res in results.values():
+        top = next((f for f in res.findings if f.kind != "risk"), None)
+        if top is not None:
+            assert top.title.lower() in res.doc["headline"]
+            assert f"{top.recoverable_ms:.2f} ms per step" in res.doc["headline"]
+
+
+def test_no_cliff_at_the_short_kernel_share(results):
+    a = results["launch_bound"].analysis
+    causes = []
+    for share in (0.491, 0.5):
+        b = copy.copy(a)
+        b.kernels = copy.copy(a.kernels)
+        b.kernels.shorter_than_launch = share
+        causes.append([(f.cause, round(f.recoverable_ms, 6)) for f in diagnose(b)])
+    assert causes[0] == causes[1]
+
+
+def _with_steps(name: str, before: list[float], after: list[float]):
+    run = analyze_path(TRACES / name).analysis.run_info
+    run = {**run, "step_ms_before_window": before, "step_ms_after_window": after}
+    trace = load_trace(TRACES / name)
+    return analyze(trace, run_info=run)
+
+
+def test_observer_fit_uses_the_mean_of_steady_steps():
+    # A saw-tooth: fast steps with a stall every fourth step. The median would hide the stalls.
+    before = [50.0, 40.0, 30.0] + [4.0, 4.0, 4.0, 16.0] * 3
+    a = _with_steps("sync_item", before, [9.0, 4.0, 4.0, 4.0, 16.0])
+    obs = a.observer
+    steady = before[3:] + [4.0, 4.0, 4.0, 16.0]
+    assert obs["unprofiled_ms"] == pytest.approx(sum(steady) / len(steady))
+    assert obs["host_rate"] < 1.0
+    assert obs["predicted_ms"] == pytest.approx(obs["unprofiled_ms"], rel=0.02)
+
+
+def test_observer_note_only_when_the_profiler_inflated_the_step():
+    slower = _with_steps("sync_item", [9.0] * 10, [9.0] * 5)  # unprofiled steps slower than profiled ones
+    assert slower.observer["host_rate"] == 1.0
+    assert not any("profiler inflated" in n for n in slower.notes)
+    faster = _with_steps("sync_item", [7.0] + [6.2] * 9, [6.2] * 5)
+    assert faster.observer["host_rate"] < 0.8
+    assert any("profiler inflated" in n for n in faster.notes)
+
+
+def test_capture_records_every_unprofiled_step(tmp_path, run_cli):
+    import json
+
+    from .conftest import SCRIPTS
+
+    r = run_cli("run", "--logdir", tmp_path, "--skip", "6", "--warmup", "1", "--active", "2", "--no-report",
+                SCRIPTS / "cpu" / "train_item.py", "20")
+    assert r.returncode == 0, r.stderr
+    run = json.loads(next(tmp_path.glob("*/run.json")).read_text())
+    before, after = run["step_ms_before_window"], run["step_ms_after_window"]
+    # 20 steps: 6 before the profiler (the last of them already runs it), 1 + 2 in the window, the rest after.
+    assert len(before) == 5 and len(after) == 20 - 6 - 3 - 1
+    assert all(ms > 0 for ms in before + after)
