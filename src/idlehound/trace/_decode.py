@@ -14,18 +14,20 @@ from typing import Any, Optional, Union
 import msgspec
 
 Num = Union[int, float]
+NO_ID = -(2**63)  # default of an absent id: numeric, so columns fill straight from the structs (None -> slow path)
+NAN = float("nan")
 
 
-class Args(msgspec.Struct, gc=False, omit_defaults=True):
-    external_id: Optional[int] = msgspec.field(default=None, name="External id")
-    external_id_lc: Optional[int] = msgspec.field(default=None, name="external id")  # Runtime/Kernel, torch 1.8-1.9
-    correlation: Optional[int] = None
-    python_id: Optional[int] = msgspec.field(default=None, name="Python id")
-    python_parent_id: Optional[int] = msgspec.field(default=None, name="Python parent id")
+class Args(msgspec.Struct, gc=False, omit_defaults=True, frozen=True):
+    external_id: Optional[int] = msgspec.field(default=NO_ID, name="External id")
+    external_id_lc: Optional[int] = msgspec.field(default=NO_ID, name="external id")  # Runtime/Kernel, torch 1.8-1.9
+    correlation: Optional[int] = NO_ID
+    python_id: Optional[int] = msgspec.field(default=NO_ID, name="Python id")
+    python_parent_id: Optional[int] = msgspec.field(default=NO_ID, name="Python parent id")
     device: Optional[int] = None
     stream: Optional[int] = None
-    nbytes: Optional[Num] = msgspec.field(default=None, name="bytes")
-    mem_bytes: Optional[Num] = msgspec.field(default=None, name="Bytes")
+    nbytes: Optional[Num] = msgspec.field(default=NAN, name="bytes")
+    mem_bytes: Optional[Num] = msgspec.field(default=NAN, name="Bytes")
     total_allocated: Optional[Num] = msgspec.field(default=None, name="Total Allocated")
     total_reserved: Optional[Num] = msgspec.field(default=None, name="Total Reserved")
     device_type: Optional[int] = msgspec.field(default=None, name="Device Type")
@@ -35,15 +37,18 @@ class Args(msgspec.Struct, gc=False, omit_defaults=True):
     input_dims: Optional[list[Any]] = msgspec.field(default=None, name="Input Dims")
 
 
+NO_ARGS = Args()  # shared by every event without args (frozen, so sharing is safe)
+
+
 class Event(msgspec.Struct, gc=False):
     ph: str = ""
     cat: str = ""
     name: str = ""
-    pid: Union[int, str, None] = None
-    tid: Union[int, str, None] = None
-    ts: Optional[Num] = None
-    dur: Optional[Num] = None
-    args: Optional[Args] = None
+    pid: Union[int, str, None] = -1
+    tid: Union[int, str, None] = -1
+    ts: Optional[Num] = NAN
+    dur: Optional[Num] = NAN
+    args: Optional[Args] = NO_ARGS
 
 
 _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
@@ -129,7 +134,7 @@ def _coerce(obj: dict, stats: dict[str, int]) -> Optional[Event]:
         tid=_id(obj.get("tid")),
         ts=ts,
         dur=dur,
-        args=_coerce_args(args) if isinstance(args, dict) else None,
+        args=_coerce_args(args) if isinstance(args, dict) else NO_ARGS,
     )
 
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 import numpy as np
+
+from ._decode import NO_ARGS, NO_ID
 
 PH_CODES = {"X": 0, "i": 1, "I": 1, "s": 2, "f": 3, "M": 4, "C": 5, "B": 6, "E": 7}
 PH_X, PH_I, PH_M = 0, 1, 4
@@ -76,6 +79,7 @@ class TableBuilder:
         self._name_ix: dict[str, int] = _Interner()
         self._cat_ix: dict[str, int] = _Interner()
         self._str_ix: dict[str, int] = {}
+        self._id_codes = _IdCodes(self._id)  # pid/tid value -> int64 code (few distinct values: a small dict)
         self._cols: dict[str, list[np.ndarray]] = {k: [] for k in _COLS}
         self.extra: dict[str, dict[int, Any]] = {
             "blocks_per_sm": {}, "occupancy": {}, "input_type": {},
@@ -90,49 +94,51 @@ class TableBuilder:
         if not events:
             return
         c = self._cols
-        # Transpose with C-level attrgetter/zip; intern strings with dict subclasses that number new keys.
-        ph, cat, name, pid, tid, ts, dur, args = zip(*map(_EVENT_FIELDS, events))
-        t = np.array(ts, dtype=np.float64)
+        n = len(events)
+        # One C-level pass per column (attrgetter + np.fromiter): no per-event tuples or lists.
+        t = _float_col(events, "ts")
         # Beyond MAX_TS_US the time would overflow int64 ns: no real profile (nan stays: a missing ts reads as 0).
         bad = np.abs(t) >= MAX_TS_US
         if bad.any():
             keep = [e for e, b in zip(events, bad) if not b]
             self.bad_times += len(events) - len(keep)
-            if not keep:
-                return
-            self.add(keep)
+            if keep:
+                self.add(keep)
             return
-        keep = events
-        c["ph"].append(np.array(list(map(_PH.__getitem__, ph)), dtype=np.int8))
-        c["cat"].append(np.array(list(map(self._cat_ix.__getitem__, cat)), dtype=np.int16))
-        c["name"].append(np.array(list(map(self._name_ix.__getitem__, name)), dtype=np.int32))
-        c["pid"].append(self._id_col(pid))
-        c["tid"].append(self._id_col(tid))
+        c["ph"].append(np.fromiter(map(_PH.__getitem__, map(_GET["ph"], events)), np.int8, n))
+        c["cat"].append(np.fromiter(map(self._cat_ix.__getitem__, map(_GET["cat"], events)), np.int16, n))
+        c["name"].append(np.fromiter(map(self._name_ix.__getitem__, map(_GET["name"], events)), np.int32, n))
+        c["pid"].append(self._id_col(events, "pid"))
+        c["tid"].append(self._id_col(events, "tid"))
         c["ts"].append(_us_to_ns(np.where(np.isnan(t), 0.0, t)))
-        d = _floats(dur, 0.0)
+        d = _float_col(events, "dur")
+        d = np.where(np.isnan(d), 0.0, d)
         self.negative_durs += int((d < 0).sum())
         c["dur"].append(np.rint(np.clip(d, 0.0, 1e15) * 1000.0).astype(np.int64))
-        cols = zip(*[_NO_ARGS if a is None else _ARG_FIELDS(a) for a in args])
-        ext, corr, py_id, py_parent, nbytes, mem_bytes, ext_lc = (np.array(col, dtype=np.float64) for col in cols)
-        ext = np.where(np.isnan(ext), ext_lc, ext)
-        for key, col in (("ext", ext), ("corr", corr), ("py_id", py_id), ("py_parent", py_parent)):
-            c[key].append(_id_ints(col))
-        c["nbytes"].append(np.where(np.isnan(nbytes), mem_bytes, nbytes))
-        self._extras(keep, args)
-        self.n += len(keep)
+        ext = _arg_ids(events, "external_id")
+        lc = _arg_ids(events, "external_id_lc")
+        c["ext"].append(_missing_ids(np.where(ext == NO_ID, lc, ext)))
+        for key, f in (("corr", "correlation"), ("py_id", "python_id"), ("py_parent", "python_parent_id")):
+            c[key].append(_missing_ids(_arg_ids(events, f)))
+        nbytes = _float_col(events, "args.nbytes")
+        c["nbytes"].append(np.where(np.isnan(nbytes), _float_col(events, "args.mem_bytes"), nbytes))
+        self._extras(events)
+        self.n += n
 
-    def _id_col(self, vals: tuple) -> np.ndarray:
+    def _id_col(self, events: list, key: str) -> np.ndarray:
         try:
-            return np.array(vals, dtype=np.int64)
-        except (TypeError, ValueError, OverflowError):  # strings ("Spans"), None, or huge numbers
-            return _ints([v if type(v) is int else self._id(v) for v in vals])
+            return np.fromiter(map(_GET[key], events), np.int64, len(events))
+        except (TypeError, ValueError, OverflowError):  # strings ("Spans", ""), None, or huge numbers
+            return np.fromiter(map(self._id_codes.__getitem__, map(_GET[key], events)), np.int64, len(events))
 
-    def _extras(self, keep: list, args: tuple) -> None:
+    def _extras(self, events: list) -> None:
         x = self.extra
-        for i, a in enumerate(args):
-            if a is None or (a.blocks_per_sm is None and a.occupancy is None and not a.input_type
-                             and a.total_allocated is None):
-                continue
+        try:  # C-level scan for the few events that carry one (kernels, shapes, memory events)
+            has = np.fromiter(map(operator.ne, map(_EXTRA_FIELDS, events), repeat(_NO_EXTRAS)), bool, len(events))
+        except AttributeError:  # "args": null somewhere
+            has = np.fromiter((e.args is not None for e in events), bool, len(events))
+        for i in np.flatnonzero(has).tolist():
+            a = events[i].args
             j = self.n + i
             if a.blocks_per_sm is not None:
                 x["blocks_per_sm"][j] = _as_float(a.blocks_per_sm)
@@ -184,16 +190,52 @@ class _Interner(dict):
         return v
 
 
+class _IdCodes(dict):
+    def __init__(self, code) -> None:
+        super().__init__()
+        self._code = code
+
+    def __missing__(self, key):
+        v = self._code(key)
+        v = self[key] = v if -(2**63) <= v < 2**63 else NONE  # an id beyond int64 is not a real Kineto id
+        return v
+
+
 class _PhCodes(dict):
     def __missing__(self, key):
         return 9
 
 
 _PH = _PhCodes(PH_CODES)
-_EVENT_FIELDS = operator.attrgetter("ph", "cat", "name", "pid", "tid", "ts", "dur", "args")
-_ARG_FIELDS = operator.attrgetter("external_id", "correlation", "python_id", "python_parent_id", "nbytes",
-                                  "mem_bytes", "external_id_lc")
-_NO_ARGS = (None,) * 7
+_EXTRA_FIELDS = operator.attrgetter("args.blocks_per_sm", "args.occupancy", "args.input_type",
+                                    "args.total_allocated")
+_NO_EXTRAS = (None,) * 4
+_GET = {k: operator.attrgetter(k) for k in (
+    "ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "args.nbytes", "args.mem_bytes")}
+
+
+def _float_col(events: list, key: str) -> np.ndarray:
+    """A float64 column; None (JSON null) becomes nan, and so do the fields of an event with "args": null."""
+    try:
+        return np.fromiter(map(_GET[key], events), np.float64, len(events))
+    except AttributeError:
+        _, f = key.split(".")
+        return np.array([getattr(e.args or NO_ARGS, f) for e in events], dtype=np.float64)
+
+
+def _arg_ids(events: list, f: str) -> np.ndarray:
+    """An int64 column of one id argument; NO_ID where absent. Slow path for null, odd args or huge ids."""
+    get = operator.attrgetter("args." + f)
+    try:
+        return np.fromiter(map(get, events), np.int64, len(events))
+    except (TypeError, AttributeError, OverflowError):
+        vals = (getattr(e.args or NO_ARGS, f) for e in events)
+        return np.array([v if v is not None and -(2**63) <= v < 2**63 else NO_ID for v in vals], dtype=np.int64)
+
+
+def _missing_ids(x: np.ndarray) -> np.ndarray:
+    """Absent ids and ids beyond +-2**62 (not real Kineto ids) become NONE."""
+    return np.where((x == NO_ID) | (np.abs(x) >= 2**62), NONE, x)
 
 
 def _us_to_ns(t: np.ndarray) -> np.ndarray:
@@ -229,24 +271,6 @@ def _rebase_epoch(cols: dict[str, np.ndarray]) -> int:
 def _keep_extras(extra: dict[str, dict[int, Any]], keep: np.ndarray) -> dict[str, dict[int, Any]]:
     new_ix = np.cumsum(keep) - 1
     return {k: {int(new_ix[i]): v for i, v in d.items() if keep[i]} for k, d in extra.items()}
-
-
-def _floats(vals: tuple, missing: float) -> np.ndarray:
-    x = np.array(vals, dtype=np.float64)  # None becomes nan
-    return np.where(np.isnan(x), missing, x)
-
-
-def _id_ints(x: np.ndarray) -> np.ndarray:
-    """Ids decoded as float64 (None -> nan) back to int64, -1 for missing or out of range."""
-    ok = ~np.isnan(x) & (np.abs(x) < 2.0**62)
-    return np.where(ok, x, NONE).astype(np.int64)
-
-
-def _ints(vals: list) -> np.ndarray:
-    try:
-        return np.array(vals, dtype=np.int64)
-    except OverflowError:  # an id beyond int64 is not a real Kineto id: treat it as missing
-        return np.array([v if -(2**63) <= v < 2**63 else NONE for v in vals], dtype=np.int64)
 
 
 def _as_float(v) -> float:
