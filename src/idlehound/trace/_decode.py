@@ -65,6 +65,11 @@ def decode_top(buf: bytes) -> dict[str, msgspec.Raw]:
     return _TOP.decode(buf)
 
 
+def decode_batch(buf: bytes) -> list[Event]:
+    """A JSON array of events, typed; raises msgspec errors on bad JSON or odd-typed fields."""
+    return _BATCH.decode(buf)
+
+
 def split_events(raw: msgspec.Raw) -> list[msgspec.Raw]:
     return _RAW_LIST.decode(raw)
 

@@ -13,7 +13,7 @@ from typing import Any, Optional, Union
 import msgspec
 
 from ..errors import TraceError
-from . import _decode
+from . import _decode, _parallel
 from ._files import TraceFile, resolve
 from ._table import EventTable, TableBuilder
 
@@ -108,8 +108,7 @@ def parse_trace_bytes(buf: bytes, path: Union[str, Path] = "<bytes>") -> Trace:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for batch in _decode.event_batches(raw_events, stats):
-            builder.add(batch)
+        _parallel.fill(builder, raw_events, stats)
         del raw_events
         events = builder.build()
     except (msgspec.ValidationError, msgspec.DecodeError):

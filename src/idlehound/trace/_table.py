@@ -161,6 +161,39 @@ class TableBuilder:
                 return -2 - self._str_ix.setdefault(v, len(self._str_ix))
         return v
 
+    def reset(self) -> None:
+        self.__init__()
+
+    def parts(self) -> tuple:
+        """What merge() needs, as plain picklable values (sent back from worker processes)."""
+        cols = {k: (np.concatenate(v) if v else np.zeros(0, dtype=_COLS[k])) for k, v in self._cols.items()}
+        return (cols, list(self._name_ix), list(self._cat_ix), list(self._str_ix), self.extra, self.n,
+                self.bad_times, self.negative_durs)
+
+    def merge(self, parts: tuple) -> None:
+        """Append the events of another builder (its parts()), renumbering its names, categories and string ids."""
+        cols, names, cats, str_ids, extra, n, bad_times, negative_durs = parts
+        c = self._cols
+        for k, v in cols.items():
+            if k == "name":
+                v = _remap(v, names, self._name_ix)
+            elif k == "cat":
+                v = _remap(v, cats, self._cat_ix)
+            elif k in ("pid", "tid") and str_ids:
+                v = self._remap_str_ids(v, str_ids)
+            c[k].append(v)
+        for key, d in extra.items():
+            self.extra[key].update({j + self.n: val for j, val in d.items()})
+        self.n += n
+        self.bad_times += bad_times
+        self.negative_durs += negative_durs
+
+    def _remap_str_ids(self, col: np.ndarray, str_ids: list[str]) -> np.ndarray:
+        new = np.array([-2 - self._str_ix.setdefault(s, len(self._str_ix)) for s in str_ids], dtype=np.int64)
+        local = -2 - col
+        is_str = (col <= -2) & (local < len(str_ids))
+        return np.where(is_str, new[np.where(is_str, local, 0)], col)
+
     def build(self) -> EventTable:
         cols = {k: (np.concatenate(v) if v else np.zeros(0, dtype=_COLS[k])) for k, v in self._cols.items()}
         self.epoch_base_ns = _rebase_epoch(cols)
@@ -236,6 +269,12 @@ def _arg_ids(events: list, f: str) -> np.ndarray:
 def _missing_ids(x: np.ndarray) -> np.ndarray:
     """Absent ids and ids beyond +-2**62 (not real Kineto ids) become NONE."""
     return np.where((x == NO_ID) | (np.abs(x) >= 2**62), NONE, x)
+
+
+def _remap(col: np.ndarray, local: list[str], interner: dict[str, int]) -> np.ndarray:
+    """Ids into local (a worker's interned strings) -> ids into this builder's interner."""
+    table = np.array([interner[s] for s in local], dtype=col.dtype)
+    return table[col] if len(table) else col
 
 
 def _us_to_ns(t: np.ndarray) -> np.ndarray:
