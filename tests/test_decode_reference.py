@@ -132,3 +132,36 @@ def test_pieces_on_two_processes_match_reference(path, monkeypatch):
     monkeypatch.setenv("IDLEHOUND_JOBS", "2")
     buf = _read(path)
     assert_same(parse_trace_bytes(buf, path).events, reference(buf))
+
+
+def _tricky_trace() -> bytes:
+    """Names and nested args full of the cut pattern `, {`, so cuts land inside strings and inside args."""
+    events = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "python"}}]
+    for i in range(400):
+        events.append({"ph": "X", "cat": "cpu_op", "name": "op, {x}, {" * (i % 7), "pid": 1, "tid": 2,
+                       "ts": 10.5 + i, "dur": 0.25, "args": {"External id": i, "Input type": ["float"] * (i % 3),
+                                                            "nested": [{"a": 1}, {"b": [{"c": 2}]}] * 20}})
+    return json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=1).encode()
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_false_cuts_fall_back_to_the_plain_path(jobs, monkeypatch):
+    monkeypatch.setattr(_parallel, "PIECE_BYTES", 512)
+    monkeypatch.setattr(_parallel, "PARALLEL_MIN", 0)
+    monkeypatch.setenv("IDLEHOUND_JOBS", jobs)
+    buf = _tricky_trace()
+    assert len(_parallel.cuts(memoryview(buf), 1, len(buf), 512)) > 10
+    assert_same(parse_trace_bytes(buf).events, reference(buf))
+
+
+def test_odd_typed_event_in_a_piece_costs_that_event_only(monkeypatch):
+    events = json.loads(_tricky_trace())["traceEvents"]
+    events[200]["ts"] = "soon"
+    buf = json.dumps({"traceEvents": events}).encode()
+    monkeypatch.setattr(_parallel, "PIECE_BYTES", 2048)
+    monkeypatch.setattr(_parallel, "PARALLEL_MIN", 0)
+    monkeypatch.setenv("IDLEHOUND_JOBS", "2")
+    trace = parse_trace_bytes(buf)
+    del events[200]
+    assert trace.warnings == ["skipped 1 malformed event(s)"]
+    assert_same(trace.events, reference(json.dumps({"traceEvents": events}).encode()))
