@@ -13,7 +13,7 @@ from ._model import DeviceInfo, Step
 def _steps(ev: EventTable, ctx: _Context, notes: list[str]) -> tuple[list[Step], str]:
     host = np.concatenate([ctx.annotations, ctx.cpu_ops])
     nums = {i: roles.step_number(ev.names[i]) for i in np.unique(ev.name[host])}
-    marks = [j for j in host if nums[ev.name[j]] is not None]
+    marks = host[np.isin(ev.name[host], [i for i, n in nums.items() if n is not None])].tolist()
     if not marks:
         lo, hi = _window(ev, ctx)
         notes.append("no ProfilerStep# markers: the whole trace is analysed as one step")
