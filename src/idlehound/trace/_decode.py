@@ -70,17 +70,6 @@ def decode_batch(buf: bytes) -> list[Event]:
     return _BATCH.decode(buf)
 
 
-_ARG_KEYS = [(f, b'"' + k.encode() + b'"') for f, k in zip(Args.__struct_fields__, Args.__struct_encode_fields__)]
-
-
-def absent_args(buf: bytes) -> frozenset:
-    """Args fields whose JSON key appears nowhere in buf (a byte search, far cheaper than a pass over events).
-    Keys may be written with escapes (\\u0041): then nothing is declared absent."""
-    if b"\\u" in buf:
-        return frozenset()
-    return frozenset(f for f, key in _ARG_KEYS if key not in buf)
-
-
 def split_events(raw: msgspec.Raw) -> list[msgspec.Raw]:
     return _RAW_LIST.decode(raw)
 

@@ -85,7 +85,7 @@ def _decode_range(mv: memoryview, lo: int, hi: int, builder: TableBuilder, stats
     for a, b in zip(starts, ends):
         piece = b"".join((b"[", mv[a:b], b"]"))
         try:
-            builder.add(_decode.decode_batch(piece), _decode.absent_args(piece))
+            builder.add(_decode.decode_batch(piece))
         except msgspec.ValidationError:  # odd-typed fields: fine if the piece is still a whole array
             try:
                 raws = _decode.split_events(piece)

@@ -90,9 +90,7 @@ class TableBuilder:
         self.epoch_base_ns = 0  # set by build() when the times were absolute Unix-epoch µs, rebased
         self.negative_durs = 0
 
-    def add(self, events: list, absent: frozenset = frozenset()) -> None:
-        """Append a batch of decoded events. `absent`: Args fields whose key the batch's JSON never names
-        (their columns are filled without a pass over the events)."""
+    def add(self, events: list) -> None:
         if not events:
             return
         c = self._cols
@@ -105,7 +103,7 @@ class TableBuilder:
             keep = [e for e, b in zip(events, bad) if not b]
             self.bad_times += len(events) - len(keep)
             if keep:
-                self.add(keep, absent)
+                self.add(keep)
             return
         c["ph"].append(np.fromiter(map(_PH.__getitem__, map(_GET["ph"], events)), np.int8, n))
         c["cat"].append(np.fromiter(map(self._cat_ix.__getitem__, map(_GET["cat"], events)), np.int16, n))
@@ -117,18 +115,14 @@ class TableBuilder:
         d = np.where(np.isnan(d), 0.0, d)
         self.negative_durs += int((d < 0).sum())
         c["dur"].append(np.rint(np.clip(d, 0.0, 1e15) * 1000.0).astype(np.int64))
-        ext = _arg_ids(events, "external_id", absent)
-        if "external_id_lc" not in absent:
-            ext = np.where(ext == NO_ID, _arg_ids(events, "external_id_lc", absent), ext)
-        c["ext"].append(_missing_ids(ext))
+        ext = _arg_ids(events, "external_id")
+        lc = _arg_ids(events, "external_id_lc")
+        c["ext"].append(_missing_ids(np.where(ext == NO_ID, lc, ext)))
         for key, f in (("corr", "correlation"), ("py_id", "python_id"), ("py_parent", "python_parent_id")):
-            c[key].append(_missing_ids(_arg_ids(events, f, absent)))
-        nbytes = _float_col(events, "args.nbytes", absent)
-        if "mem_bytes" not in absent:
-            nbytes = np.where(np.isnan(nbytes), _float_col(events, "args.mem_bytes", absent), nbytes)
-        c["nbytes"].append(nbytes)
-        if not absent >= _EXTRA_ARGS:
-            self._extras(events)
+            c[key].append(_missing_ids(_arg_ids(events, f)))
+        nbytes = _float_col(events, "args.nbytes")
+        c["nbytes"].append(np.where(np.isnan(nbytes), _float_col(events, "args.mem_bytes"), nbytes))
+        self._extras(events)
         self.n += n
 
     def _id_col(self, events: list, key: str) -> np.ndarray:
@@ -249,15 +243,12 @@ _PH = _PhCodes(PH_CODES)
 _EXTRA_FIELDS = operator.attrgetter("args.blocks_per_sm", "args.occupancy", "args.input_type",
                                     "args.total_allocated")
 _NO_EXTRAS = (None,) * 4
-_EXTRA_ARGS = frozenset(("blocks_per_sm", "occupancy", "input_type", "total_allocated"))
 _GET = {k: operator.attrgetter(k) for k in (
     "ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "args.nbytes", "args.mem_bytes")}
 
 
-def _float_col(events: list, key: str, absent: frozenset = frozenset()) -> np.ndarray:
+def _float_col(events: list, key: str) -> np.ndarray:
     """A float64 column; None (JSON null) becomes nan, and so do the fields of an event with "args": null."""
-    if key.startswith("args.") and key[5:] in absent:
-        return np.full(len(events), np.nan)
     try:
         return np.fromiter(map(_GET[key], events), np.float64, len(events))
     except AttributeError:
@@ -265,10 +256,8 @@ def _float_col(events: list, key: str, absent: frozenset = frozenset()) -> np.nd
         return np.array([getattr(e.args or NO_ARGS, f) for e in events], dtype=np.float64)
 
 
-def _arg_ids(events: list, f: str, absent: frozenset) -> np.ndarray:
+def _arg_ids(events: list, f: str) -> np.ndarray:
     """An int64 column of one id argument; NO_ID where absent. Slow path for null, odd args or huge ids."""
-    if f in absent:
-        return np.full(len(events), NO_ID, dtype=np.int64)
     get = operator.attrgetter("args." + f)
     try:
         return np.fromiter(map(get, events), np.int64, len(events))
