@@ -73,7 +73,7 @@ def load_trace(path: Union[str, Path], run: Optional[str] = None, worker: Option
 
 def _read(path: Path) -> bytes:
     try:
-        with open(path, "rb") as f:
+        with open(path, "rb", buffering=0) as f:  # unbuffered: read() is sized from fstat, one copy not two
             head = f.read(2)
             f.seek(0)
             if head == b"\x1f\x8b":

@@ -195,7 +195,8 @@ class TableBuilder:
         return np.where(is_str, new[np.where(is_str, local, 0)], col)
 
     def build(self) -> EventTable:
-        cols = {k: (np.concatenate(v) if v else np.zeros(0, dtype=_COLS[k])) for k, v in self._cols.items()}
+        # Each column's pieces are dropped as soon as it is joined: at most one column is held twice.
+        cols = {k: _join(self._cols.pop(k), _COLS[k]) for k in list(self._cols)}
         self.epoch_base_ns = _rebase_epoch(cols)
         keep = cols.pop("_keep", None)
         extra = self.extra
@@ -269,6 +270,12 @@ def _arg_ids(events: list, f: str) -> np.ndarray:
 def _missing_ids(x: np.ndarray) -> np.ndarray:
     """Absent ids and ids beyond +-2**62 (not real Kineto ids) become NONE."""
     return np.where((x == NO_ID) | (np.abs(x) >= 2**62), NONE, x)
+
+
+def _join(pieces: list[np.ndarray], dtype) -> np.ndarray:
+    out = np.concatenate(pieces) if pieces else np.zeros(0, dtype=dtype)
+    pieces.clear()
+    return out
 
 
 def _remap(col: np.ndarray, local: list[str], interner: dict[str, int]) -> np.ndarray:
