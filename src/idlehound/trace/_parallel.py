@@ -20,7 +20,7 @@ import msgspec
 from . import _decode
 from ._table import TableBuilder
 
-PIECE_BYTES = 8 * 2**20  # one piece of events decoded at a time (about 30k events)
+PIECE_BYTES = 2 * 2**20  # one piece of events decoded at a time (about 8k events, ~6 MB of structs)
 PARALLEL_MIN = 48 * 2**20  # below this, starting worker processes costs more than it saves
 _CUT = re.compile(rb",\s*\{")
 _SHARED: Optional[memoryview] = None  # the events array, inherited by forked workers (no copy)
