@@ -31,7 +31,8 @@ class BadCut(Exception):
 
 
 def jobs() -> int:
-    """Worker processes to use: IDLEHOUND_JOBS, else the cores this process may run on."""
+    """Worker processes to use: IDLEHOUND_JOBS, else the cores this process may run on. (`--ranks` sets
+    IDLEHOUND_JOBS in its rank processes so that ranks times pieces stays within the cores.)"""
     env = os.environ.get("IDLEHOUND_JOBS", "")
     if env.isdigit() and int(env) > 0:
         return int(env)
@@ -46,7 +47,7 @@ def fill(builder: TableBuilder, raw: msgspec.Raw, stats: dict[str, int], n_jobs:
     mv = memoryview(raw)
     n_jobs = jobs() if n_jobs is None else n_jobs
     try:
-        if n_jobs > 1 and len(mv) >= PARALLEL_MIN and "fork" in multiprocessing.get_all_start_methods():
+        if n_jobs > 1 and len(mv) >= PARALLEL_MIN and _can_fork():
             _fill_parallel(builder, mv, stats, n_jobs)
         else:
             _decode_range(mv, 1, _inner_end(mv), builder, stats)
@@ -55,6 +56,11 @@ def fill(builder: TableBuilder, raw: msgspec.Raw, stats: dict[str, int], n_jobs:
         stats.clear()
         for batch in _decode.iter_event_batches(_decode.split_events(raw), stats):
             builder.add(batch)
+
+
+def _can_fork() -> bool:
+    """Worker processes need fork (Linux, macOS) and a parent that may have children (not a daemon)."""
+    return "fork" in multiprocessing.get_all_start_methods() and not multiprocessing.current_process().daemon
 
 
 def _inner_end(mv: memoryview) -> int:
