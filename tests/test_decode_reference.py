@@ -165,3 +165,30 @@ def test_odd_typed_event_in_a_piece_costs_that_event_only(monkeypatch):
     del events[200]
     assert trace.warnings == ["skipped 1 malformed event(s)"]
     assert_same(trace.events, reference(json.dumps({"traceEvents": events}).encode()))
+
+
+def test_no_piece_workers_while_other_threads_run(monkeypatch):
+    """A trace loaded inside a threaded process (training) is decoded in that process: fork would copy held locks."""
+    import threading
+
+    monkeypatch.setattr(_parallel, "PARALLEL_MIN", 0)
+    monkeypatch.setenv("IDLEHOUND_JOBS", "2")
+    forked = []
+
+    def no_fork(*args):
+        forked.append(1)
+        raise _parallel.BadCut  # read by the plain path instead
+
+    monkeypatch.setattr(_parallel, "_fill_parallel", no_fork)
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        buf = _tricky_trace()
+        assert_same(parse_trace_bytes(buf).events, reference(buf))
+    finally:
+        stop.set()
+        t.join()
+    assert not forked
+    parse_trace_bytes(_tricky_trace())
+    assert forked  # with the thread gone, the same call would use workers

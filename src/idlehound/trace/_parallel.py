@@ -13,6 +13,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import threading
 from typing import Optional
 
 import msgspec
@@ -59,8 +60,10 @@ def fill(builder: TableBuilder, raw: msgspec.Raw, stats: dict[str, int], n_jobs:
 
 
 def _can_fork() -> bool:
-    """Worker processes need fork (Linux, macOS) and a parent that may have children (not a daemon)."""
-    return "fork" in multiprocessing.get_all_start_methods() and not multiprocessing.current_process().daemon
+    """Worker processes need fork (Linux, macOS), a parent that may have children (not a daemon), and no other
+    threads (a lock held by one at fork time would stay held in the child: a training process loading a trace)."""
+    return ("fork" in multiprocessing.get_all_start_methods() and not multiprocessing.current_process().daemon
+            and threading.active_count() == 1)
 
 
 def _inner_end(mv: memoryview) -> int:
