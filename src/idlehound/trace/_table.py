@@ -14,6 +14,7 @@ from ._decode import NO_ARGS, NO_ID
 PH_CODES = {"X": 0, "i": 1, "I": 1, "s": 2, "f": 3, "M": 4, "C": 5, "B": 6, "E": 7}
 PH_X, PH_I, PH_M = 0, 1, 4
 NONE = -1  # missing integer argument
+COMPACT_EVERY = 16  # pieces (of about 8k events) between joins of their columns
 MAX_TS_US = 9.0e15  # |ts| in µs beyond which int64 ns would overflow
 EPOCH_NS = 10**18  # 2001-09-09 as Unix-epoch ns: times above are absolute, not relative to a base time
 
@@ -79,6 +80,8 @@ class TableBuilder:
         self._name_ix: dict[str, int] = _Interner()
         self._cat_ix: dict[str, int] = _Interner()
         self._str_ix: dict[str, int] = {}
+        self._shared: dict = {}
+        self._big = 0  # leading entries of each self._cols list that are already joined
         self._id_codes = _IdCodes(self._id)  # pid/tid value -> int64 code (few distinct values: a small dict)
         self._cols: dict[str, list[np.ndarray]] = {k: [] for k in _COLS}
         self.extra: dict[str, dict[int, Any]] = {
@@ -124,6 +127,15 @@ class TableBuilder:
         c["nbytes"].append(np.where(np.isnan(nbytes), _float_col(events, "args.mem_bytes"), nbytes))
         self._extras(events)
         self.n += n
+        if len(c["ts"]) - self._big >= COMPACT_EVERY:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Join the columns of the latest pieces. Piece-sized arrays live on the malloc heap, which keeps their
+        pages after they are freed; joined ones are mapped on their own and given back when build() joins them."""
+        for v in self._cols.values():
+            v[self._big:] = [np.concatenate(v[self._big:])]
+        self._big += 1
 
     def _id_col(self, events: list, key: str) -> np.ndarray:
         try:
@@ -141,15 +153,25 @@ class TableBuilder:
             a = events[i].args
             j = self.n + i
             if a.blocks_per_sm is not None:
-                x["blocks_per_sm"][j] = _as_float(a.blocks_per_sm)
+                x["blocks_per_sm"][j] = self._share(_as_float(a.blocks_per_sm))
             if a.occupancy is not None:
-                x["occupancy"][j] = _as_float(a.occupancy)
+                x["occupancy"][j] = self._share(_as_float(a.occupancy))
             if a.input_type:
-                x["input_type"][j] = a.input_type  # a list as recorded; strings compared on use
+                x["input_type"][j] = self._share_list(a.input_type)  # as recorded; strings compared on use
             if a.total_allocated is not None:
                 x["total_allocated"][j] = a.total_allocated
                 x["total_reserved"][j] = a.total_reserved
                 x["device_type"][j] = a.device_type
+
+    def _share(self, v):
+        """One object per distinct value: kept values then pin no memory of the decoded pieces around them."""
+        return self._shared.setdefault(v, v)
+
+    def _share_list(self, v: list) -> list:
+        try:
+            return self._shared.setdefault(("list", *v), v)
+        except TypeError:  # nested lists: not hashable, kept as they are
+            return v
 
     def _id(self, v) -> int:
         if v is None:
@@ -182,6 +204,7 @@ class TableBuilder:
             elif k in ("pid", "tid") and str_ids:
                 v = self._remap_str_ids(v, str_ids)
             c[k].append(v)
+        self._big = len(c["ts"])
         for key, d in extra.items():
             self.extra[key].update({j + self.n: val for j, val in d.items()})
         self.n += n
