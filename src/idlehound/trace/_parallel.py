@@ -87,7 +87,7 @@ def cuts(mv: memoryview, lo: int, hi: int, size: int) -> list[int]:
     return out
 
 
-def _decode_range(mv: memoryview, lo: int, hi: int, builder: TableBuilder, stats: dict[str, int]) -> tuple:
+def _decode_range(mv: memoryview, lo: int, hi: int, builder: TableBuilder, stats: dict[str, int]) -> None:
     """Decode the elements in mv[lo:hi] piece by piece into builder; raises BadCut on a false boundary."""
     starts = [lo] + [c + 1 for c in cuts(mv, lo, hi, PIECE_BYTES)]
     ends = [s - 1 for s in starts[1:]] + [hi]
@@ -104,7 +104,6 @@ def _decode_range(mv: memoryview, lo: int, hi: int, builder: TableBuilder, stats
                 builder.add(batch)
         except msgspec.DecodeError:
             raise BadCut from None
-    return builder.parts(), stats
 
 
 def _fill_parallel(builder: TableBuilder, mv: memoryview, stats: dict[str, int], n_jobs: int) -> None:
@@ -116,13 +115,12 @@ def _fill_parallel(builder: TableBuilder, mv: memoryview, stats: dict[str, int],
     try:
         with multiprocessing.get_context("fork").Pool(min(n_jobs, len(ranges)) - 1 or 1) as pool:
             pending = pool.map_async(_work, ranges[1:])
-            first = _decode_range(mv, *ranges[0], TableBuilder(), {})  # this process takes the first range
-            results = [first] + pending.get()
+            _decode_range(mv, *ranges[0], builder, stats)  # this process takes the first range
+            results = pending.get()
     finally:
         _SHARED = None
-    for res in results:
-        if res is None:
-            raise BadCut
+    if None in results:
+        raise BadCut
     for parts, st in results:
         builder.merge(parts)
         for k, v in st.items():
@@ -131,7 +129,9 @@ def _fill_parallel(builder: TableBuilder, mv: memoryview, stats: dict[str, int],
 
 def _work(rng: tuple[int, int]) -> Optional[tuple]:
     assert _SHARED is not None
+    builder, stats = TableBuilder(), {}
     try:
-        return _decode_range(_SHARED, rng[0], rng[1], TableBuilder(), {})
+        _decode_range(_SHARED, rng[0], rng[1], builder, stats)
     except BadCut:
         return None
+    return builder.parts(), stats
