@@ -223,7 +223,11 @@ def bench_size(path: Path, size: int, args: argparse.Namespace, cores: int) -> N
                 print(f"{size / 1e6:8.0f} MB  idlehound -j{n} end to end = {dt / base['time']:.2f}x the time "
                       "json.loads needs to parse")
     if args.hta and size <= 200e6:  # HTA: minutes per 100 MB
-        print_row(size, "HTA", measure(path, "hta", args.timeout, args.hta_python))
+        hta = measure(path, "hta", args.timeout, args.hta_python)
+        print_row(size, "HTA", hta)
+        for n, dt in times.items():
+            if dt and hta.get("time"):
+                print(f"{size / 1e6:8.0f} MB  HTA takes {hta['time'] / dt:.1f}x the time of idlehound -j{n}")
 
 
 if __name__ == "__main__":
