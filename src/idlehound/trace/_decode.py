@@ -1,9 +1,8 @@
 """Decode Kineto Chrome-trace JSON into plain event records, fast and tolerant.
 
-The fast path decodes batches of events straight into typed msgspec structs. A batch that fails
-validation (odd-typed fields) is decoded again event by event, leniently, so one bad event costs
-that event only. The raw `traceEvents` array is first split into `msgspec.Raw` slices, which keeps
-peak memory near the size of the file instead of several times it.
+The fast path (trace/_parallel.py) decodes pieces of the `traceEvents` array straight into typed msgspec
+structs. A batch that fails validation (odd-typed fields) is decoded again event by event, leniently, so one bad
+event costs that event only.
 """
 
 from __future__ import annotations
@@ -76,24 +75,6 @@ def split_events(raw: msgspec.Raw) -> list[msgspec.Raw]:
 
 def decode_value(raw: msgspec.Raw) -> Any:
     return _ANY.decode(raw)
-
-
-DIRECT_LIMIT = 256 * 2**20  # below this many bytes of events, decode them in one pass (memory stays small)
-
-
-def event_batches(raw: msgspec.Raw, stats: dict[str, int]):
-    """Batches of decoded events: one typed pass for small inputs; raw slices for large ones (bounded memory)
-    or when the one pass meets odd-typed fields."""
-    if len(raw) <= DIRECT_LIMIT:
-        try:
-            events = _BATCH.decode(raw)
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            events = None
-        if events is not None:
-            for lo in range(0, len(events), BATCH_SIZE):
-                yield events[lo:lo + BATCH_SIZE]
-            return
-    yield from iter_event_batches(split_events(raw), stats)
 
 
 def iter_event_batches(raws: list[msgspec.Raw], stats: dict[str, int]):
