@@ -55,6 +55,10 @@ def _one(path: str) -> dict[str, Any]:
     return doc
 
 
+def _set_jobs(n: int) -> None:
+    os.environ["IDLEHOUND_JOBS"] = str(n)
+
+
 def analyze_ranks(path: Union[str, Path], workers: Optional[int] = None) -> dict[str, Any]:
     """The distributed report document (schema idlehound/distributed, version 1)."""
     paths = rank_traces(path)
@@ -62,7 +66,8 @@ def analyze_ranks(path: Union[str, Path], workers: Optional[int] = None) -> dict
         raise IdlehoundError(f"{path}: one trace only; a multi-rank comparison needs a trace per rank")
     n = workers or min(len(paths), os.cpu_count() or 1)
     if n > 1:
-        with ProcessPoolExecutor(max_workers=n) as pool:
+        share = max(1, (os.cpu_count() or 1) // n)  # cores for each rank's own piece workers
+        with ProcessPoolExecutor(max_workers=n, initializer=_set_jobs, initargs=(share,)) as pool:
             docs = list(pool.map(_one, map(str, paths)))
     else:
         docs = [_one(str(p)) for p in paths]

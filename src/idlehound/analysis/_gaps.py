@@ -144,7 +144,8 @@ class _Gaps:
 
     def lines(self, top: int = 10) -> list[IdleLine]:
         """GPU idle by source line and cause, largest first."""
-        agg: dict[tuple, list[int]] = {}
+        keys: dict[tuple, int] = {}  # (cause, loc) -> row; idle summed per row with numpy, not per event
+        rows_of, ns_of = [], []
         ev = self.ctx.ev
         for cause in IDLE_CAUSES:
             sel = np.flatnonzero(self.ns[cause] > 0)
@@ -163,11 +164,12 @@ class _Gaps:
                 again = self.smap.locate(np.full(len(missing), self.main_tid), times[missing])
                 for i, loc in zip(missing, again):
                     locs[i] = loc
-            for j, loc in zip(sel, locs):
-                acc = agg.setdefault((cause, loc), [0, 0])
-                acc[0] += int(self.ns[cause][j])
-                acc[1] += 1
-        rows = [IdleLine(c, loc, v[0], v[1]) for (c, loc), v in agg.items()]
+            rows_of.append(np.fromiter((keys.setdefault((cause, loc), len(keys)) for loc in locs), np.int64, len(locs)))
+            ns_of.append(self.ns[cause][sel])
+        row, ns = (np.concatenate(rows_of), np.concatenate(ns_of).astype(np.int64)) if rows_of else ([], [])
+        idle, count = np.zeros(len(keys), dtype=np.int64), np.bincount(row, minlength=len(keys))
+        np.add.at(idle, row, ns)
+        rows = [IdleLine(c, loc, int(idle[r]), int(count[r])) for (c, loc), r in keys.items()]
         rows.sort(key=lambda r: -r.idle_ns)
         return rows[:top]
 

@@ -9,8 +9,10 @@ Nothing here imports, looks up or opens what a trace names.
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import Any, Optional
 
@@ -61,7 +63,7 @@ class SourceMap:
         self.start = ev.ts[idx]
         self.end = ev.ts[idx] + ev.dur[idx]
         self.n = idx.size
-        self._names = [ev.names[i] for i in ev.name[idx]]
+        self._names = list(map(ev.names.__getitem__, ev.name[idx].tolist()))  # C-level: 1e5s of frames
         self.parent = self._parents(ev.py_id[idx], ev.py_parent[idx])
         self.loc: list[Optional[SourceLoc]] = []
         self.anchor = self._anchors(sidecar or {})
@@ -87,13 +89,13 @@ class SourceMap:
             parsed = parse_frame(name)
             by_name[name] = self._loc(parsed[0], parsed[1], parsed[2], False) \
                 if parsed and self.is_user(parsed[0]) else None
-        self.loc = [by_name[nm] for nm in self._names]
+        self.loc = list(map(by_name.__getitem__, self._names))
         if callers:
             for i, name in enumerate(self._names):
                 loc = self._exact(callers, int(self.start[i]), name)
                 if loc is not None:
                     self.loc[i] = loc
-        is_anchor = np.fromiter((loc is not None for loc in self.loc), dtype=bool, count=self.n)
+        is_anchor = np.fromiter(map(operator.is_not, self.loc, repeat(None)), dtype=bool, count=self.n)
         # Pointer doubling: nxt[i] is i for anchors, else an ancestor; squaring halves the remaining depth.
         nxt = np.where(is_anchor, np.arange(self.n), self.parent)
         for _ in range(64):

@@ -130,11 +130,22 @@ def _op_location(ctx: _Context, smap: SourceMap, ops: np.ndarray, main_tid: int)
     return loc or smap.locate(np.array([main_tid]), ev.ts[o:o + 1])[0]
 
 
+def _sparse_col(values: dict[int, float], k: np.ndarray) -> np.ndarray:
+    """values[j] for each j in k (nan where absent), without a dict lookup per event."""
+    if not values:
+        return np.full(len(k), np.nan)
+    keys = np.fromiter(values.keys(), np.int64, len(values))
+    vals = np.fromiter(values.values(), np.float64, len(values))
+    order = np.argsort(keys, kind="stable")
+    keys, vals = keys[order], vals[order]
+    pos = np.minimum(np.searchsorted(keys, k), len(keys) - 1)
+    return np.where(keys[pos] == k, vals[pos], np.nan)
+
+
 def _sm_metrics(ev: EventTable, k: np.ndarray, s0: np.ndarray, s1: np.ndarray, st: KernelStats,
                 notes: list[str]) -> None:
-    bps = np.array([ev.extra["blocks_per_sm"].get(int(j), np.nan) for j in k], dtype=np.float64)
-    occ = validate.occupancy(np.array([ev.extra["occupancy"].get(int(j), np.nan) for j in k], dtype=np.float64),
-                             notes)
+    bps = _sparse_col(ev.extra["blocks_per_sm"], k)
+    occ = validate.occupancy(_sparse_col(ev.extra["occupancy"], k), notes)
     dur = ev.dur[k].astype(np.float64)
     window = float((s1 - s0).sum())
     ok = np.isfinite(bps) & (bps > 0) | np.isinf(bps)
@@ -173,8 +184,7 @@ def _memory(ctx: _Context, trace: Trace, s0: np.ndarray, s1: np.ndarray, device:
         pts = pts[:: max(1, pts.size // 2000)]  # enough points to draw; bounded for huge traces
         t0 = steps[0].start_ns if steps else 0
         m.curve = [[int(ev.ts[j] - t0), float(ev.extra["total_allocated"].get(int(j)) or 0)] for j in pts]
-    rn = ev.names
-    m.empty_cache_calls = int(sum(1 for j in ctx.python if "empty_cache" in rn[ev.name[j]]))
+    m.empty_cache_calls = int(np.isin(ev.name[ctx.python], ev.name_ids(lambda n: "empty_cache" in n)).sum())
     m.allocator_calls = int(_in_steps(ev, ctx.allocator, s0, s1).size)
     return m
 

@@ -15,7 +15,7 @@ from ._model import DeviceInfo, Step
 def _steps(ev: EventTable, ctx: _Context, notes: list[str]) -> tuple[list[Step], str]:
     host = np.concatenate([ctx.annotations, ctx.cpu_ops])
     nums = {i: roles.step_number(ev.names[i]) for i in np.unique(ev.name[host])}
-    marks = [j for j in host if nums[ev.name[j]] is not None]
+    marks = host[np.isin(ev.name[host], [i for i, n in nums.items() if n is not None])].tolist()
     odd = sum(1 for i, n in nums.items() if n is None and ev.names[i].startswith("ProfilerStep#")
               and validate.step_number(ev.names[i]) is None)
     if odd:

@@ -1,9 +1,8 @@
 """Decode Kineto Chrome-trace JSON into plain event records, fast and tolerant.
 
-The fast path decodes batches of events straight into typed msgspec structs. A batch that fails
-validation (odd-typed fields) is decoded again event by event, leniently, so one bad event costs
-that event only. The raw `traceEvents` array is first split into `msgspec.Raw` slices, which keeps
-peak memory near the size of the file instead of several times it.
+The fast path (trace/_parallel.py) decodes pieces of the `traceEvents` array straight into typed msgspec
+structs. A batch that fails validation (odd-typed fields) is decoded again event by event, leniently, so one bad
+event costs that event only.
 """
 
 from __future__ import annotations
@@ -14,18 +13,20 @@ from typing import Any, Optional, Union
 import msgspec
 
 Num = Union[int, float]
+NO_ID = -(2**63)  # default of an absent id: numeric, so columns fill straight from the structs (None -> slow path)
+NAN = float("nan")
 
 
-class Args(msgspec.Struct, gc=False, omit_defaults=True):
-    external_id: Optional[int] = msgspec.field(default=None, name="External id")
-    external_id_lc: Optional[int] = msgspec.field(default=None, name="external id")  # Runtime/Kernel, torch 1.8-1.9
-    correlation: Optional[int] = None
-    python_id: Optional[int] = msgspec.field(default=None, name="Python id")
-    python_parent_id: Optional[int] = msgspec.field(default=None, name="Python parent id")
+class Args(msgspec.Struct, gc=False, omit_defaults=True, frozen=True):
+    external_id: Optional[int] = msgspec.field(default=NO_ID, name="External id")
+    external_id_lc: Optional[int] = msgspec.field(default=NO_ID, name="external id")  # Runtime/Kernel, torch 1.8-1.9
+    correlation: Optional[int] = NO_ID
+    python_id: Optional[int] = msgspec.field(default=NO_ID, name="Python id")
+    python_parent_id: Optional[int] = msgspec.field(default=NO_ID, name="Python parent id")
     device: Optional[int] = None
     stream: Optional[int] = None
-    nbytes: Optional[Num] = msgspec.field(default=None, name="bytes")
-    mem_bytes: Optional[Num] = msgspec.field(default=None, name="Bytes")
+    nbytes: Optional[Num] = msgspec.field(default=NAN, name="bytes")
+    mem_bytes: Optional[Num] = msgspec.field(default=NAN, name="Bytes")
     total_allocated: Optional[Num] = msgspec.field(default=None, name="Total Allocated")
     total_reserved: Optional[Num] = msgspec.field(default=None, name="Total Reserved")
     device_type: Optional[int] = msgspec.field(default=None, name="Device Type")
@@ -35,15 +36,18 @@ class Args(msgspec.Struct, gc=False, omit_defaults=True):
     input_dims: Optional[list[Any]] = msgspec.field(default=None, name="Input Dims")
 
 
+NO_ARGS = Args()  # shared by every event without args (frozen, so sharing is safe)
+
+
 class Event(msgspec.Struct, gc=False):
     ph: str = ""
     cat: str = ""
     name: str = ""
-    pid: Union[int, str, None] = None
-    tid: Union[int, str, None] = None
-    ts: Optional[Num] = None
-    dur: Optional[Num] = None
-    args: Optional[Args] = None
+    pid: Union[int, str, None] = -1
+    tid: Union[int, str, None] = -1
+    ts: Optional[Num] = NAN
+    dur: Optional[Num] = NAN
+    args: Optional[Args] = NO_ARGS
 
 
 _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
@@ -60,30 +64,17 @@ def decode_top(buf: bytes) -> dict[str, msgspec.Raw]:
     return _TOP.decode(buf)
 
 
+def decode_batch(buf: bytes) -> list[Event]:
+    """A JSON array of events, typed; raises msgspec errors on bad JSON or odd-typed fields."""
+    return _BATCH.decode(buf)
+
+
 def split_events(raw: msgspec.Raw) -> list[msgspec.Raw]:
     return _RAW_LIST.decode(raw)
 
 
 def decode_value(raw: msgspec.Raw) -> Any:
     return _ANY.decode(raw)
-
-
-DIRECT_LIMIT = 256 * 2**20  # below this many bytes of events, decode them in one pass (memory stays small)
-
-
-def event_batches(raw: msgspec.Raw, stats: dict[str, int]):
-    """Batches of decoded events: one typed pass for small inputs; raw slices for large ones (bounded memory)
-    or when the one pass meets odd-typed fields."""
-    if len(raw) <= DIRECT_LIMIT:
-        try:
-            events = _BATCH.decode(raw)
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            events = None
-        if events is not None:
-            for lo in range(0, len(events), BATCH_SIZE):
-                yield events[lo:lo + BATCH_SIZE]
-            return
-    yield from iter_event_batches(split_events(raw), stats)
 
 
 def iter_event_batches(raws: list[msgspec.Raw], stats: dict[str, int]):
@@ -129,7 +120,7 @@ def _coerce(obj: dict, stats: dict[str, int]) -> Optional[Event]:
         tid=_id(obj.get("tid")),
         ts=ts,
         dur=dur,
-        args=_coerce_args(args) if isinstance(args, dict) else None,
+        args=_coerce_args(args) if isinstance(args, dict) else NO_ARGS,
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any, Optional, Union
 import msgspec
 
 from ..errors import TraceError
-from . import _decode, _limits
+from . import _decode, _limits, _parallel
 from ._files import TraceFile, resolve
 from ._table import EventTable, TableBuilder
 
@@ -123,9 +123,11 @@ def parse_trace_bytes(buf: _limits.Buffer, path: Union[str, Path] = "<bytes>") -
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for piece in _limits.slices(raw_events, cuts, buf, at):  # about 1 MB of events decoded at a time
-            for batch in _decode.event_batches(piece, stats):
-                builder.add(batch)
+        if _parallel.worth_it(len(memoryview(raw_events))):
+            _parallel.fill(builder, raw_events, stats)  # pieces decoded on several cores
+        else:
+            for piece in _limits.slices(raw_events, cuts, buf, at):  # about 1 MB of events decoded at a time
+                _parallel.add_piece(builder, piece, stats)
         del raw_events, buf
         events = builder.build()
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):

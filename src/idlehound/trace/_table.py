@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 import numpy as np
 
+from ._decode import NO_ARGS, NO_ID
 from ._limits import trim
 
 PH_CODES = {"X": 0, "i": 1, "I": 1, "s": 2, "f": 3, "M": 4, "C": 5, "B": 6, "E": 7}
 PH_X, PH_I, PH_M = 0, 1, 4
 NONE = -1  # missing integer argument
+COMPACT_EVERY = 16  # pieces (of about 8k events) between joins of their columns
 MAX_TS_US = 9.0e15  # |ts| in µs beyond which int64 ns would overflow
 EPOCH_NS = 10**18  # 2001-09-09 as Unix-epoch ns: times above are absolute, not relative to a base time
 
@@ -78,6 +81,9 @@ class TableBuilder:
         self._name_ix: dict[str, int] = _Interner()
         self._cat_ix: dict[str, int] = _Interner()
         self._str_ix: dict[str, int] = {}
+        self._shared: dict = {}
+        self._big = 0  # leading entries of each self._cols list that are already joined
+        self._id_codes = _IdCodes(self._id)  # pid/tid value -> int64 code (few distinct values: a small dict)
         self._cols: dict[str, list[np.ndarray]] = {k: [] for k in _COLS}
         self.extra: dict[str, dict[int, Any]] = {
             "blocks_per_sm": {}, "occupancy": {}, "input_type": {},
@@ -92,60 +98,81 @@ class TableBuilder:
         if not events:
             return
         c = self._cols
-        # Transpose with C-level attrgetter/zip; intern strings with dict subclasses that number new keys.
-        ph, cat, name, pid, tid, ts, dur, args = zip(*map(_EVENT_FIELDS, events))
-        t = np.array(ts, dtype=np.float64)
+        n = len(events)
+        # One C-level pass per column (attrgetter + np.fromiter): no per-event tuples or lists.
+        t = _float_col(events, "ts")
         # Beyond MAX_TS_US the time would overflow int64 ns: no real profile (nan stays: a missing ts reads as 0).
         bad = np.abs(t) >= MAX_TS_US
         if bad.any():
             keep = [e for e, b in zip(events, bad) if not b]
             self.bad_times += len(events) - len(keep)
-            if not keep:
-                return
-            self.add(keep)
+            if keep:
+                self.add(keep)
             return
-        keep = events
-        c["ph"].append(np.array(list(map(_PH.__getitem__, ph)), dtype=np.int8))
-        c["cat"].append(np.array(list(map(self._cat_ix.__getitem__, cat)), dtype=np.int16))
-        c["name"].append(np.array(list(map(self._name_ix.__getitem__, name)), dtype=np.int32))
-        c["pid"].append(self._id_col(pid))
-        c["tid"].append(self._id_col(tid))
+        c["ph"].append(np.fromiter(map(_PH.__getitem__, map(_GET["ph"], events)), np.int8, n))
+        c["cat"].append(np.fromiter(map(self._cat_ix.__getitem__, map(_GET["cat"], events)), np.int16, n))
+        c["name"].append(np.fromiter(map(self._name_ix.__getitem__, map(_GET["name"], events)), np.int32, n))
+        c["pid"].append(self._id_col(events, "pid"))
+        c["tid"].append(self._id_col(events, "tid"))
         c["ts"].append(_us_to_ns(np.where(np.isnan(t), 0.0, t)))
-        d = _floats(dur, 0.0)
+        d = _float_col(events, "dur")
+        d = np.where(np.isnan(d), 0.0, d)
         self.negative_durs += int((d < 0).sum())
         c["dur"].append(np.rint(np.clip(d, 0.0, 1e15) * 1000.0).astype(np.int64))
-        cols = zip(*[_NO_ARGS if a is None else _ARG_FIELDS(a) for a in args])
-        ext, corr, py_id, py_parent, nbytes, mem_bytes, ext_lc = (np.array(col, dtype=np.float64) for col in cols)
-        ext = np.where(np.isnan(ext), ext_lc, ext)
-        for key, col in (("ext", ext), ("corr", corr), ("py_id", py_id), ("py_parent", py_parent)):
-            c[key].append(_id_ints(col))
-        c["nbytes"].append(np.where(np.isnan(nbytes), mem_bytes, nbytes))
-        self._extras(keep, args)
-        self.n += len(keep)
+        ext = _arg_ids(events, "external_id")
+        lc = _arg_ids(events, "external_id_lc")
+        c["ext"].append(_missing_ids(np.where(ext == NO_ID, lc, ext)))
+        for key, f in (("corr", "correlation"), ("py_id", "python_id"), ("py_parent", "python_parent_id")):
+            c[key].append(_missing_ids(_arg_ids(events, f)))
+        nbytes = _float_col(events, "args.nbytes")
+        c["nbytes"].append(np.where(np.isnan(nbytes), _float_col(events, "args.mem_bytes"), nbytes))
+        self._extras(events)
+        self.n += n
+        if len(c["ts"]) - self._big >= COMPACT_EVERY:
+            self._compact()
 
-    def _id_col(self, vals: tuple) -> np.ndarray:
+    def _compact(self) -> None:
+        """Join the columns of the latest pieces. Piece-sized arrays live on the malloc heap, which keeps their
+        pages after they are freed; joined ones are mapped on their own and given back when build() joins them."""
+        for v in self._cols.values():
+            v[self._big:] = [np.concatenate(v[self._big:])]
+        self._big += 1
+
+    def _id_col(self, events: list, key: str) -> np.ndarray:
         try:
-            return np.array(vals, dtype=np.int64)
-        except (TypeError, ValueError, OverflowError):  # strings ("Spans"), None, or huge numbers
-            return _ints([v if type(v) is int else self._id(v) for v in vals])
+            return np.fromiter(map(_GET[key], events), np.int64, len(events))
+        except (TypeError, ValueError, OverflowError):  # strings ("Spans", ""), None, or huge numbers
+            return np.fromiter(map(self._id_codes.__getitem__, map(_GET[key], events)), np.int64, len(events))
 
-    def _extras(self, keep: list, args: tuple) -> None:
+    def _extras(self, events: list) -> None:
         x = self.extra
-        for i, a in enumerate(args):
-            if a is None or (a.blocks_per_sm is None and a.occupancy is None and not a.input_type
-                             and a.total_allocated is None):
-                continue
+        try:  # C-level scan for the few events that carry one (kernels, shapes, memory events)
+            has = np.fromiter(map(operator.ne, map(_EXTRA_FIELDS, events), repeat(_NO_EXTRAS)), bool, len(events))
+        except AttributeError:  # "args": null somewhere
+            has = np.fromiter((e.args is not None for e in events), bool, len(events))
+        for i in np.flatnonzero(has).tolist():
+            a = events[i].args
             j = self.n + i
             if a.blocks_per_sm is not None:
-                x["blocks_per_sm"][j] = _as_float(a.blocks_per_sm)
+                x["blocks_per_sm"][j] = self._share(_as_float(a.blocks_per_sm))
             if a.occupancy is not None:
-                x["occupancy"][j] = _as_float(a.occupancy)
+                x["occupancy"][j] = self._share(_as_float(a.occupancy))
             if a.input_type:
-                x["input_type"][j] = a.input_type  # a list as recorded; strings compared on use
+                x["input_type"][j] = self._share_list(a.input_type)  # as recorded; strings compared on use
             if a.total_allocated is not None:
                 x["total_allocated"][j] = a.total_allocated
                 x["total_reserved"][j] = a.total_reserved
                 x["device_type"][j] = a.device_type
+
+    def _share(self, v):
+        """One object per distinct value: kept values then pin no memory of the decoded pieces around them."""
+        return self._shared.setdefault(v, v)
+
+    def _share_list(self, v: list) -> list:
+        try:
+            return self._shared.setdefault(("list", *v), v)
+        except TypeError:  # nested lists: not hashable, kept as they are
+            return v
 
     def _id(self, v) -> int:
         if v is None:
@@ -157,12 +184,44 @@ class TableBuilder:
                 return -2 - self._str_ix.setdefault(v, len(self._str_ix))
         return v
 
+    def reset(self) -> None:
+        self.__init__()
+
+    def parts(self) -> tuple:
+        """What merge() needs, as plain picklable values (sent back from worker processes)."""
+        cols = {k: (np.concatenate(v) if v else np.zeros(0, dtype=_COLS[k])) for k, v in self._cols.items()}
+        return (cols, list(self._name_ix), list(self._cat_ix), list(self._str_ix), self.extra, self.n,
+                self.bad_times, self.negative_durs)
+
+    def merge(self, parts: tuple) -> None:
+        """Append the events of another builder (its parts()), renumbering its names, categories and string ids."""
+        cols, names, cats, str_ids, extra, n, bad_times, negative_durs = parts
+        c = self._cols
+        for k, v in cols.items():
+            if k == "name":
+                v = _remap(v, names, self._name_ix)
+            elif k == "cat":
+                v = _remap(v, cats, self._cat_ix)
+            elif k in ("pid", "tid") and str_ids:
+                v = self._remap_str_ids(v, str_ids)
+            c[k].append(v)
+        self._big = len(c["ts"])
+        for key, d in extra.items():
+            self.extra[key].update({j + self.n: val for j, val in d.items()})
+        self.n += n
+        self.bad_times += bad_times
+        self.negative_durs += negative_durs
+
+    def _remap_str_ids(self, col: np.ndarray, str_ids: list[str]) -> np.ndarray:
+        new = np.array([-2 - self._str_ix.setdefault(s, len(self._str_ix)) for s in str_ids], dtype=np.int64)
+        local = -2 - col
+        is_str = (col <= -2) & (local < len(str_ids))
+        return np.where(is_str, new[np.where(is_str, local, 0)], col)
+
     def build(self) -> EventTable:
         cols = {}
-        for k in _COLS:  # one column at a time, dropping its pieces: peak memory is the table plus one column
-            v = self._cols.pop(k)
-            cols[k] = np.concatenate(v) if v else np.zeros(0, dtype=_COLS[k])
-            del v
+        for k in list(self._cols):  # each column's pieces dropped once joined: at most one column held twice
+            cols[k] = _join(self._cols.pop(k), _COLS[k])
             trim()  # hand the pieces' heap memory back before the next column is allocated
         self.epoch_base_ns = _rebase_epoch(cols)
         keep = cols.pop("_keep", None)
@@ -191,16 +250,64 @@ class _Interner(dict):
         return v
 
 
+class _IdCodes(dict):
+    def __init__(self, code) -> None:
+        super().__init__()
+        self._code = code
+
+    def __missing__(self, key):
+        v = self._code(key)
+        v = self[key] = v if -(2**63) <= v < 2**63 else NONE  # an id beyond int64 is not a real Kineto id
+        return v
+
+
 class _PhCodes(dict):
     def __missing__(self, key):
         return 9
 
 
 _PH = _PhCodes(PH_CODES)
-_EVENT_FIELDS = operator.attrgetter("ph", "cat", "name", "pid", "tid", "ts", "dur", "args")
-_ARG_FIELDS = operator.attrgetter("external_id", "correlation", "python_id", "python_parent_id", "nbytes",
-                                  "mem_bytes", "external_id_lc")
-_NO_ARGS = (None,) * 7
+_EXTRA_FIELDS = operator.attrgetter("args.blocks_per_sm", "args.occupancy", "args.input_type",
+                                    "args.total_allocated")
+_NO_EXTRAS = (None,) * 4
+_GET = {k: operator.attrgetter(k) for k in (
+    "ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "args.nbytes", "args.mem_bytes")}
+
+
+def _float_col(events: list, key: str) -> np.ndarray:
+    """A float64 column; None (JSON null) becomes nan, and so do the fields of an event with "args": null."""
+    try:
+        return np.fromiter(map(_GET[key], events), np.float64, len(events))
+    except AttributeError:
+        _, f = key.split(".")
+        return np.array([getattr(e.args or NO_ARGS, f) for e in events], dtype=np.float64)
+
+
+def _arg_ids(events: list, f: str) -> np.ndarray:
+    """An int64 column of one id argument; NO_ID where absent. Slow path for null, odd args or huge ids."""
+    get = operator.attrgetter("args." + f)
+    try:
+        return np.fromiter(map(get, events), np.int64, len(events))
+    except (TypeError, AttributeError, OverflowError):
+        vals = (getattr(e.args or NO_ARGS, f) for e in events)
+        return np.array([v if v is not None and -(2**63) <= v < 2**63 else NO_ID for v in vals], dtype=np.int64)
+
+
+def _missing_ids(x: np.ndarray) -> np.ndarray:
+    """Absent ids and ids beyond +-2**62 (not real Kineto ids) become NONE."""
+    return np.where((x == NO_ID) | (np.abs(x) >= 2**62), NONE, x)
+
+
+def _join(pieces: list[np.ndarray], dtype) -> np.ndarray:
+    out = np.concatenate(pieces) if pieces else np.zeros(0, dtype=dtype)
+    pieces.clear()
+    return out
+
+
+def _remap(col: np.ndarray, local: list[str], interner: dict[str, int]) -> np.ndarray:
+    """Ids into local (a worker's interned strings) -> ids into this builder's interner."""
+    table = np.array([interner[s] for s in local], dtype=col.dtype)
+    return table[col] if len(table) else col
 
 
 def _us_to_ns(t: np.ndarray) -> np.ndarray:
@@ -236,24 +343,6 @@ def _rebase_epoch(cols: dict[str, np.ndarray]) -> int:
 def _keep_extras(extra: dict[str, dict[int, Any]], keep: np.ndarray) -> dict[str, dict[int, Any]]:
     new_ix = np.cumsum(keep) - 1
     return {k: {int(new_ix[i]): v for i, v in d.items() if keep[i]} for k, d in extra.items()}
-
-
-def _floats(vals: tuple, missing: float) -> np.ndarray:
-    x = np.array(vals, dtype=np.float64)  # None becomes nan
-    return np.where(np.isnan(x), missing, x)
-
-
-def _id_ints(x: np.ndarray) -> np.ndarray:
-    """Ids decoded as float64 (None -> nan) back to int64, -1 for missing or out of range."""
-    ok = ~np.isnan(x) & (np.abs(x) < 2.0**62)
-    return np.where(ok, x, NONE).astype(np.int64)
-
-
-def _ints(vals: list) -> np.ndarray:
-    try:
-        return np.array(vals, dtype=np.int64)
-    except OverflowError:  # an id beyond int64 is not a real Kineto id: treat it as missing
-        return np.array([v if -(2**63) <= v < 2**63 else NONE for v in vals], dtype=np.int64)
 
 
 def _as_float(v) -> float:
