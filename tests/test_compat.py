@@ -110,7 +110,8 @@ def test_torch18_layout_dataloader_operator_is_named_as_data_loading():
     assert a.breakdown_ns["DataLoader"] == 800_000 and a.breakdown_ns["Kernel"] == 1_000_000
     assert a.idle_ns["data_loading"] == 800_000
     finding = diagnose(a)[0]
-    assert finding.cause == "data_loading" and finding.recoverable_ms == pytest.approx(0.4)
+    # recoverable is the replay's gain: 0.4 ms of loader wait per step, less the 50 µs a prepared batch still costs
+    assert finding.cause == "data_loading" and finding.recoverable_ms == pytest.approx(0.35)
     assert any("num_workers=0" in x for x in finding.evidence)
 
 

@@ -65,7 +65,7 @@ def _craft(src, dst, top=None):
             e["name"] = name + NL_PAYLOAD
         elif e.get("ph") == "M" and name in ("thread_name", "process_name"):
             e["args"]["name"] = NL_PAYLOAD
-    d["deviceProperties"][0]["name"] += NL_PAYLOAD
+    d["deviceProperties"][0]["name"] += "\n# heading" + PAYLOAD  # names are cut at 200 characters: newline first
     d["traceName"] = NL_PAYLOAD
     d.update(top or {})
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -90,7 +90,7 @@ def crafted(tmp_path_factory):
 def doc(crafted):
     d = analyze_path(crafted).doc
     # the payload reached the document through the fields this test is about
-    assert NL_PAYLOAD in d["device"]["name"] and FILE_PAYLOAD in d["trace"]["path"]
+    assert "\n# heading[/]<script>" in d["device"]["name"] and FILE_PAYLOAD in d["trace"]["path"]
     # kernel names lose their <template> and (argument) parts when grouped; the rest of the payload stays
     assert any("\"'[link=https://evil.example]x[/link]" in k["name"] and "\x1b" in k["name"] for k in d["kernels"]["top"])
     assert d["findings"] and PAYLOAD in d["findings"][0]["location"]["file"]
@@ -133,7 +133,7 @@ def test_json_is_valid_and_keeps_the_payload_as_a_string(crafted, run_cli):
     assert r.returncode == 0, r.stderr[-2000:]
     assert "\x1b" not in r.stdout  # JSON escapes control characters
     d = json.loads(r.stdout)
-    assert d["device"]["name"] == "NVIDIA H200" + NL_PAYLOAD
+    assert d["device"]["name"] == ("NVIDIA H200\n# heading" + PAYLOAD)[:200]  # names are cut at 200 characters
     assert d["trace"]["path"].endswith(f"{DIR_PAYLOAD}/{FILE_PAYLOAD}.17.pt.trace.json.gz")
 
 
