@@ -53,7 +53,8 @@ class Sampler:
                 continue
             cpu = _cpu_seconds()
             share = 100.0 * (cpu - last_cpu) / max(now - last_t, 1e-6) / (os.cpu_count() or 1)
-            self.samples.append((now - self.t0, share, 0.0))
+            # CPU time is counted in clock ticks: a short interval can read above 100% of the machine.
+            self.samples.append((now - self.t0, min(max(share, 0.0), 100.0), 0.0))
             last_cpu, last_t = cpu, now
 
     def stop(self) -> dict[str, Any]:

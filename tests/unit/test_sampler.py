@@ -1,0 +1,21 @@
+"""The CPU sampler's readings stay within what samples.json may hold (CI saw one above 100%)."""
+
+import itertools
+import json
+import time
+
+from idlehound.analysis._runfiles import read_samples
+from idlehound.capture import _sampler
+
+
+def test_cpu_samples_read_in_clock_ticks_never_exceed_the_machine(tmp_path, monkeypatch):
+    ticks = itertools.count(step=1000.0)  # each reading 1000 CPU-seconds later: far above any real machine
+    monkeypatch.setattr(_sampler, "_cpu_seconds", lambda: next(ticks))
+    s = _sampler.Sampler(hz=200.0)
+    s._handle = None  # CPU sampling even where NVML happens to be present
+    s.start()
+    time.sleep(0.1)
+    doc = s.stop()
+    assert doc["samples"] and all(0.0 <= u <= 100.0 for _, u, _ in doc["samples"])
+    (tmp_path / "samples.json").write_text(json.dumps(doc))
+    assert len(read_samples(tmp_path / "samples.json")["samples"]) == len(doc["samples"])
