@@ -4,8 +4,11 @@ import itertools
 import json
 import time
 
+import pytest
+
 from idlehound.analysis._runfiles import read_samples
 from idlehound.capture import _sampler
+from idlehound.errors import TraceError
 
 
 def test_cpu_samples_read_in_clock_ticks_never_exceed_the_machine(tmp_path, monkeypatch):
@@ -19,3 +22,12 @@ def test_cpu_samples_read_in_clock_ticks_never_exceed_the_machine(tmp_path, monk
     assert doc["samples"] and all(0.0 <= u <= 100.0 for _, u, _ in doc["samples"])
     (tmp_path / "samples.json").write_text(json.dumps(doc))
     assert len(read_samples(tmp_path / "samples.json")["samples"]) == len(doc["samples"])
+
+
+def test_an_earlier_cpu_reading_above_the_machine_loads_capped_and_gpu_readings_stay_strict(tmp_path):
+    f = tmp_path / "samples.json"
+    f.write_text(json.dumps({"source": "cpu", "samples": [[0.1, 50.0, 0.0], [0.2, 137.5, 0.0]]}))
+    assert [u for _, u, _ in read_samples(f)["samples"]] == [50.0, 100]
+    f.write_text(json.dumps({"source": "nvml", "samples": [[0.1, 137.5, 10.0]]}))
+    with pytest.raises(TraceError, match="out of range"):
+        read_samples(f)

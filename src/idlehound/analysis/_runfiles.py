@@ -91,15 +91,23 @@ def read_samples(path: Path, max_rows: int = 20000) -> dict[str, Any]:
     if not isinstance(rows, list):
         raise TraceError(path, f"'samples' must be a list, not {_kind(rows)}")
     rows = rows[:max_rows]
+    cpu_cap = CPU_TICK_SLACK if source == "cpu" else 100  # see CPU_TICK_SLACK
     for i, row in enumerate(rows):
         if not (isinstance(row, list) and len(row) == 3 and all(_number(v) for v in row)):
             raise TraceError(path, f"samples[{i}] must be [seconds, utilisation %, memory MiB] numbers, "
                                    f"not {_short(row)}")
         t, util, mem = row
-        if not (0 <= t < 1e9 and 0 <= util <= 100 and 0 <= mem < 1e12):
+        if not (0 <= t < 1e9 and 0 <= util <= cpu_cap and 0 <= mem < 1e12):
             raise TraceError(path, f"samples[{i}] = {_short(row)} is out of range "
                                    "(seconds >= 0, utilisation 0-100 %, memory >= 0)")
+    if cpu_cap > 100:
+        rows = [[t, min(util, 100), mem] for t, util, mem in rows]
     return {"source": source, "samples": rows}
+
+
+# Earlier versions' CPU sampler could read a short interval above 100% of the machine (CPU time counts in clock
+# ticks); such run folders still load, their readings capped at the machine's 100%.
+CPU_TICK_SLACK = 400
 
 
 def _check_field(path: Path, data: dict, key: str, types: tuple, lo: Optional[float], hi: Optional[float]) -> None:
