@@ -234,32 +234,18 @@ def load_sidecar(path: Path, base_ns: int = 0) -> Optional[dict]:
     The sidecar holds absolute start times; trace times count from the trace's baseTimeNanoseconds.
     Malformed entries are skipped: the sidecar only refines what the trace says.
     """
-    import msgspec
+    from ..errors import TraceError
+    from ._runfiles import read_json
 
     try:
-        data = msgspec.json.decode(_gunzip(path.read_bytes(), MAX_SIDECAR_BYTES))
-    except (OSError, ValueError, RecursionError, msgspec.DecodeError):
+        data = read_json(path, MAX_SIDECAR_BYTES)  # bounded decompression and nesting, as for run.json
+    except TraceError:
         return None
     if not isinstance(data, dict):
         return None
     return {"callers": _callers(data.get("frames"), base_ns), "code": _user_code(data),
             "sources": _sources(data.get("sources")),
             "sys_path": _strings(data.get("sys_path")), "script": _str(data.get("script"))}
-
-
-def _gunzip(raw: bytes, limit: int) -> bytes:
-    import zlib
-
-    if raw[:2] != b"\x1f\x8b":
-        return raw
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        out = d.decompress(raw, limit + 1)
-    except zlib.error as e:
-        raise ValueError(str(e)) from None
-    if len(out) > limit:
-        raise ValueError("sidecar too large")
-    return out
 
 
 def _callers(rows: Any, base_ns: int) -> dict:
