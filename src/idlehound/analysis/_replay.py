@@ -28,6 +28,7 @@ FP32_SPEEDUP = 2.0  # TF32/bf16 tensor cores vs fp32 CUDA-core GEMM (conservativ
 PAGEABLE_SPEEDUP = 2.0  # pinned vs pageable host-to-device bandwidth (conservative)
 CONV_SPEEDUP = 1 / 0.9  # cudnn.benchmark: 10% of convolution time
 SYNC_GROUPS = {"sync", "pageable", "allocator"}
+LOADER_WAITED_NS = 1_000_000  # a worker-loader call this much longer than taking a ready batch waited for one
 
 
 @dataclass
@@ -67,6 +68,7 @@ FIXES: dict[str, Fix] = {
 class Outcome:
     step_ns: float  # mean replayed step
     steps_ns: list[float]
+    call_end: Optional[np.ndarray] = None  # replayed end of each blocking call (loader waits included)
 
 
 class Replay:
@@ -78,8 +80,9 @@ class Replay:
         self.w0 = steps[0].host_start_ns if steps else 0
         self.w1 = max((s.end_ns for s in steps), default=0)
         self._ops(ctx, device)
-        self._syncs(ctx, sync_group)
         self.loader = _clip(ctx.spans(ctx.dataloader), self.w0, self.w1)
+        self._syncs(ctx, sync_group)
+        self._loader_waits(ctx)
         host_spans = {**host_spans, "pageable": self.pageable_calls}
         self.host_spans = {k: _clip(v, self.w0, self.w1) for k, v in host_spans.items()}
         self.marks = np.array([[s.host_start_ns, s.host_end_ns] for s in steps], np.int64).reshape(-1, 2)
@@ -163,6 +166,31 @@ class Replay:
         # Host time of the call after the awaited work was done (all of it when it did not wait).
         self.s_tail = self.s_te - np.clip(e_rec, self.s_ts, self.s_te)
 
+    def _loader_waits(self, ctx: _Context) -> None:
+        """Calls that waited for a batch from loader workers join the blocking calls: the workers run on their own
+        clock, so a faster host waits longer for that batch instead of taking it sooner (the burst-stall case)."""
+        ev = ctx.ev
+        mp = ctx.dataloader[np.isin(ev.name[ctx.dataloader], ev.name_ids(lambda n: "MultiProcessing" in n))]
+        mp = mp[(ev.ts[mp] >= self.w0) & (ev.ts[mp] < self.w1)]
+        self.loader_waited = 0
+        if mp.size < 2:
+            return
+        take = float(np.median(ev.dur[mp]))  # taking a batch the workers already prepared
+        mp = mp[ev.dur[mp] >= take + LOADER_WAITED_NS]
+        ts, te = ev.ts[mp].astype(np.float64), (ev.ts[mp] + ev.dur[mp]).astype(np.float64)
+        busy = self.sync_set()
+        free = iv.owner(ts.astype(np.int64), busy[0], busy[1]) < 0
+        ts, te = ts[free], te[free]
+        self.loader_waited = int(ts.size)
+        if ts.size == 0:
+            return
+        order = np.argsort(np.concatenate([self.s_ts, ts]), kind="stable")
+        self.s_ts = np.concatenate([self.s_ts, ts])[order]
+        self.s_te = np.concatenate([self.s_te, te])[order]
+        self.s_group = np.concatenate([self.s_group, np.full(ts.size, "loader", dtype=object)])[order]
+        self.s_tail = np.concatenate([self.s_tail, te - ts])[order]
+        self.s_wait = np.concatenate([self.s_wait, np.full((ts.size, self.n_streams), -1, np.int64)])[order]
+
     # ---- playing it
     def play(self, fix: Optional[Fix] = None, rate: float = 1.0) -> Outcome:
         fix = fix or Fix()
@@ -176,6 +204,11 @@ class Replay:
         if not self.steps:
             return Outcome(0.0, [])
         cum, bp, slope, lumps_t, lumps_c = self._host_clock(fix, rate)
+        # When a batch the workers made came ready, as the unchanged loop at this host rate saw it.
+        producer = None
+        if (self.s_group == "loader").any() and not fix.loader_ready and fix != Fix():
+            producer = self.play(rate=rate).call_end
+        call_end = np.full(self.s_ts.size, np.nan)
 
         def clock(t: np.ndarray) -> np.ndarray:
             k = np.clip(np.searchsorted(bp, t, side="right") - 1, 0, bp.size - 1)
@@ -205,14 +238,29 @@ class Replay:
             if k == bounds.size - 2:
                 break
             start = clock(np.array([self.s_ts[k]]))[0] + at
-            if self.s_group[k] in fix.drop_syncs:
+            if self.s_group[k] == "loader":
+                took = LOADER_READY_NS if fix.loader_ready else self.s_tail[k] * rate
+                out = max(start + took, producer[k]) if producer is not None else start + took
+            elif self.s_group[k] in fix.drop_syncs:
                 out = start + (ASYNC_COPY_NS if self.s_group[k] == "pageable" else 0.0)
             else:
                 w = self.s_wait[k][self.s_wait[k] >= 0]
                 ready = end[w].max() if w.size else -np.inf
                 out = max(start, ready) + self.s_tail[k]
             base_rec, base_rep = float(self.s_te[k]), out
-        return self._steps_of(mark_rep, end)
+            call_end[k] = out
+        res = self._steps_of(mark_rep, end)
+        res.call_end = call_end
+        if producer is not None:
+            res.step_ns = max(res.step_ns, self._producer_pace(producer))
+        return res
+
+    def _producer_pace(self, producer: np.ndarray) -> float:
+        """The workers' delivery pace up to their last visible stall: past it the window shows no stall, but the
+        workers would keep their pace, so a faster host gains no more than that pace allows."""
+        k = np.flatnonzero(self.s_group == "loader")[-1]
+        j = int(np.searchsorted(self.marks[:, 0], self.s_ts[k], side="right"))  # steps that asked by then
+        return (float(producer[k]) - float(self.w0)) / max(j, 1)
 
     def _queue(self, sel: np.ndarray, release: np.ndarray, cost: np.ndarray, end: np.ndarray,
                stream_end: np.ndarray) -> None:
@@ -268,6 +316,8 @@ class Replay:
             slope[:-1][inside] = np.minimum(slope[:-1][inside], r)
         cum = np.concatenate([[0.0], np.cumsum(np.diff(bp) * slope[:-1])])
         lumps_t = self.loader[0].astype(np.float64) if fix.loader_ready else np.zeros(0)
+        if lumps_t.size and self.loader_waited:  # a loader wait's own cost is counted at the call
+            lumps_t = lumps_t[~np.isin(lumps_t, self.s_ts[self.s_group == "loader"])]
         lumps_c = np.concatenate([[0.0], np.cumsum(np.full(lumps_t.size, float(LOADER_READY_NS)))])
         return cum, bp, slope, lumps_t, lumps_c
 

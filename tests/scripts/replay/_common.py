@@ -51,12 +51,14 @@ def ab(train, variants: list[str], rounds: int = 3, warm: int = 10, steps: int =
 
 
 def main_truth(train, variants: list[str], **kw) -> None:
-    """TRUTH_VARIANTS (comma-separated) and TRUTH_ROUNDS narrow or lengthen a re-measurement."""
+    """TRUTH_VARIANTS (comma-separated), TRUTH_ROUNDS and TRUTH_STEPS narrow or lengthen a re-measurement."""
     import os
 
     if os.environ.get("TRUTH_VARIANTS"):
         variants = os.environ["TRUTH_VARIANTS"].split(",")
     if os.environ.get("TRUTH_ROUNDS"):
         kw["rounds"] = int(os.environ["TRUTH_ROUNDS"])
+    if os.environ.get("TRUTH_STEPS"):
+        kw["steps"] = int(os.environ["TRUTH_STEPS"])
     res = ab(train, variants, **kw)
     print("TRUTH " + json.dumps(res), flush=True)
