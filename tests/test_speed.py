@@ -7,6 +7,7 @@ import importlib
 import json
 import zlib
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -119,3 +120,27 @@ def test_every_gzip_backend_keeps_the_size_cap_and_names_corrupt_data(backend, t
     with pytest.raises(TraceError, match="corrupt gzip data") as e:
         load_trace(bad)
     assert str(bad) in str(e.value) and "\n" not in str(e.value)
+
+
+def _last_done_by_loop(idx, launched, done, t0, t1):
+    out = []
+    for a, b in zip(t0, t1):
+        cand = idx[(launched <= a) & (done <= b)]
+        out.append(cand[-1] if cand.size else -1)
+    return out
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_awaited_op_search_matches_the_plain_loop(ordered):
+    from idlehound.analysis._replay import _last_done
+
+    rng = np.random.default_rng(7)
+    n = 400
+    launched = np.cumsum(rng.integers(0, 50, n)).astype(float)
+    launched[:5] = -np.inf  # queued before the window
+    done = launched + rng.integers(10, 500, n)
+    done = np.maximum.accumulate(done) if ordered else done  # FIFO streams end in order; odd ones may not
+    idx = np.sort(rng.choice(10 * n, n, replace=False))
+    t0 = np.sort(rng.uniform(-100, launched[-1] + 100, 60))
+    t1 = t0 + rng.uniform(0, 2000, 60)
+    assert _last_done(idx, launched, done, t0, t1).tolist() == _last_done_by_loop(idx, launched, done, t0, t1)
