@@ -6,6 +6,7 @@ import gzip
 import importlib
 import json
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -144,3 +145,25 @@ def test_awaited_op_search_matches_the_plain_loop(ordered):
     t0 = np.sort(rng.uniform(-100, launched[-1] + 100, 60))
     t1 = t0 + rng.uniform(0, 2000, 60)
     assert _last_done(idx, launched, done, t0, t1).tolist() == _last_done_by_loop(idx, launched, done, t0, t1)
+
+
+def test_ranks_at_once_fit_the_free_memory(tmp_path, monkeypatch):
+    from idlehound import distributed
+
+    paths = []
+    for r, size in enumerate((1000, 3000)):
+        p = tmp_path / f"rank-{r}.json.gz"
+        p.write_bytes(b"x" * size)
+        paths.append(p)
+    real = Path.read_text
+
+    def meminfo(self, *a, **k):
+        if str(self) == "/proc/meminfo":
+            return "MemTotal: 100 kB\nMemAvailable: 300 kB\n"  # 307200 bytes: 5 ranks of 2 x 10 x 3000 bytes
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(Path, "read_text", meminfo)
+    assert distributed._fit_memory(16, paths) == 5
+    assert distributed._fit_memory(3, paths) == 3
+    paths[1].write_bytes(b"x" * 10**6)
+    assert distributed._fit_memory(16, paths) == 1
