@@ -220,9 +220,8 @@ class Replay:
         if sel.size == 0:
             return
         st = self.stream[sel]
-        for s in np.unique(st):
-            m = st == s
-            idx, rel = sel[m], release[m]
+        for s in (np.unique(st) if self.n_streams > 1 else (0,)):
+            idx, rel = (sel, release) if self.n_streams == 1 else (sel[st == s], release[st == s])
             order = np.argsort(self.rec_s[idx], kind="stable")
             idx, rel = idx[order], rel[order]
             c = np.cumsum(cost[idx])
