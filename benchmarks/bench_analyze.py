@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,33 +31,42 @@ path, tool = sys.argv[1], sys.argv[2]
 peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 kids = lambda: resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 t0 = time.perf_counter()
-if tool.startswith("stages"):  # one process, each stage timed (decode and columns by wrapping their calls)
-    from idlehound.trace import _decode, _load, _table
-    from idlehound.analysis import analyze
-    from idlehound.diagnose import diagnose
+if tool.startswith("stages"):  # one process, each stage timed (inner calls by wrapping them)
+    from pathlib import Path
+    from idlehound.trace import _decode, _load, _parallel, _table, _limits
+    from idlehound.analysis import analyze, _core
+    import idlehound.diagnose
+    _diag = sys.modules["idlehound.diagnose"]
     from idlehound.report import build
-    spent = {"decode": 0.0, "columns": 0.0}
+    spent = {}
     def timed(fn, key):
-        def run(*a):
+        def run(*a, **k):
             t = time.perf_counter()
             try:
-                return fn(*a)
+                return fn(*a, **k)
             finally:
-                spent[key] += time.perf_counter() - t
+                spent[key] = spent.get(key, 0.0) + time.perf_counter() - t
         return run
-    _decode.decode_batch = timed(_decode.decode_batch, "decode")
-    _table.TableBuilder.add = timed(_table.TableBuilder.add, "columns")
+    _decode.decode_batch = timed(_decode.decode_batch, "load: msgspec decode")
+    _parallel.max_depth = timed(_parallel.max_depth, "load: depth check")
+    _table.TableBuilder.add = timed(_table.TableBuilder.add, "load: columns")
+    _table.TableBuilder.build = timed(_table.TableBuilder.build, "load: join columns")
+    for name in ("_Context", "_steps", "_breakdown", "SourceMap", "_Gaps", "_sync_sites", "_copies", "_kernels",
+                 "_memory", "_dataloader", "_timeline", "_rank_figures", "_slow_launches", "_replay", "_observer"):
+        if hasattr(_core, name):
+            setattr(_core, name, timed(getattr(_core, name), "analyse: " + name.strip("_")))
+    _diag.predict = timed(_diag.predict, "diagnose: replay predictions")
     marks = [("start", t0, peak()), ("imports", time.perf_counter(), peak())]
-    buf = _load._read(__import__("pathlib").Path(path))
+    buf = _load._read(Path(path), _limits.max_trace_bytes())
     marks.append(("decompress" if path.endswith(".gz") else "read", time.perf_counter(), peak()))
     trace = _load.parse_trace_bytes(buf, path); del buf; marks.append(("load", time.perf_counter(), peak()))
     a = analyze(trace); marks.append(("analyse", time.perf_counter(), peak()))
-    f = diagnose(a); marks.append(("diagnose", time.perf_counter(), peak()))
+    f = _diag.diagnose(a); marks.append(("diagnose", time.perf_counter(), peak()))
     build(a, f); marks.append(("report", time.perf_counter(), peak()))
     for (_, ta, _), (name, tb, rss) in zip(marks, marks[1:]):
         print(f"STAGE {name} {tb - ta:.3f} {rss}")
-    print(f"STAGE   decode {spent['decode']:.3f} 0")
-    print(f"STAGE   columns {spent['columns']:.3f} 0")
+    for key, dt in spent.items():
+        print(f"INNER {dt:.3f} {key}")
     extra = f"{len(trace.events)} events"
 elif tool == "idlehound":
     from idlehound.pipeline import analyze_path
@@ -77,7 +87,9 @@ elif tool == "hta":
     ta.get_idle_time_breakdown(visualize=False)
     extra = "temporal + idle time breakdown"
 dt = time.perf_counter() - t0
-print(f"RESULT {dt:.3f} {peak()} {kids()} {extra}")
+me, ch = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = me.ru_utime + me.ru_stime + ch.ru_utime + ch.ru_stime  # the host is shared: CPU time says more than wall
+print(f"RESULT {dt:.3f} {peak()} {kids()} cpu {cpu:.2f} s, {extra}")
 """
 
 
@@ -96,6 +108,9 @@ def build(source: Path, target_mb: int, out: Path) -> int:
                  default=0) + 1
     chunk = sum(len(json.dumps(e)) + 2 for e in body)
     copies = max(1, target_mb * 1_000_000 // chunk)
+    mix = Counter(e.get("cat", "") for e in body).most_common(7)
+    print(f"trace of {target_mb} MB: {copies} copies of {len(body)} events ({chunk // len(body)} bytes each) from "
+          f"{files[0].name}; " + ", ".join(f"{c} {n / len(body):.0%}" for c, n in mix), flush=True)
     span = hi - lo + 10.0
     with open(out, "w") as f:
         head = json.dumps(doc)[:-1]
@@ -137,7 +152,8 @@ def measure(path: Path, tool: str, timeout: int, python: str = sys.executable, j
         return {"error": (r.stderr.strip().splitlines() or ["failed"])[-1][:120]}
     _, dt, rss, kids, extra = line.split(" ", 4)
     stages = [ln.split()[1:] for ln in r.stdout.splitlines() if ln.startswith("STAGE ")]
-    return {"time": float(dt), "rss": int(rss), "kids": int(kids), "extra": extra, "stages": stages}
+    inner = [ln.split(" ", 2)[1:] for ln in r.stdout.splitlines() if ln.startswith("INNER ")]
+    return {"time": float(dt), "rss": int(rss), "kids": int(kids), "extra": extra, "stages": stages, "inner": inner}
 
 
 def median_run(path: Path, tool: str, repeat: int, timeout: int, python: str = sys.executable,
@@ -164,6 +180,9 @@ def print_stages(size: int, res: dict) -> None:
         speed = f"{size / 1e6 / dt:8.1f} MB/s" if dt > 0 else ""
         mem = f"peak RSS so far {int(rss) / 1e6:6.0f} MB ({int(rss) / size:.2f}x file)" if int(rss) else "(inside load)"
         print(f"    {name:10} {dt:7.2f} s {speed:>13}  {mem}")
+    print(f"  inside those stages (nested calls overlap; {res['extra']}):")
+    for dt, key in sorted(res["inner"], key=lambda x: -float(x[0])):
+        print(f"    {key:38} {float(dt):7.2f} s")
 
 
 def print_row(size: int, label: str, res: dict) -> None:

@@ -55,6 +55,25 @@ def _one(path: str) -> dict[str, Any]:
     return doc
 
 
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _fit_memory(n: int, paths: list[Path]) -> int:
+    """At most as many ranks at once as the free memory holds: a rank's load peaks near twice its JSON (a gzip
+    file's JSON taken as 10x the file)."""
+    try:
+        info = dict(ln.split(":", 1) for ln in Path("/proc/meminfo").read_text().splitlines())
+        free = int(info["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):  # not Linux: no estimate
+        return n
+    per = max(p.stat().st_size * (10 if p.name.endswith(".gz") else 1) for p in paths) * 2
+    return max(1, min(n, free // max(per, 1)))
+
+
 def _set_jobs(n: int) -> None:
     os.environ["IDLEHOUND_JOBS"] = str(n)
 
@@ -64,9 +83,10 @@ def analyze_ranks(path: Union[str, Path], workers: Optional[int] = None) -> dict
     paths = rank_traces(path)
     if len(paths) < 2:
         raise IdlehoundError(f"{path}: one trace only; a multi-rank comparison needs a trace per rank")
-    n = workers or min(len(paths), os.cpu_count() or 1)
+    cores = _cores()
+    n = workers or _fit_memory(min(len(paths), cores), paths)
     if n > 1:
-        share = max(1, (os.cpu_count() or 1) // n)  # cores for each rank's own piece workers
+        share = max(1, cores // n)  # cores for each rank's own piece workers
         with ProcessPoolExecutor(max_workers=n, initializer=_set_jobs, initargs=(share,)) as pool:
             docs = list(pool.map(_one, map(str, paths)))
     else:

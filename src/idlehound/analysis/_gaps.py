@@ -164,7 +164,13 @@ class _Gaps:
                 again = self.smap.locate(np.full(len(missing), self.main_tid), times[missing])
                 for i, loc in zip(missing, again):
                     locs[i] = loc
-            rows_of.append(np.fromiter((keys.setdefault((cause, loc), len(keys)) for loc in locs), np.int64, len(locs)))
+            # Few distinct locations (shared objects): one key per object, then a row per gap by numpy.
+            _, first, inverse = np.unique(np.fromiter(map(id, locs), np.uint64, len(locs)), return_index=True,
+                                            return_inverse=True)
+            row_of_id = np.empty(first.size, np.int64)
+            for u in np.argsort(first).tolist():  # keys numbered in order of first appearance, as ties sort by it
+                row_of_id[u] = keys.setdefault((cause, locs[first[u]]), len(keys))
+            rows_of.append(row_of_id[inverse.reshape(-1)])
             ns_of.append(self.ns[cause][sel])
         row, ns = (np.concatenate(rows_of), np.concatenate(ns_of).astype(np.int64)) if rows_of else ([], [])
         idle, count = np.zeros(len(keys), dtype=np.int64), np.bincount(row, minlength=len(keys))

@@ -153,16 +153,11 @@ class Replay:
         self.s_wait = np.full((n, self.n_streams), -1, dtype=np.int64)
         for st in range(self.n_streams):
             idx = np.flatnonzero(self.stream == st)
-            launched_before = np.where(self.fixed[idx], -np.inf, self.launch[idx])
-            for k in range(n):
-                cand = idx[(launched_before <= self.s_ts[k]) & (self.rec_e[idx] <= self.s_te[k] + SYNC_END_TOLERANCE_NS)]
-                if cand.size:
-                    self.s_wait[k, st] = cand[-1]
-        e_rec = np.full(n, -np.inf)
-        for k in range(n):
-            w = self.s_wait[k][self.s_wait[k] >= 0]
-            if w.size:
-                e_rec[k] = self.rec_e[w].max()
+            self.s_wait[:, st] = _last_done(idx, np.where(self.fixed[idx], -np.inf, self.launch[idx]),
+                                            self.rec_e[idx], self.s_ts, self.s_te + SYNC_END_TOLERANCE_NS)
+        waited = self.s_wait >= 0
+        e_rec = np.where(waited, self.rec_e[np.where(waited, self.s_wait, 0)], -np.inf).max(axis=1, initial=-np.inf)
+        self._waits = [row[row >= 0] for row in self.s_wait]
         # Host time of the call after the awaited work was done (all of it when it did not wait).
         self.s_tail = self.s_te - np.clip(e_rec, self.s_ts, self.s_te)
 
@@ -190,6 +185,7 @@ class Replay:
         self.s_group = np.concatenate([self.s_group, np.full(ts.size, "loader", dtype=object)])[order]
         self.s_tail = np.concatenate([self.s_tail, te - ts])[order]
         self.s_wait = np.concatenate([self.s_wait, np.full((ts.size, self.n_streams), -1, np.int64)])[order]
+        self._waits = [row[row >= 0] for row in self.s_wait]
 
     # ---- playing it
     def play(self, fix: Optional[Fix] = None, rate: float = 1.0) -> Outcome:
@@ -220,35 +216,40 @@ class Replay:
         cost = dur + self.gap
         end = np.zeros(self.dur.size)
         stream_end = np.full(self.n_streams, -np.inf)
-        bounds = np.concatenate([[-np.inf], self.s_ts, [np.inf]])
-        base_rec, base_rep = float(self.w0), float(self.w0)
-        mark_rep = np.zeros(self.marks.shape)
+        # The clock is a function of recorded time alone: every time the loop needs is mapped once, up front.
+        c_launch = clock(self.launch)
+        c_ts, c_te = clock(self.s_ts).tolist(), clock(self.s_te).tolist()
+        base_rec, base_rep = float(clock(np.array([float(self.w0)]))[0]), float(self.w0)  # base_rec: its clock
         cut = np.searchsorted(self._by_launch_t, self.s_ts, side="right")  # launches up to each call's start
-        cut = np.concatenate([[0], cut, [self._by_launch.size]])
-        for k in range(bounds.size - 1):
-            lo, hi = bounds[k], bounds[k + 1]
-            at = base_rep - clock(np.array([base_rec]))[0]
+        cut = np.concatenate([[0], cut, [self._by_launch.size]]).tolist()
+        drop = [g in fix.drop_syncs for g in self.s_group.tolist()]
+        ats = []
+        for k in range(len(cut) - 1):
+            at = base_rep - base_rec
+            ats.append(at)
             sel = self._by_launch[cut[k]:cut[k + 1]]
             if k == 0:
                 sel = np.concatenate([np.flatnonzero(self.fixed), sel])
-            release = np.where(self.fixed[sel], self.rec_s[sel], clock(self.launch[sel]) + at + self.lat)
+            release = np.where(self.fixed[sel], self.rec_s[sel], c_launch[sel] + at + self.lat)
             self._queue(sel, release, cost, end, stream_end)
-            m = (self.marks >= lo) & (self.marks < hi)
-            mark_rep[m] = clock(self.marks[m].astype(np.float64)) + at
-            if k == bounds.size - 2:
+            if k == len(cut) - 2:
                 break
-            start = clock(np.array([self.s_ts[k]]))[0] + at
+            start = c_ts[k] + at
             if self.s_group[k] == "loader":
                 took = LOADER_READY_NS if fix.loader_ready else self.s_tail[k] * rate
                 out = max(start + took, producer[k]) if producer is not None else start + took
-            elif self.s_group[k] in fix.drop_syncs:
+            elif drop[k]:
                 out = start + (ASYNC_COPY_NS if self.s_group[k] == "pageable" else 0.0)
             else:
-                w = self.s_wait[k][self.s_wait[k] >= 0]
+                w = self._waits[k]
                 ready = end[w].max() if w.size else -np.inf
                 out = max(start, ready) + self.s_tail[k]
-            base_rec, base_rep = float(self.s_te[k]), out
+            base_rec, base_rep = c_te[k], out
             call_end[k] = out
+        # Each step mark moves with the blocking call before it (the interval of recorded time it lies in).
+        bounds = np.concatenate([[-np.inf], self.s_ts, [np.inf]])
+        k_of = np.searchsorted(bounds, self.marks, side="right") - 1
+        mark_rep = clock(self.marks.astype(np.float64)) + np.array(ats)[k_of]
         res = self._steps_of(mark_rep, end)
         res.call_end = call_end
         if producer is not None:
@@ -268,9 +269,8 @@ class Replay:
         if sel.size == 0:
             return
         st = self.stream[sel]
-        for s in np.unique(st):
-            m = st == s
-            idx, rel = sel[m], release[m]
+        for s in (np.unique(st) if self.n_streams > 1 else (0,)):
+            idx, rel = (sel, release) if self.n_streams == 1 else (sel[st == s], release[st == s])
             order = np.argsort(self.rec_s[idx], kind="stable")
             idx, rel = idx[order], rel[order]
             c = np.cumsum(cost[idx])
@@ -339,6 +339,22 @@ class Replay:
             else:
                 lo = mid
         return (lo + hi) / 2
+
+
+def _last_done(idx: np.ndarray, launched: np.ndarray, done: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
+    """For each call k, the last op of idx launched by t0[k] and done by t1[k] (-1: none). In stream order both
+    times only grow, so that is a prefix: two binary searches; otherwise each call is checked in turn."""
+    if idx.size == 0:
+        return np.full(t0.size, -1, np.int64)
+    if (launched[1:] >= launched[:-1]).all() and (done[1:] >= done[:-1]).all():
+        last = np.minimum(np.searchsorted(launched, t0, side="right"), np.searchsorted(done, t1, side="right")) - 1
+        return np.where(last >= 0, idx[np.clip(last, 0, None)], -1)
+    out = np.full(t0.size, -1, np.int64)
+    for k in range(t0.size):
+        cand = idx[(launched <= t0[k]) & (done <= t1[k])]
+        if cand.size:
+            out[k] = cand[-1]
+    return out
 
 
 def _clip(a: iv.Set, lo: int, hi: int) -> iv.Set:

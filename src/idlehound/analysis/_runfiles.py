@@ -8,7 +8,6 @@ naming the file and the field (exit 2), rather than failing later inside the ana
 from __future__ import annotations
 
 import math
-import zlib
 from pathlib import Path
 from typing import Any, Optional
 
@@ -52,7 +51,7 @@ def read_json(path: Path, limit: int = MAX_RUN_FILE_BYTES) -> Any:
             gz = f.read(2) == b"\x1f\x8b"
             f.seek(0)
             data = _limits.read_limited(f, path, limit, gz)
-    except (OSError, EOFError, zlib.error, MemoryError) as e:
+    except (OSError, EOFError, MemoryError, *_limits.GZIP_ERRORS) as e:
         raise TraceError(path, f"cannot read ({e})") from None
     try:
         _limits.scan(data, path, level=1)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
@@ -82,9 +81,9 @@ def _read(path: Path, limit: int) -> bytearray:
             gz = f.read(2) == b"\x1f\x8b"
             f.seek(0)
             return _limits.read_limited(f, path, limit, gz)
-    except (OSError, EOFError, zlib.error, MemoryError) as e:
+    except (OSError, EOFError, MemoryError, *_limits.GZIP_ERRORS) as e:
         problem = "truncated gzip file" if isinstance(e, EOFError) else f"cannot read ({e})"
-        if isinstance(e, zlib.error):
+        if isinstance(e, _limits.GZIP_ERRORS):
             problem = f"corrupt gzip data ({e})"
         elif isinstance(e, MemoryError):
             problem = f"not enough memory to read it (lower {_limits.ENV_MAX_BYTES} to fail sooner)"
@@ -97,22 +96,22 @@ def parse_trace_bytes(buf: _limits.Buffer, path: Union[str, Path] = "<bytes>") -
     if not len(buf) or (len(buf) < 2**20 and bytes(buf).isspace()):
         raise TraceError(path, "empty file")
     size = len(buf)
-    shape = _limits.scan(buf, path)  # nesting depth checked before any recursive decoding
-    try:
+    try:  # msgspec stops at its recursion limit: deep JSON is a RecursionError, never a crash
         top = _decode.decode_top(buf)
     except RecursionError:
-        raise TraceError(path, "JSON nested too deeply: not a torch.profiler trace") from None
+        raise TraceError(path, _TOO_DEEP) from None
     except msgspec.ValidationError:
         raise TraceError(path, "not a torch.profiler trace (the top level is not a JSON object)") from None
     except msgspec.DecodeError as e:
         raise TraceError(path, f"invalid or truncated JSON ({e})") from None
     if "traceEvents" not in top:
+        _check_depth(buf, 0, 0, path)
         raise TraceError(path, _no_events_problem(top))
     raw_events = top.pop("traceEvents")
     if bytes(memoryview(raw_events)[:1]) != b"[":
         raise TraceError(path, "'traceEvents' is not a list of events")
     at = _limits.offset_in(buf, raw_events)
-    cuts = _limits.cuts_within(shape, at, len(memoryview(raw_events)))
+    _check_depth(buf, at, len(memoryview(raw_events)), path)  # the events are checked piece by piece
     meta = _metadata(top)
     top_keys = frozenset(top)
     _limits.release(buf, 0, size)  # decoding the top level read every page once
@@ -123,13 +122,11 @@ def parse_trace_bytes(buf: _limits.Buffer, path: Union[str, Path] = "<bytes>") -
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        if _parallel.worth_it(len(memoryview(raw_events))):
-            _parallel.fill(builder, raw_events, stats)  # pieces decoded on several cores
-        else:
-            for piece in _limits.slices(raw_events, cuts, buf, at):  # about 1 MB of events decoded at a time
-                _parallel.add_piece(builder, piece, stats)
+        _parallel.fill(builder, raw_events, stats, buf=buf, at=at)  # pieces of ~2 MB, on several cores if large
         del raw_events, buf
         events = builder.build()
+    except _parallel.TooDeep:
+        raise TraceError(path, _TOO_DEEP) from None
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         raise TraceError(path, "'traceEvents' is not a list of events") from None
     finally:
@@ -144,6 +141,21 @@ def parse_trace_bytes(buf: _limits.Buffer, path: Union[str, Path] = "<bytes>") -
         trace.metadata["epoch_timestamps"] = True
     _note_problems(trace, stats, builder)
     return trace
+
+
+_TOO_DEEP = f"JSON nested more than {_limits.MAX_DEPTH} levels deep: not a torch.profiler trace"
+
+
+def _check_depth(buf: _limits.Buffer, at: int, n: int, path: Path) -> None:
+    """Nesting depth of everything but the events array buf[at:at + n] (whose pieces are checked as decoded)."""
+    s = _limits.Scan(level=-1)
+    for lo, hi in ((0, at), (at + n, len(buf))):
+        if lo and n:
+            s.feed(b"[]", at)  # the events array, one level below the top
+        for x in range(lo, hi, 2**20):
+            s.feed(bytes(buf[x:min(hi, x + 2**20)]), x)
+    if s.max_depth > _limits.MAX_DEPTH:
+        raise TraceError(path, _TOO_DEEP)
 
 
 # Top-level keys only Kineto writes: a file with them is a torch.profiler trace even when no event is usable.

@@ -6,6 +6,10 @@ decoding it fails. Pieces are cut from the true start of the array and every pie
 every cut is a real boundary. If any piece fails to decode as an array, the whole array is read again by the
 plain, lenient path. Each piece's events become columns at once, so peak memory is the file plus the columns
 plus a few pieces of decoded events, whatever the file size.
+
+Every decoded piece is also checked for nesting depth (the limit of trace/_limits.py) by a scan of its bytes, on
+the process that decoded it, and its pages of a mapped file are released once it is decoded: no separate pass
+over the whole file is needed.
 """
 
 from __future__ import annotations
@@ -14,21 +18,37 @@ import multiprocessing
 import os
 import re
 import threading
-from typing import Optional
+from pathlib import Path
+from typing import Optional, Union
 
 import msgspec
+import numpy as np
 
-from . import _decode
+from . import _decode, _limits
 from ._table import TableBuilder
 
-PIECE_BYTES = 2 * 2**20  # one piece of events decoded at a time (about 8k events, ~6 MB of structs)
+PIECE_BYTES = 2**20  # one piece of events decoded at a time (about 4k events, ~3 MB of structs)
 PARALLEL_MIN = 48 * 2**20  # below this, starting worker processes costs more than it saves
 _CUT = re.compile(rb",\s*\{")
-_SHARED: Optional[memoryview] = None  # the events array, inherited by forked workers (no copy)
+_SHARED: Optional[tuple] = None  # (events array, mapped file, its offset there), inherited by forked workers
+
+_QUOTE, _BACKSLASH, _OPEN, _CLOSE = 1, 2, 3, 4
+_DEPTH_CLASS = np.zeros(256, np.uint8)
+_DEPTH_CLASS[ord('"')], _DEPTH_CLASS[ord("\\")] = _QUOTE, _BACKSLASH
+_DEPTH_CLASS[[ord("["), ord("{")]] = _OPEN
+_DEPTH_CLASS[[ord("]"), ord("}")]] = _CLOSE
+_DEPTH_TABLE = bytes(_DEPTH_CLASS)
+_NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'"[]{}')
+_SIGN = np.zeros(256, np.int8)
+_SIGN[[ord("["), ord("{")]], _SIGN[[ord("]"), ord("}")]] = 1, -1
 
 
 class BadCut(Exception):
     """A cut fell inside an event: the pieces are not the array's elements."""
+
+
+class TooDeep(Exception):
+    """The events nest deeper than _limits.MAX_DEPTH (counting the top-level object)."""
 
 
 def jobs() -> int:
@@ -43,20 +63,60 @@ def jobs() -> int:
         return os.cpu_count() or 1
 
 
-def fill(builder: TableBuilder, raw: msgspec.Raw, stats: dict[str, int], n_jobs: Optional[int] = None) -> None:
-    """Add every event of the raw `traceEvents` array to builder (bounded memory, parallel when large)."""
+def fill(builder: TableBuilder, raw: msgspec.Raw, stats: dict[str, int], n_jobs: Optional[int] = None,
+         buf: Optional[_limits.Buffer] = None, at: int = 0) -> None:
+    """Add every event of the raw `traceEvents` array to builder (bounded memory, parallel when large).
+
+    buf is the mapped file raw lies in, at offset `at`: each piece's pages are released once decoded. Raises
+    TooDeep when the events nest too deeply."""
     mv = memoryview(raw)
     n_jobs = jobs() if n_jobs is None else n_jobs
+    src = (mv, buf, at)
     try:
         if worth_it(len(mv), n_jobs):
-            _fill_parallel(builder, mv, stats, n_jobs)
+            _fill_parallel(builder, src, stats, n_jobs)
         else:
-            _decode_range(mv, 1, _inner_end(mv), builder, stats)
+            _decode_range(src, 1, _inner_end(mv), builder, stats)
     except BadCut:
         builder.reset()
         stats.clear()
-        for batch in _decode.iter_event_batches(_decode.split_events(raw), stats):
+        if _limits.scan(raw, Path("-"), max_depth=2**31).max_depth + 1 > _limits.MAX_DEPTH:
+            raise TooDeep from None
+        try:
+            raws = _decode.split_events(raw)
+        except RecursionError:
+            raise TooDeep from None
+        for batch in _decode.iter_event_batches(raws, stats):
             builder.add(batch)
+
+
+def max_depth(piece: bytes) -> int:
+    """Nesting depth of a JSON text that starts outside any string (brackets inside strings do not count)."""
+    if piece.find(b"\\") >= 0:  # an escaped quote does not end a string: positions needed
+        return _max_depth_escaped(piece)
+    # Only quotes and brackets, then adjacent quote pairs dropped (that keeps every other character's count of
+    # quotes before it even or odd): what is left is mostly brackets, a few percent of the bytes.
+    c = piece.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
+    a = np.frombuffer(c, np.uint8)
+    if c.find(b'"') >= 0:  # strings with brackets in them
+        quote = a == ord('"')
+        a = a[((np.cumsum(quote, dtype=np.uint8) & 1) == 0) & ~quote]
+    return int(np.cumsum(_SIGN[a], dtype=np.int32).max()) if a.size else 0
+
+
+def _max_depth_escaped(piece: bytes) -> int:
+    cls = np.frombuffer(piece.translate(_DEPTH_TABLE), np.uint8)
+    pos = np.flatnonzero(cls)
+    c = cls[pos]
+    quote = c == _QUOTE
+    q = np.flatnonzero(quote)
+    quote[q[_limits._escaped(pos[q], pos[c == _BACKSLASH], 0)]] = False
+    del cls, pos, q
+    outside = (np.cumsum(quote, dtype=np.uint8) & 1) == 0  # quotes so far, mod 2
+    b = c[outside & (c >= _OPEN)]
+    if b.size == 0:
+        return 0
+    return int(np.cumsum(7 - 2 * b.view(np.int8), dtype=np.int32).max())  # open (3): +1, close (4): -1
 
 
 def worth_it(size: int, n_jobs: Optional[int] = None) -> bool:
@@ -102,38 +162,62 @@ def cuts(mv: memoryview, lo: int, hi: int, size: int) -> list[int]:
     return out
 
 
-def _decode_range(mv: memoryview, lo: int, hi: int, builder: TableBuilder, stats: dict[str, int]) -> None:
-    """Decode the elements in mv[lo:hi] piece by piece into builder; raises BadCut on a false boundary."""
-    starts = [lo] + [c + 1 for c in cuts(mv, lo, hi, PIECE_BYTES)]
-    ends = [s - 1 for s in starts[1:]] + [hi]
-    for a, b in zip(starts, ends):
+def _pieces(mv: memoryview, lo: int, hi: int):
+    """(start, end) of pieces of about PIECE_BYTES in mv[lo:hi], each cut found just before it is read (a search
+    maps pages of the file: they are released with the piece)."""
+    while lo < hi:
+        m = _CUT.search(mv, lo + PIECE_BYTES, hi) if lo + PIECE_BYTES < hi else None
+        end = m.start() if m else hi
+        yield lo, end
+        lo = end + 1
+
+
+def _decode_range(src: tuple, lo: int, hi: int, builder: TableBuilder, stats: dict[str, int]) -> None:
+    """Decode the elements in mv[lo:hi] piece by piece into builder; raises BadCut on a false boundary, TooDeep
+    on nesting past the limit."""
+    mv, buf, at = src
+    for a, b in _pieces(mv, lo, hi):
         piece = b"".join((b"[", mv[a:b], b"]"))
+        if buf is not None:
+            _limits.release(buf, at + a - 1, at + b)
         try:
-            builder.add(_decode.decode_batch(piece))
+            events = _decode.decode_batch(piece)
         except msgspec.ValidationError:  # odd-typed fields: fine if the piece is still a whole array
-            try:
-                raws = _decode.split_events(piece)
-            except msgspec.DecodeError:
-                raise BadCut from None
-            for batch in _decode.iter_event_batches(raws, stats):
-                builder.add(batch)
+            events = None
         except msgspec.DecodeError:
             raise BadCut from None
+        except RecursionError:
+            raise TooDeep from None
+        # decoded, so the piece is whole elements; +1: the top-level object around the events array
+        if max_depth(piece) + 1 > _limits.MAX_DEPTH:
+            raise TooDeep
+        if events is not None:
+            builder.add(events)
+            continue
+        try:
+            raws = _decode.split_events(piece)
+        except msgspec.DecodeError:
+            raise BadCut from None
+        for batch in _decode.iter_event_batches(raws, stats):
+            builder.add(batch)
 
 
-def _fill_parallel(builder: TableBuilder, mv: memoryview, stats: dict[str, int], n_jobs: int) -> None:
+def _fill_parallel(builder: TableBuilder, src: tuple, stats: dict[str, int], n_jobs: int) -> None:
     global _SHARED
+    mv = src[0]
     lo, hi = 1, _inner_end(mv)
     bounds = [lo] + [c + 1 for c in cuts(mv, lo, hi, max(PIECE_BYTES, (hi - lo) // n_jobs))]
     ranges = list(zip(bounds, [b - 1 for b in bounds[1:]] + [hi]))
-    _SHARED = mv
+    _SHARED = src
     try:
         with multiprocessing.get_context("fork").Pool(min(n_jobs, len(ranges)) - 1 or 1) as pool:
             pending = pool.map_async(_work, ranges[1:])
-            _decode_range(mv, *ranges[0], builder, stats)  # this process takes the first range
+            _decode_range(src, *ranges[0], builder, stats)  # this process takes the first range
             results = pending.get()
     finally:
         _SHARED = None
+    if "deep" in results:
+        raise TooDeep
     if None in results:
         raise BadCut
     for parts, st in results:
@@ -142,11 +226,13 @@ def _fill_parallel(builder: TableBuilder, mv: memoryview, stats: dict[str, int],
             stats[k] = stats.get(k, 0) + v
 
 
-def _work(rng: tuple[int, int]) -> Optional[tuple]:
+def _work(rng: tuple[int, int]) -> Union[tuple, str, None]:
     assert _SHARED is not None
     builder, stats = TableBuilder(), {}
     try:
         _decode_range(_SHARED, rng[0], rng[1], builder, stats)
     except BadCut:
         return None
+    except TooDeep:
+        return "deep"
     return builder.parts(), stats
