@@ -391,7 +391,9 @@ class Noise(_Doc):
     loss_rel_diff: Optional[float] = None
 
 
-class Tune(_Doc):
+class Tune(_Doc, kw_only=True):
+    """Keys in the document's order; the version-2 keys have defaults so a version-1 document can be read."""
+
     schema: str
     schema_version: int
     script: str
@@ -400,14 +402,13 @@ class Tune(_Doc):
     skip: int
     diagnosed_causes: list[str]
     noise: Noise
+    drift_pct: Optional[float] = None
+    rounds: Optional[list[int]] = None
+    margin: Optional[float] = None
     variants: list[Variant]
     best: Optional[Variant]
     diff: str
     snippets: list[str]
-    # version 2
-    drift_pct: Optional[float] = None
-    rounds: Optional[list[int]] = None
-    margin: Optional[float] = None
     diff_check: str = ""
 
 
@@ -432,7 +433,7 @@ def _escape(m: re.Match[str]) -> str:
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
-def encode(doc: Union[_Doc, dict[str, Any]], indent: int = 2) -> str:
+def encode(doc: object, indent: int = 2) -> str:
     """JSON text of a document: 2-space indent, ASCII only (non-ASCII as \\u escapes, so no control or
     bidirectional character from a trace reaches a terminal raw), a non-finite number written as null."""
     text = msgspec.json.format(msgspec.json.encode(doc), indent=indent).decode("utf-8")
