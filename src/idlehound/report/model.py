@@ -8,7 +8,7 @@ A Struct's field order is the document's key order, so the JSON text stays what 
 from __future__ import annotations
 
 import re
-from typing import Any, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 import msgspec
 
@@ -197,8 +197,8 @@ class Replay(_Doc):
 class Report(_Doc):
     """`idlehound analyze --json` and every run folder's report.json (docs/json-schema.md)."""
 
-    schema: str
-    schema_version: int
+    schema: Literal["idlehound/analysis"]
+    schema_version: Literal[1]
     tool: Tool
     headline: str
     trace: TraceInfo
@@ -252,8 +252,8 @@ class FindingKept(_Doc):
 
 
 class Compare(_Doc):
-    schema: str
-    schema_version: int
+    schema: Literal["idlehound/compare"]
+    schema_version: Literal[1]
     a: CompareSide
     b: CompareSide
     metrics: list[CompareRow]
@@ -268,11 +268,8 @@ class Compare(_Doc):
 
 # ---- several ranks (schema idlehound/distributed) ----
 
-TraceValue = Union[int, str, None]  # rank, world size, backend: as the trace's metadata gives them
-
-
 class RankRow(_Doc):
-    rank: Any
+    rank: Any  # rank, world size and backend: whatever the trace's metadata gives
     step_ms: float
     gpu_util: Optional[float]
     comm_ms: float
@@ -302,8 +299,8 @@ class Straggler(_Doc):
 
 
 class Ranks(_Doc):
-    schema: str
-    schema_version: int
+    schema: Literal["idlehound/distributed"]
+    schema_version: Literal[1]
     headline: str
     world_size: Any
     backend: Any
@@ -328,8 +325,8 @@ class LintRow(_Doc):
 
 
 class Lint(_Doc):
-    schema: str
-    schema_version: int
+    schema: Literal["idlehound/lint"]
+    schema_version: Literal[1]
     findings: list[LintRow]
 
 
@@ -354,8 +351,8 @@ class Rung(_Doc):
 
 
 class Ladder(_Doc):
-    schema: str
-    schema_version: int
+    schema: Literal["idlehound/ladder"]
+    schema_version: Literal[1]
     device: str
     rungs: list[Rung]
     best: Optional[str]
@@ -394,8 +391,8 @@ class Noise(_Doc):
 class Tune(_Doc, kw_only=True):
     """Keys in the document's order; the version-2 keys have defaults so a version-1 document can be read."""
 
-    schema: str
-    schema_version: int
+    schema: Literal["idlehound/tune"]
+    schema_version: Literal[1, 2]
     script: str
     run_dir: str
     steps: int
@@ -412,7 +409,7 @@ class Tune(_Doc, kw_only=True):
     diff_check: str = ""
 
 
-DOCUMENTS: dict[str, type[_Doc]] = {"analysis": Report, "compare": Compare, "distributed": Ranks, "lint": Lint,
+DOCUMENTS: dict[str, type[_Doc]] = {"report": Report, "compare": Compare, "ranks": Ranks, "lint": Lint,
                                     "ladder": Ladder, "tune": Tune}
 
 
@@ -431,13 +428,23 @@ def _escape(m: re.Match[str]) -> str:
 
 
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
+# A JSON string, or a number with an exponent (msgspec writes 1e-7 and 1e21, Python's json 1e-07 and 1e+21).
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?e[+-]?\d+')
+
+
+def _token(m: re.Match[str]) -> str:
+    t = m.group(0)
+    if t[0] == '"':
+        return t if t.isascii() else _NON_ASCII.sub(_escape, t)
+    return repr(float(t))
 
 
 def encode(doc: object, indent: int = 2) -> str:
-    """JSON text of a document: 2-space indent, ASCII only (non-ASCII as \\u escapes, so no control or
-    bidirectional character from a trace reaches a terminal raw), a non-finite number written as null."""
+    """JSON text of a document, as `json.dumps(doc, indent=2)` wrote it: ASCII only (non-ASCII as \\u escapes,
+    so no control or bidirectional character from a trace reaches a terminal raw) and Python's float spelling.
+    A non-finite number is written as null."""
     text = msgspec.json.format(msgspec.json.encode(doc), indent=indent).decode("utf-8")
-    return _NON_ASCII.sub(_escape, text)
+    return _TOKEN.sub(_token, text)
 
 
 def validate(text: Union[str, bytes], name: str) -> _Doc:
