@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from .. import __version__
 from ..analysis import Analysis, SourceLoc
@@ -17,8 +17,8 @@ from ..metrics import IDLE_CAUSES, MAX_COPY_GBPS, MAX_STEP_MS, METRICS, status
 from . import model as m
 from .model import as_data, encode, rnd
 
-SCHEMA = "idlehound/analysis"
-SCHEMA_VERSION = 1
+SCHEMA: Literal["idlehound/analysis"] = "idlehound/analysis"
+SCHEMA_VERSION: Literal[1] = 1
 
 
 def r(x: Optional[float], nd: int = 3) -> Optional[float]:
@@ -27,9 +27,8 @@ def r(x: Optional[float], nd: int = 3) -> Optional[float]:
 
 def build(a: Analysis, findings: list[Finding]) -> dict[str, Any]:
     """The versioned report document (docs/json-schema.md) as plain data. Every number in it is finite."""
-    doc = as_data(build_model(a, findings))
     dropped: list[str] = []
-    doc = _finite_only(doc, "", dropped)
+    doc: dict[str, Any] = _finite_only(as_data(build_model(a, findings)), "", dropped)
     if dropped:  # a backstop: validation upstream should leave nothing here
         doc["notes"].append(f"{len(dropped)} figure(s) were not finite numbers and are reported as null: "
                             + ", ".join(dropped[:5]))
@@ -215,7 +214,7 @@ def headline(a: Analysis, findings: list[Finding]) -> str:
     idle_ms = _ms(a.per_step_ms(a.window_ns - a.busy_ns))
     top = next((f for f in findings if f.kind != "risk"), None)  # ranked by the replay's predicted gain
     if top is None:
-        if busy >= METRICS["gpu_util"].ideal:
+        if busy >= (METRICS["gpu_util"].ideal or 0.0):
             return f"GPU busy {busy:.1f}% of each {step} ms step: no significant idle time."
         cause = max(a.idle_ns, key=lambda c: a.idle_ns[c])  # the idle table's largest row
         return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms), mostly "

@@ -42,7 +42,7 @@ class TraceInfo(_Doc):
     cuda_run: bool
     gpu_recorded: bool
     step_source: str
-    steps: list[int]
+    steps: list[Optional[int]]  # null for a step the trace does not number
     workers: list[str]
 
 
@@ -86,7 +86,7 @@ class IdleLine(_Doc):
 
 
 class Step(_Doc):
-    number: int
+    number: Optional[int]
     duration_ms: Optional[float]
     gpu_busy_pct: Optional[float]
     breakdown_ms: dict[str, Optional[float]]
