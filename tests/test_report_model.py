@@ -140,3 +140,23 @@ def test_a_stored_snippet_is_kept_and_a_missing_one_is_absent():
                                                             "lines": ["a = 1", "b = 2", "loss.item()"]}}
     assert json.loads(m.encode(_loc(SourceLoc("train.py", 12, "step", False)))) == \
         {"file": "train.py", "line": 12, "function": "step", "exact": False}  # absent, never null
+
+
+def test_ladder_and_tune_builders_make_valid_documents(tmp_path):
+    from idlehound.ladder import RungResult, ladder_doc
+    from idlehound.tune import TuneOptions, _document
+    from idlehound.tune._candidates import Outcome
+
+    rungs = [RungResult("baseline", "baseline", samples_per_s=100.0, ms_per_step=10.0, speedup=1.0),
+             RungResult("amp", "mixed precision", status="failed", reason="no GPU")]
+    ladder = m.validate(m.encode(ladder_doc(rungs, "cpu")), "ladder")
+    assert ladder.best == "baseline" and [r.status for r in ladder.rungs] == ["ok", "failed"]
+    outcomes = [Outcome("baseline", "unchanged", samples_per_s=100.0, steps_per_s=1.0, speedup=1.0, rounds=3),
+                Outcome("tf32", "TF32 matmuls", status="rejected", reason="loss differs")]
+    doc = _document("train.py", TuneOptions(), {"fp32_math"}, outcomes, tmp_path,
+                    {"time_pct": 1.5, "loss_rel_diff": 0.0}, 0.5)
+    tune = m.validate(m.encode(doc), "tune")
+    assert tune.schema_version == 2 and tune.best is None and tune.variants[1].status == "rejected"
+    assert list(doc) == ["schema", "schema_version", "script", "run_dir", "steps", "skip", "diagnosed_causes",
+                         "noise", "drift_pct", "rounds", "margin", "variants", "best", "diff", "snippets",
+                         "diff_check"]  # the order tune.json always had
