@@ -4,6 +4,8 @@ rounded to their documented precision."""
 
 import json
 import math
+import re
+import typing
 
 import msgspec
 import pytest
@@ -160,3 +162,21 @@ def test_ladder_and_tune_builders_make_valid_documents(tmp_path):
     assert list(doc) == ["schema", "schema_version", "script", "run_dir", "steps", "skip", "diagnosed_causes",
                          "noise", "drift_pct", "rounds", "margin", "variants", "best", "diff", "snippets",
                          "diff_check"]  # the order tune.json always had
+
+
+def _structs(t, seen):
+    if isinstance(t, type) and issubclass(t, msgspec.Struct) and t not in seen:
+        seen.add(t)
+        for f in msgspec.structs.fields(t):
+            _structs(f.type, seen)
+    for arg in typing.get_args(t):
+        _structs(arg, seen)
+    return seen
+
+
+@pytest.mark.parametrize("root", [m.Report, m.Tune])
+def test_docs_name_every_key_of_the_model(root):
+    text = (ROOT / "docs" / "json-schema.md").read_text(encoding="utf-8")
+    missing = [f"{s.__name__}.{f.name}" for s in _structs(root, set()) for f in msgspec.structs.fields(s)
+               if not re.search(rf"\b{f.name}\b", text)]
+    assert not missing, f"docs/json-schema.md does not name: {missing}"
