@@ -180,3 +180,14 @@ def test_docs_name_every_key_of_the_model(root):
     missing = [f"{s.__name__}.{f.name}" for s in _structs(root, set()) for f in msgspec.structs.fields(s)
                if not re.search(rf"\b{f.name}\b", text)]
     assert not missing, f"docs/json-schema.md does not name: {missing}"
+
+
+def test_compare_kernel_ties_keep_the_order_of_the_runs(docs):
+    """Two kernels with the same time keep A's order, then B's (a set's order used to vary from run to run)."""
+    a, b = docs["sync_item"], docs["item_gpu_bound"]
+    order = list(dict.fromkeys([k["name"] for k in a["kernels"]["top"]] + [k["name"] for k in b["kernels"]["top"]]))
+    rows = compare_docs(a, b)["kernels_ms"]
+    top = [max(r["a"] or 0, r["b"] or 0) for r in rows]
+    ties = [(x, y) for x, y, tx, ty in zip(rows, rows[1:], top, top[1:]) if tx == ty]
+    assert ties, "the recorded pair has no tie to check"
+    assert all(order.index(x["label"]) < order.index(y["label"]) for x, y in ties)

@@ -40,7 +40,8 @@ def compare_model(a: dict[str, Any], b: dict[str, Any]) -> m.Compare:
             for k in a["idle_by_cause_ms"] if a["idle_by_cause_ms"].get(k) or b["idle_by_cause_ms"].get(k)]
     ka = {k["name"]: k["ms_per_step"] for k in a["kernels"]["top"]}
     kb = {k["name"]: k["ms_per_step"] for k in b["kernels"]["top"]}
-    kernels = sorted((_row(n, ka.get(n), kb.get(n), "ms") for n in set(ka) | set(kb)),
+    names = dict.fromkeys([*ka, *kb])  # A's order, then B's new names: ties keep it (a set's order varied by run)
+    kernels = sorted((_row(n, ka.get(n), kb.get(n), "ms") for n in names),
                      key=lambda x: -max(x.a or 0, x.b or 0))[:10]
     mem = [_row(label, a["memory"].get(k), b["memory"].get(k), "GiB")
            for k, label in (("peak_allocated_gib", "Peak allocated"), ("peak_reserved_gib", "Peak reserved"))

@@ -17,6 +17,7 @@ import msgspec
 
 from .errors import IdlehoundError
 from .report import model as m
+from .report.model import rnd
 from .trace import list_traces
 
 _RANK_RE = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)  # idlehound's rank0_..., HTA's rank-0 / inference_rank_0
@@ -95,7 +96,7 @@ def ranks_model(docs: list[dict[str, Any]]) -> m.Ranks:
     slow = max(rows, key=lambda r: r.compute_ms)
     min_comm = min(r.comm_ms for r in rows)
     for r in rows:
-        r.wait_ms = _r4(r.comm_ms - min_comm)  # time spent waiting for slower ranks
+        r.wait_ms = rnd(r.comm_ms - min_comm, m.SHARE)  # time spent waiting for slower ranks
     others = [d for d in docs if d["rank"] != slow.rank]
     straggler_doc = next(d for d in docs if d["rank"] == slow.rank)
     excess = slow.compute_ms - statistics.median([r.compute_ms for r in rows if r is not slow] or [med])
@@ -110,7 +111,7 @@ def ranks_model(docs: list[dict[str, Any]]) -> m.Ranks:
         headline += f"; the difference is at {why[0].file}:{why[0].line}"
     straggler = None
     if is_straggler:
-        straggler = m.Straggler(rank=slow.rank, excess_ms_per_step=_r4(excess), why_lines=why,
+        straggler = m.Straggler(rank=slow.rank, excess_ms_per_step=rnd(excess, m.SHARE), why_lines=why,
                                 findings=[msgspec.convert(f, m.Finding) for f in straggler_doc["findings"]],
                                 trace=straggler_doc["trace"]["path"])
     return m.Ranks(schema="idlehound/distributed", schema_version=1, headline=headline,
@@ -118,17 +119,13 @@ def ranks_model(docs: list[dict[str, Any]]) -> m.Ranks:
                    ranks_compared=len(docs), ranks=rows, straggler=straggler)
 
 
-def _r4(x: float) -> float:
-    return round(float(x), m.SHARE)
-
-
 def _rank_row(d: dict[str, Any]) -> m.RankRow:
     f = d["rank_figures"]
     step = d["metrics"]["step_ms"]["value"] or 0.0
     return m.RankRow(rank=d["rank"], step_ms=step, gpu_util=d["metrics"]["gpu_util"]["value"],
-                     comm_ms=_r4(f["comm_ms"]), exposed_comm_ms=_r4(f["exposed_comm_ms"]),
-                     overlapped_comm_ms=_r4(f["comm_ms"] - f["exposed_comm_ms"]),
-                     compute_ms=_r4(step - f["exposed_comm_ms"]), trace=d["trace"]["path"],
+                     comm_ms=rnd(f["comm_ms"], m.SHARE), exposed_comm_ms=rnd(f["exposed_comm_ms"], m.SHARE),
+                     overlapped_comm_ms=rnd(f["comm_ms"] - f["exposed_comm_ms"], m.SHARE),
+                     compute_ms=rnd(step - f["exposed_comm_ms"], m.SHARE), trace=d["trace"]["path"],
                      top_finding=d["findings"][0]["title"] if d["findings"] else "")
 
 
@@ -140,8 +137,8 @@ def _why(slow: dict[str, Any], others: list[dict[str, Any]]) -> list[m.WhyLine]:
     for key, (fn, ms) in mine.items():
         base = statistics.median([t.get(key, 0.0) for t in theirs]) if theirs else 0.0
         if ms - base > 0:
-            out.append(m.WhyLine(file=key[0], line=key[1], function=fn, ms_per_step=_r4(ms),
-                                 others_ms_per_step=_r4(base), excess_ms_per_step=_r4(ms - base)))
+            out.append(m.WhyLine(file=key[0], line=key[1], function=fn, ms_per_step=rnd(ms, m.SHARE),
+                                 others_ms_per_step=rnd(base, m.SHARE), excess_ms_per_step=rnd(ms - base, m.SHARE)))
     out.sort(key=lambda r: -r.excess_ms_per_step)
     return out[:5]
 

@@ -116,7 +116,7 @@ def build_model(a: Analysis, findings: list[Finding]) -> m.Report:
 def finding_model(f: Finding) -> m.Finding:
     return m.Finding(
         cause=f.cause, title=f.title, severity=f.severity, kind=f.kind,
-        recoverable_ms_per_step=round(f.recoverable_ms, m.SHARE), recoverable_share_of_step=round(f.share, m.SHARE),
+        recoverable_ms_per_step=rnd(f.recoverable_ms, m.SHARE), recoverable_share_of_step=rnd(f.share, m.SHARE),
         location=_loc(f.location), evidence=f.evidence, fix=f.fix, code=f.code, details=f.details)
 
 
@@ -189,7 +189,7 @@ def _memory(a: Analysis) -> m.Memory:
         peak_reserved_gib=rnd(mem.peak_reserved / gib if mem.peak_reserved else None),
         capacity_gib=rnd(mem.capacity / gib if mem.capacity else None), allocs_per_step=rnd(mem.allocs_per_step, 1),
         empty_cache_calls=mem.empty_cache_calls, allocator_calls=mem.allocator_calls,
-        curve=[(int(t), round(b / gib, 4)) for t, b in mem.curve])
+        curve=[(int(t), rnd(b / gib, 4)) for t, b in mem.curve])
 
 
 CAUSE_WORDS = {

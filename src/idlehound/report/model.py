@@ -8,7 +8,7 @@ A Struct's field order is the document's key order, so the JSON text stays what 
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal, Optional, Union, overload
 
 import msgspec
 
@@ -18,6 +18,12 @@ PCT = 2  # metric values, percentages of a step, bandwidths, gaps per step
 SHARE = 4  # finding gains and shares, per-rank figures
 
 
+@overload
+def rnd(x: float, nd: int = MS) -> float: ...
+@overload
+def rnd(x: None, nd: int = MS) -> None: ...
+@overload
+def rnd(x: Optional[float], nd: int = MS) -> Optional[float]: ...
 def rnd(x: Optional[float], nd: int = MS) -> Optional[float]:
     """The one rounding helper: None stays None, anything else becomes a float with nd decimals."""
     return None if x is None else round(float(x), nd)
