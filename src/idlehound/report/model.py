@@ -436,13 +436,12 @@ def _escape(m: re.Match[str]) -> str:
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 # A JSON string, or a number with an exponent (msgspec writes 1e-7 and 1e21, Python's json 1e-07 and 1e+21).
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?e[+-]?\d+')
+_DIGIT_E = tuple(f"{d}e" for d in range(10))  # a quick test before the slow, string-aware pass
 
 
-def _token(m: re.Match[str]) -> str:
+def _respell(m: re.Match[str]) -> str:
     t = m.group(0)
-    if t[0] == '"':
-        return t if t.isascii() else _NON_ASCII.sub(_escape, t)
-    return repr(float(t))
+    return t if t[0] == '"' else repr(float(t))
 
 
 def encode(doc: object, indent: int = 2) -> str:
@@ -450,7 +449,11 @@ def encode(doc: object, indent: int = 2) -> str:
     so no control or bidirectional character from a trace reaches a terminal raw) and Python's float spelling.
     A non-finite number is written as null."""
     text = msgspec.json.format(msgspec.json.encode(doc), indent=indent).decode("utf-8")
-    return _TOKEN.sub(_token, text)
+    if not text.isascii():  # non-ASCII characters can only be inside strings
+        text = _NON_ASCII.sub(_escape, text)
+    if any(d in text for d in _DIGIT_E):  # maybe a number with an exponent (or a string holding "1e")
+        text = _TOKEN.sub(_respell, text)
+    return text
 
 
 def validate(text: Union[str, bytes], name: str) -> _Doc:
