@@ -22,6 +22,13 @@ def _fail(msg: str, code: int = 2) -> None:
     sys.exit(code)
 
 
+def _json(doc: object) -> str:
+    """A document's JSON text, as every command prints and writes it (report/model.py)."""
+    from .report.model import encode
+
+    return encode(doc)  # type: ignore[arg-type]
+
+
 def _guard(fn):
     """Typed errors become one line on stderr and exit 2; never a traceback for bad input."""
     import functools
@@ -84,7 +91,7 @@ def analyze(path: Path, as_json: bool, step: Optional[int], run: Optional[str], 
         if output is not None:
             write_ranks(doc, output, force, [path])
         if as_json:
-            click.echo(json.dumps(doc, indent=2))
+            click.echo(_json(doc))
         else:
             render_ranks(doc)
         return
@@ -99,7 +106,7 @@ def analyze(path: Path, as_json: bool, step: Optional[int], run: Optional[str], 
 
         write_report(res.doc, output, force, [path])
     if as_json:
-        click.echo(json.dumps(res.doc, indent=2))
+        click.echo(_json(res.doc))
     else:
         from .report.terminal import render
 
@@ -293,7 +300,7 @@ def ladder(device, rungs, steps, warmup, batch_sizes, workers, data, logdir, no_
     results, run_dir = run_ladder(opts)
     doc = ladder_doc(results, opts.device)
     if as_json:
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(_json(doc))
     else:
         render_ladder(doc)
     click.echo(f"idlehound: ladder folder {run_dir}", err=True)
@@ -317,7 +324,7 @@ def compare(a: Path, b: Path, as_json: bool, output: Optional[Path], force: bool
     doc = compare_docs(analyze_path(a).doc, analyze_path(b).doc)
     if output is not None:
         write_compare(doc, output, force, [a, b])
-    click.echo(json.dumps(doc, indent=2) if as_json else render_compare_markdown(doc))
+    click.echo(_json(doc) if as_json else render_compare_markdown(doc))
 
 
 @main.command()
@@ -334,8 +341,10 @@ def lint(paths: tuple[Path, ...], as_json: bool, trace: Optional[Path]) -> None:
     doc = measured_doc(trace)
     costs = join_costs(found, doc) if doc else {}
     if as_json:
-        rows = [{**f.to_json(), "measured_idle_ms_per_step": costs.get((f.file, f.line))} for f in found]
-        click.echo(json.dumps({"schema": "idlehound/lint", "schema_version": 1, "findings": rows}, indent=2))
+        from .report import model as m
+
+        rows = [m.LintRow(**f.to_json(), measured_idle_ms_per_step=costs.get((f.file, f.line))) for f in found]
+        click.echo(_json(m.Lint(schema="idlehound/lint", schema_version=1, findings=rows)))
     else:
         for f in found:
             cost = costs.get((f.file, f.line))
@@ -403,7 +412,7 @@ def tune(steps, skip, try_, skip_candidate, no_diagnose, min_rounds, max_rounds,
     with _tune_progress() as progress:
         doc = run_tune(script_and_args[0], list(script_and_args[1:]), opts, progress)
     if as_json:
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(_json(doc))
     else:
         render_tune(doc)
     click.echo(f"idlehound: tune folder {doc['run_dir']}", err=True)

@@ -13,7 +13,11 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Optional, Union
 
+import msgspec
+
 from .errors import IdlehoundError
+from .report import model as m
+from .report.model import rnd
 from .trace import list_traces
 
 _RANK_RE = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)  # idlehound's rank0_..., HTA's rank-0 / inference_rank_0
@@ -102,47 +106,50 @@ def analyze_ranks(path: Union[str, Path], workers: Optional[int] = None) -> dict
 
 
 def compare_ranks(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ranks document (schema idlehound/distributed, version 1) as plain data."""
+    return m.as_data(ranks_model(docs))
+
+
+def ranks_model(docs: list[dict[str, Any]]) -> m.Ranks:
     rows = [_rank_row(d) for d in docs]
-    compute = [r["compute_ms"] for r in rows]
-    med = statistics.median(compute)
-    slow = max(rows, key=lambda r: r["compute_ms"])
-    min_comm = min(r["comm_ms"] for r in rows)
+    med = statistics.median([r.compute_ms for r in rows])
+    slow = max(rows, key=lambda r: r.compute_ms)
+    min_comm = min(r.comm_ms for r in rows)
     for r in rows:
-        r["wait_ms"] = round(r["comm_ms"] - min_comm, 4)  # time spent waiting for slower ranks
-    others = [d for d in docs if d["rank"] != slow["rank"]]
-    straggler_doc = next(d for d in docs if d["rank"] == slow["rank"])
-    excess = slow["compute_ms"] - statistics.median([r["compute_ms"] for r in rows if r is not slow] or [med])
-    is_straggler = excess > max(0.05 * slow["step_ms"], 0.1)
+        r.wait_ms = rnd(r.comm_ms - min_comm, m.SHARE)  # time spent waiting for slower ranks
+    others = [d for d in docs if d["rank"] != slow.rank]
+    straggler_doc = next(d for d in docs if d["rank"] == slow.rank)
+    excess = slow.compute_ms - statistics.median([r.compute_ms for r in rows if r is not slow] or [med])
+    is_straggler = excess > max(0.05 * slow.step_ms, 0.1)
     why = _why(straggler_doc, others) if is_straggler else []
-    waiters = [r for r in rows if r["rank"] != slow["rank"]]
-    headline = (f"rank {slow['rank']} is the straggler: {slow['compute_ms']:.2f} ms of work per step against "
-                f"{statistics.median([r['compute_ms'] for r in waiters]):.2f} ms on the other ranks, which wait "
-                f"{statistics.median([r['wait_ms'] for r in waiters]):.2f} ms per step in collectives for it"
+    waiters = [r for r in rows if r.rank != slow.rank]
+    headline = (f"rank {slow.rank} is the straggler: {slow.compute_ms:.2f} ms of work per step against "
+                f"{statistics.median([r.compute_ms for r in waiters]):.2f} ms on the other ranks, which wait "
+                f"{statistics.median([r.wait_ms for r in waiters]):.2f} ms per step in collectives for it"
                 if is_straggler else "no straggler: the ranks do about the same work per step")
     if is_straggler and why:
-        headline += f"; the difference is at {why[0]['file']}:{why[0]['line']}"
-    return {
-        "schema": "idlehound/distributed", "schema_version": 1, "headline": headline,
-        "world_size": docs[0].get("world_size") or len(docs), "backend": docs[0].get("backend"),
-        "ranks_compared": len(docs),
-        "ranks": rows,
-        "straggler": ({"rank": slow["rank"], "excess_ms_per_step": round(excess, 4), "why_lines": why,
-                       "findings": straggler_doc["findings"], "trace": straggler_doc["trace"]["path"]}
-                      if is_straggler else None),
-    }
+        headline += f"; the difference is at {why[0].file}:{why[0].line}"
+    straggler = None
+    if is_straggler:
+        straggler = m.Straggler(rank=slow.rank, excess_ms_per_step=rnd(excess, m.SHARE), why_lines=why,
+                                findings=[msgspec.convert(f, m.Finding) for f in straggler_doc["findings"]],
+                                trace=straggler_doc["trace"]["path"])
+    return m.Ranks(schema="idlehound/distributed", schema_version=1, headline=headline,
+                   world_size=docs[0].get("world_size") or len(docs), backend=docs[0].get("backend"),
+                   ranks_compared=len(docs), ranks=rows, straggler=straggler)
 
 
-def _rank_row(d: dict[str, Any]) -> dict[str, Any]:
+def _rank_row(d: dict[str, Any]) -> m.RankRow:
     f = d["rank_figures"]
     step = d["metrics"]["step_ms"]["value"] or 0.0
-    return {"rank": d["rank"], "step_ms": step, "gpu_util": d["metrics"]["gpu_util"]["value"],
-            "comm_ms": round(f["comm_ms"], 4), "exposed_comm_ms": round(f["exposed_comm_ms"], 4),
-            "overlapped_comm_ms": round(f["comm_ms"] - f["exposed_comm_ms"], 4),
-            "compute_ms": round(step - f["exposed_comm_ms"], 4), "trace": d["trace"]["path"],
-            "top_finding": d["findings"][0]["title"] if d["findings"] else ""}
+    return m.RankRow(rank=d["rank"], step_ms=step, gpu_util=d["metrics"]["gpu_util"]["value"],
+                     comm_ms=rnd(f["comm_ms"], m.SHARE), exposed_comm_ms=rnd(f["exposed_comm_ms"], m.SHARE),
+                     overlapped_comm_ms=rnd(f["comm_ms"] - f["exposed_comm_ms"], m.SHARE),
+                     compute_ms=rnd(step - f["exposed_comm_ms"], m.SHARE), trace=d["trace"]["path"],
+                     top_finding=d["findings"][0]["title"] if d["findings"] else "")
 
 
-def _why(slow: dict[str, Any], others: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _why(slow: dict[str, Any], others: list[dict[str, Any]]) -> list[m.WhyLine]:
     """User lines where the straggler spends more time per step than the other ranks (median)."""
     mine = {(f, ln): (fn, ms) for f, ln, fn, ms in slow["rank_figures"]["lines"]}
     theirs = [{(f, ln): ms for f, ln, _, ms in o["rank_figures"]["lines"]} for o in others]
@@ -150,9 +157,9 @@ def _why(slow: dict[str, Any], others: list[dict[str, Any]]) -> list[dict[str, A
     for key, (fn, ms) in mine.items():
         base = statistics.median([t.get(key, 0.0) for t in theirs]) if theirs else 0.0
         if ms - base > 0:
-            out.append({"file": key[0], "line": key[1], "function": fn, "ms_per_step": round(ms, 4),
-                        "others_ms_per_step": round(base, 4), "excess_ms_per_step": round(ms - base, 4)})
-    out.sort(key=lambda r: -r["excess_ms_per_step"])
+            out.append(m.WhyLine(file=key[0], line=key[1], function=fn, ms_per_step=rnd(ms, m.SHARE),
+                                 others_ms_per_step=rnd(base, m.SHARE), excess_ms_per_step=rnd(ms - base, m.SHARE)))
+    out.sort(key=lambda r: -r.excess_ms_per_step)
     return out[:5]
 
 

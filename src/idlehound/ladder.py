@@ -8,13 +8,13 @@ top remaining finding. A rung that fails is reported with its reason and the oth
 from __future__ import annotations
 
 import gc
-import json
 import sys
 import traceback
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from .report import model
 from .workloads.resnet import TrainConfig, Trainer, baseline, cpu_count, default_device, time_steps
 
 RUNGS = ["baseline", "loader", "amp", "channels_last", "gpu_preprocess", "compile", "cuda_graphs"]
@@ -116,7 +116,7 @@ def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: 
 def _save(results: list[RungResult], device: str, run_dir: Path) -> None:
     _relative(results)
     doc = ladder_doc(results, device)
-    (run_dir / "ladder.json").write_text(json.dumps(doc, indent=2))
+    (run_dir / "ladder.json").write_text(model.encode(doc))
     (run_dir / "ladder.md").write_text(ladder_markdown(doc))
     from .report.html import render_ladder_html
 
@@ -286,8 +286,9 @@ def ladder_doc(results: list[RungResult], device: str) -> dict[str, Any]:
 
     best = max((r for r in results if r.samples_per_s and r.name != "ceiling"),
                key=lambda r: r.samples_per_s, default=None)
-    return {"schema": "idlehound/ladder", "schema_version": 1, "device": device,
-            "rungs": [asdict(r) for r in results], "best": best.name if best else None}
+    return model.as_data(model.Ladder(schema="idlehound/ladder", schema_version=1, device=device,
+                                      rungs=[model.Rung(**asdict(r)) for r in results],
+                                      best=best.name if best else None))
 
 
 def ladder_markdown(doc: dict[str, Any]) -> str:

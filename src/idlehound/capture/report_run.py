@@ -44,13 +44,14 @@ def report_ranks(run_dir: Path, print_report: bool = True) -> Optional[dict]:
     import json
 
     from ..distributed import analyze_ranks, render_ranks, render_ranks_html
+    from ..report.model import encode
 
     try:
         doc = analyze_ranks(run_dir)
     except IdlehoundError as e:
         sys.stderr.write(f"idlehound: {e}\n")
         return None
-    (run_dir / "ranks.json").write_text(json.dumps(doc, indent=2))
+    (run_dir / "ranks.json").write_text(encode(doc))
     (run_dir / "ranks.html").write_text(render_ranks_html(doc), encoding="utf-8")
     run_json = run_dir / "run.json"
     if run_json.exists():  # the launcher's run.json: add what only the traces know

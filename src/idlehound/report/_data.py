@@ -5,38 +5,43 @@ Numbers are rounded here, once, so the terminal, markdown, HTML and JSON show th
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from .. import __version__
-from ..analysis import Analysis
+from ..analysis import Analysis, SourceLoc
+from ..analysis import Step as StepInfo
 from ..diagnose import Finding
 from ..metrics import IDLE_CAUSES, MAX_COPY_GBPS, MAX_STEP_MS, METRICS, status
+from . import model as m
+from .model import as_data, encode, rnd
 
-SCHEMA = "idlehound/analysis"
-SCHEMA_VERSION = 1
+SCHEMA: Literal["idlehound/analysis"] = "idlehound/analysis"
+SCHEMA_VERSION: Literal[1] = 1
 
 
 def r(x: Optional[float], nd: int = 3) -> Optional[float]:
-    return None if x is None else round(float(x), nd)
+    return rnd(x, nd)
 
 
 def build(a: Analysis, findings: list[Finding]) -> dict[str, Any]:
-    """The versioned report document (docs/json-schema.md). Every number in it is finite (strict JSON)."""
-    doc = _build(a, findings)
+    """The versioned report document (docs/json-schema.md) as plain data. Every number in it is finite."""
     dropped: list[str] = []
-    doc = _finite_only(doc, "", dropped)
+    doc: dict[str, Any] = _finite_only(as_data(build_model(a, findings)), "", dropped)
     if dropped:  # a backstop: validation upstream should leave nothing here
         doc["notes"].append(f"{len(dropped)} figure(s) were not finite numbers and are reported as null: "
                             + ", ".join(dropped[:5]))
     return doc
 
 
-def to_json(doc: dict[str, Any], indent: Optional[int] = 2) -> str:
+def to_json(doc: dict[str, Any], indent: int = 2) -> str:
     """Strict JSON text of a document (raises ValueError on NaN or Infinity rather than writing them)."""
-    return json.dumps(doc, indent=indent, allow_nan=False)
+    bad: list[str] = []
+    _finite(doc, "doc", bad)
+    if bad:
+        raise ValueError(f"not a finite number: {bad[0]}")
+    return encode(doc, indent)
 
 
 def _finite_only(x: Any, where: str, dropped: list[str]) -> Any:
@@ -50,64 +55,79 @@ def _finite_only(x: Any, where: str, dropped: list[str]) -> Any:
     return x
 
 
-def _build(a: Analysis, findings: list[Finding]) -> dict[str, Any]:
+def _loc(loc: Optional[SourceLoc]) -> Optional[m.Location]:
+    if loc is None:
+        return None
+    snip = None if loc.snippet is None else m.Snippet(first_line=loc.snippet[0], lines=list(loc.snippet[1]))
+    return m.Location(file=loc.file, line=loc.line, function=loc.function, exact=loc.exact, snippet=snip)
+
+
+def build_model(a: Analysis, findings: list[Finding]) -> m.Report:
+    """The report document as its Struct; every figure rounded here, once (report/model.py, docs)."""
     t = a.trace
-    return {
-        "schema": SCHEMA,
-        "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "idlehound", "version": __version__},
-        "headline": headline(a, findings),
-        "trace": {
-            "path": str(t.path), "worker": t.worker, "size_bytes": t.size_bytes,
-            "with_stack": t.with_stack, "cuda_run": t.cuda_run, "gpu_recorded": a.gpu_recorded,
-            "step_source": a.step_source, "steps": [s.number for s in a.steps],
-            "workers": sorted({f.worker for f in t.run_files}),
-        },
-        "device": {
-            "name": a.device.name, "index": a.device.index,
-            "compute_capability": list(a.device.compute_capability) if a.device.compute_capability else None,
-            "memory_bytes": a.device.memory_bytes, "devices_seen": a.device.devices_seen,
-            "accelerator": a.device.accelerator,
-        },
-        "metrics": _metrics(a),
-        "breakdown_ms": {k: r(a.per_step_ms(v)) for k, v in a.breakdown_ns.items()},
-        "idle_by_cause_ms": {k: r(a.per_step_ms(v)) for k, v in a.idle_ns.items()},
-        "idle_gaps_per_step": r(a.gap_count / a.n_steps, 2) if a.gpu_recorded else None,
-        "idle_by_line": [
-            {"cause": ln.cause, "location": ln.location.to_json() if ln.location else None,
-             "idle_ms_per_step": r(a.per_step_ms(ln.idle_ns)), "gaps": ln.gaps}
-            for ln in a.idle_lines],
-        "steps": [_step(s) for s in a.steps],
-        "sync_points": [
-            {"kind": s.kind, "op": s.op, "call": s.call, "python": s.python,
-             "location": s.location.to_json() if s.location else None,
-             "count_per_step": r(s.count / a.n_steps), "idle_after_ms_per_step": r(a.per_step_ms(s.idle_after_ns)),
-             "blocked_ms_per_step": r(a.per_step_ms(s.blocked_ns))}
+    n = a.n_steps
+    return m.Report(
+        schema=SCHEMA, schema_version=SCHEMA_VERSION,
+        tool=m.Tool(name="idlehound", version=__version__),
+        headline=headline(a, findings),
+        trace=m.TraceInfo(
+            path=str(t.path), worker=t.worker, size_bytes=t.size_bytes, with_stack=t.with_stack,
+            cuda_run=t.cuda_run, gpu_recorded=a.gpu_recorded, step_source=a.step_source,
+            steps=[s.number for s in a.steps], workers=sorted({f.worker for f in t.run_files})),
+        device=m.Device(
+            name=a.device.name, index=a.device.index,
+            compute_capability=list(a.device.compute_capability) if a.device.compute_capability else None,
+            memory_bytes=a.device.memory_bytes, devices_seen=a.device.devices_seen,
+            accelerator=a.device.accelerator),
+        metrics=_metrics(a),
+        breakdown_ms={k: rnd(a.per_step_ms(v)) for k, v in a.breakdown_ns.items()},
+        idle_by_cause_ms={k: rnd(a.per_step_ms(v)) for k, v in a.idle_ns.items()},
+        idle_gaps_per_step=rnd(a.gap_count / n, m.PCT) if a.gpu_recorded else None,
+        idle_by_line=[m.IdleLine(cause=ln.cause, location=_loc(ln.location),
+                                 idle_ms_per_step=rnd(a.per_step_ms(ln.idle_ns)), gaps=ln.gaps)
+                      for ln in a.idle_lines],
+        steps=[_step(s) for s in a.steps],
+        sync_points=[
+            m.SyncPoint(kind=s.kind, op=s.op, call=s.call, python=s.python, location=_loc(s.location),
+                        count_per_step=rnd(s.count / n), idle_after_ms_per_step=rnd(a.per_step_ms(s.idle_after_ns)),
+                        blocked_ms_per_step=rnd(a.per_step_ms(s.blocked_ns)))
             for s in a.sync_sites],
-        "copies": [
-            {"direction": c.direction, "count_per_step": r(c.count / a.n_steps),
-             "mb_per_step": r(c.bytes / a.n_steps / 1e6), "ms_per_step": r(a.per_step_ms(c.time_ns)),
-             "bandwidth_gbps": r(c.bandwidth_gbps, 2),
-             "pageable_pct": r(100 * c.pageable_bytes / c.bytes if c.bytes else 0.0, 1)}
+        copies=[
+            m.Copy(direction=c.direction, count_per_step=rnd(c.count / n), mb_per_step=rnd(c.bytes / n / 1e6),
+                   ms_per_step=rnd(a.per_step_ms(c.time_ns)), bandwidth_gbps=rnd(c.bandwidth_gbps, m.PCT),
+                   pageable_pct=rnd(100 * c.pageable_bytes / c.bytes if c.bytes else 0.0, 1))
             for c in a.copies.values()],
-        "kernels": _kernels(a),
-        "memory": _memory(a),
-        "dataloader": {
-            "iterator": a.dataloader.iterator, "workers_in_use": a.dataloader.workers_in_use,
-            "host_ms_per_step": r(a.per_step_ms(a.dataloader.host_ns)),
-            "exposed_ms_per_step": r(a.per_step_ms(a.idle_ns.get("data_loading", 0))),
-            "location": a.dataloader.location.to_json() if a.dataloader.location else None,
-        },
-        "timeline": a.timeline,
-        "utilization_curve": a.run_info.get("utilization_curve"),
-        "findings": [f.to_json() for f in findings],
-        "replay": _replay(a),
-        "notes": a.notes,
-        "run": {k: v for k, v in a.run_info.items() if k != "utilization_curve"},
-    }
+        kernels=_kernels(a),
+        memory=_memory(a),
+        dataloader=m.DataLoader(
+            iterator=a.dataloader.iterator, workers_in_use=a.dataloader.workers_in_use,
+            host_ms_per_step=rnd(a.per_step_ms(a.dataloader.host_ns)),
+            exposed_ms_per_step=rnd(a.per_step_ms(a.idle_ns.get("data_loading", 0))),
+            location=_loc(a.dataloader.location)),
+        timeline=m.Timeline(**a.timeline),
+        utilization_curve=_curve(a.run_info.get("utilization_curve")),
+        findings=[finding_model(f) for f in findings],
+        replay=_replay(a),
+        notes=a.notes,
+        run={k: v for k, v in a.run_info.items() if k != "utilization_curve"},
+    )
 
 
-def _metrics(a: Analysis) -> dict[str, Any]:
+def finding_model(f: Finding) -> m.Finding:
+    return m.Finding(
+        cause=f.cause, title=f.title, severity=f.severity, kind=f.kind,
+        recoverable_ms_per_step=rnd(f.recoverable_ms, m.SHARE), recoverable_share_of_step=rnd(f.share, m.SHARE),
+        location=_loc(f.location), evidence=f.evidence, fix=f.fix, code=f.code, details=f.details)
+
+
+def _curve(c: Any) -> Optional[m.UtilizationCurve]:
+    """The run's sampler curve as run.json stored it (validated when the run folder was read)."""
+    if not isinstance(c, dict):
+        return None
+    return m.UtilizationCurve(source=c.get("source", ""), samples=c.get("samples", []))
+
+
+def _metrics(a: Analysis) -> dict[str, m.Metric]:
     k = a.kernels
     win = a.window_ns or 1
     h2d = a.copies.get("HtoD")
@@ -133,42 +153,43 @@ def _metrics(a: Analysis) -> dict[str, Any]:
     }
     out = {}
     for key, v in values.items():
-        m = METRICS[key]
-        v = r(v, 2)
-        out[key] = {"value": v, "unit": m.unit, "label": m.label, "status": status(key, v),
-                    "ideal": m.ideal, "problem": m.problem, "higher_is_better": m.higher_is_better}
+        d = METRICS[key]
+        v = rnd(v, m.PCT)
+        out[key] = m.Metric(value=v, unit=d.unit, label=d.label, status=status(key, v), ideal=d.ideal,
+                            problem=d.problem, higher_is_better=d.higher_is_better)
     return out
 
 
-def _step(s) -> dict[str, Any]:
+def _step(s: StepInfo) -> m.Step:
     d = s.duration_ns or 1
-    return {"number": s.number, "duration_ms": r(s.duration_ns / 1e6), "gpu_busy_pct": r(100 * s.gpu_busy_ns / d, 2),
-            "breakdown_ms": {k: r(v / 1e6) for k, v in s.breakdown_ns.items()},
-            "idle_ms": {k: r(v / 1e6) for k, v in s.idle_ns.items()},
-            "start_ns": s.start_ns, "end_ns": s.end_ns, "sync_calls": s.sync_calls}
+    return m.Step(number=s.number, duration_ms=rnd(s.duration_ns / 1e6), gpu_busy_pct=rnd(100 * s.gpu_busy_ns / d, m.PCT),
+                  breakdown_ms={k: rnd(v / 1e6) for k, v in s.breakdown_ns.items()},
+                  idle_ms={k: rnd(v / 1e6) for k, v in s.idle_ns.items()},
+                  start_ns=s.start_ns, end_ns=s.end_ns, sync_calls=s.sync_calls)
 
 
-def _kernels(a: Analysis) -> dict[str, Any]:
+def _kernels(a: Analysis) -> m.Kernels:
     k = a.kernels
-    return {
-        "count_per_step": r(k.count / a.n_steps), "ms_per_step": r(a.per_step_ms(k.time_ns)),
-        "p50_us": r(k.p50_us, 2), "p90_us": r(k.p90_us, 2), "max_us": r(k.max_us, 2),
-        "fp32_matmul_ms_per_step": r(a.per_step_ms(k.fp32_matmul_ns)),
-        "tensor_core_ms_per_step": r(a.per_step_ms(k.tensor_core_ns)),
-        "fp32_matmul_ops": k.fp32_matmul_ops,
-        "top": [{"name": g.name, "count_per_step": r(g.count / a.n_steps), "ms_per_step": r(a.per_step_ms(g.time_ns)),
-                 "precision": g.precision} for g in k.top],
-    }
+    n = a.n_steps
+    return m.Kernels(
+        count_per_step=rnd(k.count / n), ms_per_step=rnd(a.per_step_ms(k.time_ns)),
+        p50_us=rnd(k.p50_us, m.PCT), p90_us=rnd(k.p90_us, m.PCT), max_us=rnd(k.max_us, m.PCT),
+        fp32_matmul_ms_per_step=rnd(a.per_step_ms(k.fp32_matmul_ns)),
+        tensor_core_ms_per_step=rnd(a.per_step_ms(k.tensor_core_ns)),
+        fp32_matmul_ops=k.fp32_matmul_ops,
+        top=[m.KernelFamily(name=g.name, count_per_step=rnd(g.count / n), ms_per_step=rnd(a.per_step_ms(g.time_ns)),
+                            precision=g.precision) for g in k.top])
 
 
-def _memory(a: Analysis) -> dict[str, Any]:
-    m = a.memory
+def _memory(a: Analysis) -> m.Memory:
+    mem = a.memory
     gib = 2**30
-    return {"recorded": m.recorded, "peak_allocated_gib": r(m.peak_allocated / gib if m.peak_allocated else None),
-            "peak_reserved_gib": r(m.peak_reserved / gib if m.peak_reserved else None),
-            "capacity_gib": r(m.capacity / gib if m.capacity else None), "allocs_per_step": r(m.allocs_per_step, 1),
-            "empty_cache_calls": m.empty_cache_calls, "allocator_calls": m.allocator_calls,
-            "curve": [[int(t), round(b / gib, 4)] for t, b in m.curve]}
+    return m.Memory(
+        recorded=mem.recorded, peak_allocated_gib=rnd(mem.peak_allocated / gib if mem.peak_allocated else None),
+        peak_reserved_gib=rnd(mem.peak_reserved / gib if mem.peak_reserved else None),
+        capacity_gib=rnd(mem.capacity / gib if mem.capacity else None), allocs_per_step=rnd(mem.allocs_per_step, 1),
+        empty_cache_calls=mem.empty_cache_calls, allocator_calls=mem.allocator_calls,
+        curve=[(int(t), rnd(b / gib, 4)) for t, b in mem.curve])
 
 
 CAUSE_WORDS = {
@@ -193,7 +214,7 @@ def headline(a: Analysis, findings: list[Finding]) -> str:
     idle_ms = _ms(a.per_step_ms(a.window_ns - a.busy_ns))
     top = next((f for f in findings if f.kind != "risk"), None)  # ranked by the replay's predicted gain
     if top is None:
-        if busy >= METRICS["gpu_util"].ideal:
+        if busy >= (METRICS["gpu_util"].ideal or 0.0):
             return f"GPU busy {busy:.1f}% of each {step} ms step: no significant idle time."
         cause = max(a.idle_ns, key=lambda c: a.idle_ns[c])  # the idle table's largest row
         return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms), mostly "
@@ -210,16 +231,17 @@ def _ms(x: float) -> str:
     return f"{x:.2f}" if x >= 0.01 or x == 0 else f"{x:.3g}"
 
 
-def _replay(a: Analysis) -> Optional[dict[str, Any]]:
+def _replay(a: Analysis) -> Optional[m.Replay]:
     """The replay's baseline, observer fit and best stack of fixes (docs/metrics.md, Replay)."""
     if a.replay is None:
         return None
     obs, pred = a.observer, a.prediction
-    return {"recorded_step_ms": r(obs.get("recorded_ms")), "replayed_step_ms": r(obs.get("replayed_ms")),
-            "unprofiled_step_ms": r(obs.get("unprofiled_ms")), "unprofiled_source": obs.get("source"),
-            "host_rate": r(obs.get("host_rate")), "predicted_step_ms": r(obs.get("predicted_ms")),
-            "best_stack": pred.get("stack", []), "best_stack_step_ms": r(pred.get("stack_step_ms")),
-            "best_stack_gain_ms": r(pred.get("stack_gain_ms"))}
+    return m.Replay(
+        recorded_step_ms=rnd(obs.get("recorded_ms")), replayed_step_ms=rnd(obs.get("replayed_ms")),
+        unprofiled_step_ms=rnd(obs.get("unprofiled_ms")), unprofiled_source=obs.get("source"),
+        host_rate=rnd(obs.get("host_rate")), predicted_step_ms=rnd(obs.get("predicted_ms")),
+        best_stack=pred.get("stack", []), best_stack_step_ms=rnd(pred.get("stack_step_ms")),
+        best_stack_gain_ms=rnd(pred.get("stack_gain_ms")))
 
 
 def idle_cause_definition(cause: str) -> str:
@@ -240,8 +262,8 @@ def check_document(doc: dict[str, Any]) -> list[str]:
     if out:
         return out
     step = doc["metrics"]["step_ms"]["value"]
-    for key, m in doc["metrics"].items():
-        v = m["value"]
+    for key, met in doc["metrics"].items():
+        v = met["value"]
         hi = 100.0 if key in _PCT_METRICS else None
         _within(out, f"metrics.{key}", v, 0.0, hi)
     _within(out, "metrics.step_ms", step, 0.0, MAX_STEP_MS)  # > 0 before rounding; 0 steps are excluded

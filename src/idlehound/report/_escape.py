@@ -14,7 +14,7 @@ from typing import Any
 _UNSEEN = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
-def _escape_char(m: re.Match) -> str:
+def _escape_char(m: re.Match[str]) -> str:
     c = ord(m.group(0))
     return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 
 def num(v: Optional[float], nd: int = 2, unit: str = "", signed: bool = False) -> str:
@@ -12,7 +12,7 @@ def num(v: Optional[float], nd: int = 2, unit: str = "", signed: bool = False) -
     return f"{v:+,.{nd}f}{unit}" if signed else f"{v:,.{nd}f}{unit}"
 
 
-def metric_text(m: dict) -> str:
+def metric_text(m: dict[str, Any]) -> str:
     """A report metric as every renderer writes it: percentages with one decimal, the rest with two."""
     if m["value"] is None:
         return "—"

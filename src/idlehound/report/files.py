@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import IdlehoundError
+from .model import encode
 
 Renderers = dict[str, Callable[[dict[str, Any]], str]]
 
@@ -44,7 +44,7 @@ def check_output(path: Path, force: bool, inputs: Iterable[Path] = ()) -> None:
 
 
 def _json(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, indent=2)
+    return encode(doc)
 
 
 def write_report(doc: dict[str, Any], path: Path, force: bool = False, inputs: Iterable[Path] = ()) -> Path:

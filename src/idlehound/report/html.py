@@ -6,6 +6,7 @@ compute what to draw (numbers, labels), and the template escapes every value, tr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any, Optional
 
@@ -75,7 +76,7 @@ def _cards(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _legend(keys) -> list[dict[str, str]]:
+def _legend(keys: Iterable[str]) -> list[dict[str, str]]:
     return [{"color": COLORS.get(k, "#999"), "label": CAUSE_WORDS.get(k, k)} for k in keys]
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from rich.console import Console
 from rich.table import Table
@@ -15,9 +15,11 @@ from ._format import num as _n
 def render_ladder(doc: dict[str, Any], console: Optional[Console] = None) -> None:
     c = console or Console()
     t = Table(title=Text(visible(f"Optimisation ladder on {doc['device']}")), title_justify="left")
-    for col, just in [("rung", "left"), ("samples/s", "right"), ("ms/step", "right"), ("GPU busy", "right"),
-                      ("NVML util", "right"), ("peak GiB", "right"), ("speed-up", "right"),
-                      ("% ceiling", "right"), ("top remaining finding", "left")]:
+    cols: list[tuple[str, Literal["left", "right"]]] = [
+        ("rung", "left"), ("samples/s", "right"), ("ms/step", "right"), ("GPU busy", "right"),
+        ("NVML util", "right"), ("peak GiB", "right"), ("speed-up", "right"), ("% ceiling", "right"),
+        ("top remaining finding", "left")]
+    for col, just in cols:
         t.add_column(col, justify=just)
     for row in ladder_table_rows(doc):
         t.add_row(*(Text(visible(cell)) for cell in row))

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 
-def _writer(folder: Path):
+def _writer(folder: Path) -> tuple[Any, Any, Any]:
     from tensorboard.compat.proto.event_pb2 import Event
     from tensorboard.compat.proto.summary_pb2 import Summary
     from tensorboard.summary.writer.event_file_writer import EventFileWriter

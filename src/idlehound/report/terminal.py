@@ -44,14 +44,14 @@ def render(doc: dict[str, Any], console: Optional[Console] = None) -> None:
         c.print(Text(f"note: {n}", style="yellow"))
 
 
-def _band(m: dict) -> str:
+def _band(m: dict[str, Any]) -> str:
     if m["ideal"] is None:
         return ""
     op = "≥" if m["higher_is_better"] else "≤"
     return f"{op} {m['ideal']:g}"
 
 
-def _metric_table(metrics: dict) -> Table:
+def _metric_table(metrics: dict[str, Any]) -> Table:
     tab = Table(title="Metrics (per step)", title_justify="left", show_edge=False, pad_edge=False)
     tab.add_column("metric")
     tab.add_column("value", justify="right")
@@ -70,7 +70,7 @@ def _bar(value: float, total: float, width: int = 24) -> str:
     return "█" * n
 
 
-def _breakdown(doc: dict) -> Table:
+def _breakdown(doc: dict[str, Any]) -> Table:
     step = doc["metrics"]["step_ms"]["value"] or 0
     tab = Table(title="Step time breakdown (exposed, ms per step)", title_justify="left", show_edge=False)
     tab.add_column("category")
@@ -83,7 +83,7 @@ def _breakdown(doc: dict) -> Table:
     return tab
 
 
-def _idle(doc: dict) -> Table:
+def _idle(doc: dict[str, Any]) -> Table:
     step = doc["metrics"]["step_ms"]["value"] or 0
     tab = Table(title="GPU idle by cause (ms per step)", title_justify="left", show_edge=False)
     tab.add_column("cause")
@@ -95,7 +95,7 @@ def _idle(doc: dict) -> Table:
     return tab
 
 
-def _findings(c: Console, findings: list[dict]) -> None:
+def _findings(c: Console, findings: list[dict[str, Any]]) -> None:
     if not findings:
         c.print(Text("No findings: nothing explains a significant share of the step.", style="green"))
         return
@@ -107,7 +107,7 @@ def _findings(c: Console, findings: list[dict]) -> None:
         if f["kind"] != "risk":
             head.append(f" — up to {f['recoverable_ms_per_step']:.3f} ms per step "
                         f"({100 * f['recoverable_share_of_step']:.1f}% of the step)")
-        parts: list = [head]
+        parts: list[Any] = [head]
         if f["location"]:
             loc = f["location"]
             exact = "" if loc["exact"] else f" (in {loc['function']}, def line: approximate)"
@@ -120,7 +120,7 @@ def _findings(c: Console, findings: list[dict]) -> None:
                            word_wrap=True))
 
 
-def _lines(rows: list[dict]) -> Table:
+def _lines(rows: list[dict[str, Any]]) -> Table:
     tab = Table(title="GPU idle by source line (top 10)", title_justify="left", show_edge=False)
     tab.add_column("line")
     tab.add_column("cause")

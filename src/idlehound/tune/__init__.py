@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..errors import IdlehoundError
+from ..report.model import encode
 from ._candidates import (
     FRAMEWORK_FACTS,
     Candidate,
@@ -122,7 +123,7 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
     doc = _document(script, opts, causes, [lab.baseline_outcome()] + outcomes, run_dir, lab.noise(), lab.drift(),
                     lambda new: _runs_changed(script, args, opts, run_dir, new))
     progress("done", lab.done + 1, lab.done + 1)
-    (run_dir / "tune.json").write_text(json.dumps(doc, indent=2))
+    (run_dir / "tune.json").write_text(encode(doc))
     from .report import tune_html, tune_markdown
 
     (run_dir / "tune.md").write_text(tune_markdown(doc))
@@ -499,11 +500,13 @@ def _document(script: str, opts: TuneOptions, causes: set[str], outcomes: list[O
                 snippets = [f"# idlehound tune: the diff was not shown: the changed script {why}.\n"
                             "# The changes it made, to apply by hand:\n" + "\n".join(added)] + snippets
                 diff = ""
-    return {"schema": "idlehound/tune", "schema_version": 2, "script": script, "run_dir": str(run_dir),
-            "steps": opts.steps, "skip": opts.skip, "diagnosed_causes": sorted(causes), "noise": noise,
-            "drift_pct": drift, "rounds": [opts.min_rounds, opts.max_rounds], "margin": MARGIN,
-            "variants": [asdict(o) for o in outcomes], "best": asdict(best) if best else None,
-            "diff": diff, "snippets": snippets, "diff_check": checked}
+    from ..report import model as m
+
+    return m.as_data(m.Tune(
+        schema="idlehound/tune", schema_version=2, script=script, run_dir=str(run_dir), steps=opts.steps,
+        skip=opts.skip, diagnosed_causes=sorted(causes), noise=m.Noise(**noise), drift_pct=drift,
+        rounds=[opts.min_rounds, opts.max_rounds], margin=MARGIN, variants=[m.Variant(**asdict(o)) for o in outcomes],
+        best=m.Variant(**asdict(best)) if best else None, diff=diff, snippets=snippets, diff_check=checked))
 
 
 def is_win(o: Outcome) -> bool:

@@ -1,0 +1,461 @@
+"""The typed model of every output document: msgspec Structs, the one rounding helper, the JSON encoder.
+
+Documents are built as these Structs and turned into plain data (`as_data`) for the renderers; their JSON text
+comes from `encode`. docs/schema/<name>.schema.json is generated from them (`python -m idlehound.report.schema`).
+A Struct's field order is the document's key order, so the JSON text stays what it was when documents were dicts.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal, Optional, Union, overload
+
+import msgspec
+
+# Precision, applied once where a document is built (docs/json-schema.md, "Rounding").
+MS = 3  # milliseconds, counts per step, GiB, MB
+PCT = 2  # metric values, percentages of a step, bandwidths, gaps per step
+SHARE = 4  # finding gains and shares, per-rank figures
+
+
+@overload
+def rnd(x: float, nd: int = MS) -> float: ...
+@overload
+def rnd(x: None, nd: int = MS) -> None: ...
+@overload
+def rnd(x: Optional[float], nd: int = MS) -> Optional[float]: ...
+def rnd(x: Optional[float], nd: int = MS) -> Optional[float]:
+    """The one rounding helper: None stays None, anything else becomes a float with nd decimals."""
+    return None if x is None else round(float(x), nd)
+
+
+class _Doc(msgspec.Struct, forbid_unknown_fields=True):
+    """Base of every document part: an unknown key is an error when a document is read back (validation)."""
+
+
+# ---- the analysis report (schema idlehound/analysis) ----
+
+class Tool(_Doc):
+    name: str
+    version: str
+
+
+class TraceInfo(_Doc):
+    path: str
+    worker: str
+    size_bytes: int
+    with_stack: bool
+    cuda_run: bool
+    gpu_recorded: bool
+    step_source: str
+    steps: list[Optional[int]]  # null for a step the trace does not number
+    workers: list[str]
+
+
+class Device(_Doc):
+    name: str
+    index: Optional[int]
+    compute_capability: Optional[list[int]]
+    memory_bytes: Optional[float]
+    devices_seen: list[int]
+    accelerator: str
+
+
+class Metric(_Doc):
+    value: Optional[float]
+    unit: str
+    label: str
+    status: str
+    ideal: Optional[float]
+    problem: Optional[float]
+    higher_is_better: bool
+
+
+class Snippet(_Doc):
+    first_line: int
+    lines: list[str]
+
+
+class Location(_Doc, omit_defaults=True):
+    file: str
+    line: int
+    function: str
+    exact: bool
+    snippet: Optional[Snippet] = None  # absent when capture stored no source
+
+
+class IdleLine(_Doc):
+    cause: str
+    location: Optional[Location]
+    idle_ms_per_step: Optional[float]
+    gaps: int
+
+
+class Step(_Doc):
+    number: Optional[int]
+    duration_ms: Optional[float]
+    gpu_busy_pct: Optional[float]
+    breakdown_ms: dict[str, Optional[float]]
+    idle_ms: dict[str, Optional[float]]
+    start_ns: int
+    end_ns: int
+    sync_calls: int
+
+
+class SyncPoint(_Doc):
+    kind: str
+    op: str
+    call: str
+    python: str
+    location: Optional[Location]
+    count_per_step: Optional[float]
+    idle_after_ms_per_step: Optional[float]
+    blocked_ms_per_step: Optional[float]
+
+
+class Copy(_Doc):
+    direction: str
+    count_per_step: Optional[float]
+    mb_per_step: Optional[float]
+    ms_per_step: Optional[float]
+    bandwidth_gbps: Optional[float]
+    pageable_pct: Optional[float]
+
+
+class KernelFamily(_Doc):
+    name: str
+    count_per_step: Optional[float]
+    ms_per_step: Optional[float]
+    precision: Optional[str]
+
+
+class Kernels(_Doc):
+    count_per_step: Optional[float]
+    ms_per_step: Optional[float]
+    p50_us: Optional[float]
+    p90_us: Optional[float]
+    max_us: Optional[float]
+    fp32_matmul_ms_per_step: Optional[float]
+    tensor_core_ms_per_step: Optional[float]
+    fp32_matmul_ops: list[str]
+    top: list[KernelFamily]
+
+
+class Memory(_Doc):
+    recorded: bool
+    peak_allocated_gib: Optional[float]
+    peak_reserved_gib: Optional[float]
+    capacity_gib: Optional[float]
+    allocs_per_step: Optional[float]
+    empty_cache_calls: int
+    allocator_calls: int
+    curve: list[tuple[int, float]]
+
+
+class DataLoader(_Doc):
+    iterator: str
+    workers_in_use: Optional[bool]
+    host_ms_per_step: Optional[float]
+    exposed_ms_per_step: Optional[float]
+    location: Optional[Location]
+
+
+class Timeline(_Doc, omit_defaults=True):
+    """Busy spans and idle gaps of the first steps; every key absent when there were no steps."""
+
+    start_ns: Optional[int] = None
+    end_ns: Optional[int] = None
+    busy: Optional[list[tuple[int, int]]] = None
+    gaps: Optional[list[tuple[int, int, str]]] = None
+
+
+class UtilizationCurve(_Doc):
+    source: str
+    samples: list[tuple[float, float, Optional[float]]]
+
+
+class Finding(_Doc):
+    cause: str
+    title: str
+    severity: str
+    kind: str
+    recoverable_ms_per_step: float
+    recoverable_share_of_step: float
+    location: Optional[Location]
+    evidence: list[str]
+    fix: str
+    code: str
+    details: dict[str, Any]
+
+
+class Replay(_Doc):
+    recorded_step_ms: Optional[float]
+    replayed_step_ms: Optional[float]
+    unprofiled_step_ms: Optional[float]
+    unprofiled_source: Optional[str]
+    host_rate: Optional[float]
+    predicted_step_ms: Optional[float]
+    best_stack: list[str]
+    best_stack_step_ms: Optional[float]
+    best_stack_gain_ms: Optional[float]
+
+
+class Report(_Doc):
+    """`idlehound analyze --json` and every run folder's report.json (docs/json-schema.md)."""
+
+    schema: Literal["idlehound/analysis"]
+    schema_version: Literal[1]
+    tool: Tool
+    headline: str
+    trace: TraceInfo
+    device: Device
+    metrics: dict[str, Metric]
+    breakdown_ms: dict[str, Optional[float]]
+    idle_by_cause_ms: dict[str, Optional[float]]
+    idle_gaps_per_step: Optional[float]
+    idle_by_line: list[IdleLine]
+    steps: list[Step]
+    sync_points: list[SyncPoint]
+    copies: list[Copy]
+    kernels: Kernels
+    memory: Memory
+    dataloader: DataLoader
+    timeline: Timeline
+    utilization_curve: Optional[UtilizationCurve]
+    findings: list[Finding]
+    replay: Optional[Replay]
+    notes: list[str]
+    run: dict[str, Any]
+
+
+# ---- idlehound compare (schema idlehound/compare) ----
+
+class CompareSide(_Doc):
+    path: str
+    headline: str
+
+
+class CompareRow(_Doc):
+    label: str
+    a: Optional[float]
+    b: Optional[float]
+    delta: Optional[float]
+    delta_pct: Optional[float]
+    unit: str
+
+
+class FindingBrief(_Doc):
+    cause: str
+    title: str
+    ms: float
+
+
+class FindingKept(_Doc):
+    cause: str
+    title: str
+    a_ms: float
+    b_ms: float
+
+
+class Compare(_Doc):
+    schema: Literal["idlehound/compare"]
+    schema_version: Literal[1]
+    a: CompareSide
+    b: CompareSide
+    metrics: list[CompareRow]
+    breakdown_ms: list[CompareRow]
+    idle_by_cause_ms: list[CompareRow]
+    kernels_ms: list[CompareRow]
+    memory: list[CompareRow]
+    findings_gone: list[FindingBrief]
+    findings_new: list[FindingBrief]
+    findings_kept: list[FindingKept]
+
+
+# ---- several ranks (schema idlehound/distributed) ----
+
+class RankRow(_Doc):
+    rank: Any  # rank, world size and backend: whatever the trace's metadata gives
+    step_ms: float
+    gpu_util: Optional[float]
+    comm_ms: float
+    exposed_comm_ms: float
+    overlapped_comm_ms: float
+    compute_ms: float
+    trace: str
+    top_finding: str
+    wait_ms: float = 0.0  # set once every rank's communication time is known
+
+
+class WhyLine(_Doc):
+    file: str
+    line: int
+    function: str
+    ms_per_step: float
+    others_ms_per_step: float
+    excess_ms_per_step: float
+
+
+class Straggler(_Doc):
+    rank: Any
+    excess_ms_per_step: float
+    why_lines: list[WhyLine]
+    findings: list[Finding]
+    trace: str
+
+
+class Ranks(_Doc):
+    schema: Literal["idlehound/distributed"]
+    schema_version: Literal[1]
+    headline: str
+    world_size: Any
+    backend: Any
+    ranks_compared: int
+    ranks: list[RankRow]
+    straggler: Optional[Straggler]
+    failed: list[str] = msgspec.field(default_factory=list)
+
+
+# ---- idlehound lint --json (schema idlehound/lint) ----
+
+class LintRow(_Doc):
+    rule: str
+    name: str
+    file: str
+    line: int
+    col: int
+    code: str
+    why: str
+    fix: str
+    measured_idle_ms_per_step: Optional[float]
+
+
+class Lint(_Doc):
+    schema: Literal["idlehound/lint"]
+    schema_version: Literal[1]
+    findings: list[LintRow]
+
+
+# ---- idlehound ladder (schema idlehound/ladder) ----
+
+class Rung(_Doc):
+    name: str
+    label: str
+    config: dict[str, Any]
+    samples_per_s: Optional[float]
+    ms_per_step: Optional[float]
+    gpu_busy_pct: Optional[float]
+    nvml_util: Optional[float]
+    peak_mem_gib: Optional[float]
+    speedup: Optional[float]
+    pct_of_ceiling: Optional[float]
+    top_finding: str
+    status: str
+    reason: str
+    tried: list[dict[str, Any]]
+    trace: str
+
+
+class Ladder(_Doc):
+    schema: Literal["idlehound/ladder"]
+    schema_version: Literal[1]
+    device: str
+    rungs: list[Rung]
+    best: Optional[str]
+
+
+# ---- idlehound tune (schema idlehound/tune) ----
+
+class Variant(_Doc):
+    candidate: str
+    label: str
+    status: str
+    reason: str
+    samples_per_s: Optional[float]
+    steps_per_s: Optional[float]
+    speedup: Optional[float]
+    gpu_util: Optional[float]
+    loss_check: str
+    max_rel_diff: Optional[float]
+    on_top_of: Optional[str]
+    gain: Optional[float]
+    settings: dict[str, Any]
+    graphed_inputs: Optional[list[dict[str, Any]]]
+    # version 2 (defaults let a version-1 document be read)
+    effect: str = ""
+    speedup_ci: Optional[list[float]] = None
+    gain_ci: Optional[list[float]] = None
+    rounds: int = 0
+    warmup_note: str = ""
+
+
+class Noise(_Doc):
+    time_pct: Optional[float] = None
+    loss_rel_diff: Optional[float] = None
+
+
+class Tune(_Doc, kw_only=True):
+    """Keys in the document's order; the version-2 keys have defaults so a version-1 document can be read."""
+
+    schema: Literal["idlehound/tune"]
+    schema_version: Literal[1, 2]
+    script: str
+    run_dir: str
+    steps: int
+    skip: int
+    diagnosed_causes: list[str]
+    noise: Noise
+    drift_pct: Optional[float] = None
+    rounds: Optional[list[int]] = None
+    margin: Optional[float] = None
+    variants: list[Variant]
+    best: Optional[Variant]
+    diff: str
+    snippets: list[str]
+    diff_check: str = ""
+
+
+DOCUMENTS: dict[str, type[_Doc]] = {"report": Report, "compare": Compare, "ranks": Ranks, "lint": Lint,
+                                    "ladder": Ladder, "tune": Tune}
+
+
+def as_data(doc: _Doc) -> dict[str, Any]:
+    """A document as plain dicts and lists, what the renderers read."""
+    data: dict[str, Any] = msgspec.to_builtins(doc)
+    return data
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = ord(m.group(0))
+    if c < 0x10000:
+        return f"\\u{c:04x}"
+    c -= 0x10000
+    return f"\\u{0xD800 + (c >> 10):04x}\\u{0xDC00 + (c & 0x3FF):04x}"
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+# A JSON string, or a number with an exponent (msgspec writes 1e-7 and 1e21, Python's json 1e-07 and 1e+21).
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?e[+-]?\d+')
+_DIGIT_E = tuple(f"{d}e" for d in range(10))  # a quick test before the slow, string-aware pass
+
+
+def _respell(m: re.Match[str]) -> str:
+    t = m.group(0)
+    return t if t[0] == '"' else repr(float(t))
+
+
+def encode(doc: object, indent: int = 2) -> str:
+    """JSON text of a document, as `json.dumps(doc, indent=2)` wrote it: ASCII only (non-ASCII as \\u escapes,
+    so no control or bidirectional character from a trace reaches a terminal raw) and Python's float spelling.
+    A non-finite number is written as null."""
+    text = msgspec.json.format(msgspec.json.encode(doc), indent=indent).decode("utf-8")
+    if not text.isascii():  # non-ASCII characters can only be inside strings
+        text = _NON_ASCII.sub(_escape, text)
+    if any(d in text for d in _DIGIT_E):  # maybe a number with an exponent (or a string holding "1e")
+        text = _TOKEN.sub(_respell, text)
+    return text
+
+
+def validate(text: Union[str, bytes], name: str) -> _Doc:
+    """Read a document's JSON text back as its Struct (strict: a wrong type or an unknown key raises)."""
+    return msgspec.json.decode(text, type=DOCUMENTS[name], strict=True)
