@@ -54,10 +54,15 @@ def framework_check(doc: dict) -> list[dict]:
             lib, user = m.get("library") or {}, m.get("user") or {}
             out.append({"finding": f.get("cause"), "kind": f.get("kind"), "entry": m.get("entry"),
                         "library": f"{lib.get('file')}:{lib.get('line')}", "library_exact": lib.get("exact"),
-                        "library_source": lib.get("source"), "user": f"{user.get('file')}:{user.get('line')}",
+                        "library_source": lib.get("source"), "blocking": _line(m.get("blocking")),
+                        "user": f"{user.get('file')}:{user.get('line')}",
                         "count_per_step": m.get("count_per_step"), "finding_code": f.get("code"),
                         "recoverable_share": f.get("recoverable_share_of_step")})
     return out
+
+
+def _line(loc: dict | None) -> str | None:
+    return f"{loc.get('file')}:{loc.get('line')} {loc.get('source') or ''}".strip() if loc else None
 
 
 def record(name: str, out: Path, env: dict, runs: Path, results: dict) -> None:
@@ -108,9 +113,26 @@ def measure(name: str, out: Path, env: dict, results: dict) -> None:
                                          if v != "base"}
 
 
+def missing() -> list[str]:
+    """What this machine lacks for the check: idlehound's own dependencies, the two frameworks, a GPU."""
+    import importlib.util
+
+    need = ["msgspec", "numpy", "rich", "click", "jinja2", "torch", "transformers", "lightning"]
+    out = [m for m in need if importlib.util.find_spec(m) is None]
+    if not out and not TINY:
+        import torch
+
+        out += [] if torch.cuda.is_available() else ["a CUDA GPU (FW_TINY=1 checks the script on a CPU)"]
+    return out
+
+
 def main() -> None:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
+    lacking = missing()
+    if lacking:
+        log(out, f"cannot run: missing {', '.join(lacking)} (python {sys.executable})")
+        sys.exit(2)
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": f"{ROOT / 'src'}:{os.environ.get('PYTHONPATH', '')}",
            "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     results: dict = {"tiny": TINY, "rounds": ROUNDS}
