@@ -81,7 +81,8 @@ def _python_nodes(prof: Any) -> tuple[list, list]:
         stack = [(n, False) for n in prof.profiler.kineto_results.experimental_event_tree()]
     except Exception:  # no tree (older torch, or profiling failed): the analysis falls back to def lines
         return [], []
-    out, points = [], []
+    out: list = []
+    points: list = []
     while stack:
         node, in_point = stack.pop()
         point = not in_point and _is_idle_point(node.name)
@@ -115,7 +116,8 @@ def _library_stacks(points: list, decided: dict[str, bool]) -> tuple[list, list,
     before it.
     """
     calls: dict[tuple, list] = {}
-    rows, refs = [], {}
+    rows: list[list] = []
+    refs: dict[str, set[int]] = {}
     for p in points:
         frames = _python_ancestors(p)
         if not frames:
@@ -142,7 +144,8 @@ def _ref(refs: dict[str, set[int]], decided: dict[str, bool], file: str, line: i
 def _python_ancestors(node: Any) -> list:
     from torch._C._profiler import _EventType
 
-    out, n = [], node.parent
+    out: list = []
+    n = node.parent
     while n is not None and len(out) < 500:
         if n.tag in (_EventType.PyCall, _EventType.PyCCall):
             out.append(n)

@@ -140,9 +140,9 @@ def find_matches(a: Analysis) -> list[FrameworkMatch]:
         if hit is None:
             continue
         entry, i = hit
-        frame = parse_frame(smap.name(path[i]))
-        key = (entry.name, frame)
-        lib = smap.line_inside(path, i, ts) or SourceLoc(*frame, False, None)  # type: ignore[misc]
+        file, line, func = parse_frame(smap.name(path[i])) or ("", 0, "")  # _match parsed it already
+        key = (entry.name, file, line, func)
+        lib = smap.line_inside(path, i, ts) or SourceLoc(file, line, func, False)
         blocking = smap.library_line(tid, ts)
         if key not in out:
             user = smap.locate(np.array([tid]), np.array([ts]))[0]
