@@ -58,6 +58,7 @@ class Analysis:
     ranks: dict[str, Any] = field(default_factory=dict)  # communication and per-line time, for multi-rank runs
     replay: Optional[Replay] = None  # the steps' dependency model (None without GPU events)
     observer: dict[str, Any] = field(default_factory=dict)  # unprofiled step, host rate fitted to it
+    idle_library_lines: list[IdleLine] = field(default_factory=list)  # by the innermost library line instead
     prediction: dict[str, Any] = field(default_factory=dict)  # the best stack of fixes (set by diagnose)
 
     @property
@@ -124,7 +125,7 @@ def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = 
         trace=trace, steps=steps, step_source=source, device=device, gpu_recorded=gpu_recorded,
         breakdown_ns={k: sum(s.breakdown_ns.get(k, 0) for s in steps) for k in BREAKDOWN},
         idle_ns={k: sum(s.idle_ns.get(k, 0) for s in steps) for k in IDLE_CAUSES},
-        sync_sites=sync_sites, idle_lines=idle_lines,
+        sync_sites=sync_sites, idle_lines=idle_lines, idle_library_lines=gaps.lines(by="library") if gaps else [],
         copies=_copies(ctx, win_s, win_e, notes),
         kernels=_kernels(ctx, win_s, win_e, device, smap, _main_thread(trace.events, ctx), notes),
         memory=_memory(ctx, trace, win_s, win_e, device, smap, steps, notes),

@@ -142,8 +142,9 @@ class _Gaps:
             total[int(self.sync_owner[j])] = total.get(int(self.sync_owner[j]), 0) + int(self.ns["sync"][j])
         return np.array([total.get(int(s), 0) for s in sync_idx], dtype=np.int64)
 
-    def lines(self, top: int = 10) -> list[IdleLine]:
-        """GPU idle by source line and cause, largest first."""
+    def lines(self, top: int = 10, by: str = "user") -> list[IdleLine]:
+        """GPU idle by source line and cause, largest first: the user's line, or (by="library") the innermost
+        library line below it (only idle that has one)."""
         keys: dict[tuple, int] = {}  # (cause, loc) -> row; idle summed per row with numpy, not per event
         rows_of, ns_of = [], []
         ev = self.ctx.ev
@@ -158,8 +159,8 @@ class _Gaps:
                 tids[has], times[has] = ev.tid[d[has]], ev.ts[d[has]]
             if cause == "data_loading":
                 tids[:] = self.main_tid
-            locs = self.smap.locate(tids, times)
-            missing = [i for i, loc in enumerate(locs) if loc is None]
+            locs = self.smap.locate(tids, times) if by == "user" else self.smap.library_lines(tids, times)
+            missing = [i for i, loc in enumerate(locs) if loc is None] if by == "user" else []
             if missing:  # e.g. the autograd thread: the user line is the one that called backward()
                 again = self.smap.locate(np.full(len(missing), self.main_tid), times[missing])
                 for i, loc in zip(missing, again):
@@ -175,7 +176,8 @@ class _Gaps:
         row, ns = (np.concatenate(rows_of), np.concatenate(ns_of).astype(np.int64)) if rows_of else ([], [])
         idle, count = np.zeros(len(keys), dtype=np.int64), np.bincount(row, minlength=len(keys))
         np.add.at(idle, row, ns)
-        rows = [IdleLine(c, loc, int(idle[r]), int(count[r])) for (c, loc), r in keys.items()]
+        rows = [IdleLine(c, loc, int(idle[r]), int(count[r])) for (c, loc), r in keys.items()
+                if loc is not None or by == "user"]
         rows.sort(key=lambda r: -r.idle_ns)
         return rows[:top]
 

@@ -21,7 +21,7 @@ import numpy as np
 from .._paths import BY_NAME, UserCode, is_user_file
 from ..trace import EventTable
 
-__all__ = ["SourceLoc", "SourceMap", "is_user_file", "load_sidecar", "parse_frame"]
+__all__ = ["SourceLoc", "SourceMap", "is_library", "is_user_file", "load_sidecar", "parse_frame"]
 
 _FRAME_RE = re.compile(r"^(?P<file>.*)\((?P<line>\d+)\): (?P<func>.*)$")
 @dataclass(frozen=True)
@@ -67,6 +67,7 @@ class SourceMap:
         self.parent = self._parents(ev.py_id[idx], ev.py_parent[idx])
         self.loc: list[Optional[SourceLoc]] = []
         self.anchor = self._anchors(sidecar or {})
+        self._library_data(sidecar or {})
         self.threads = {int(t): (lo, hi) for t, lo, hi in _runs(self.tid)}
 
     @staticmethod
@@ -105,6 +106,83 @@ class SourceMap:
                 break
             nxt = step
         return nxt
+
+    def _library_data(self, sidecar: dict) -> None:
+        """Exact lines on the stacks above idle points (sidecar version 3): calls made from any line there."""
+        self._calls: dict = {**(sidecar.get("library_calls") or {}), **(sidecar.get("callers") or {})}
+        pts = sidecar.get("points") or []
+        self._pt_start = np.array([p[0] for p in pts], dtype=np.int64)
+        self._pts = pts
+        self._lib_sources: dict[str, list] = sidecar.get("library_sources") or {}
+
+    def _point_at(self, t: int) -> Optional[tuple]:
+        """The idle point (start, end, file, line, function) running at time t, or None."""
+        k = int(np.searchsorted(self._pt_start, t, side="right")) - 1
+        for j in range(k, max(k - 8, -1), -1):  # points are outermost: at most a few (threads) overlap t
+            if self._pts[j][1] >= t:
+                return self._pts[j]
+        return None
+
+    def path(self, tid: int, t: int) -> list[int]:
+        """Frames running on thread tid at time t, innermost first."""
+        return self._path_from(int(self.innermost(np.array([tid]), np.array([t]))[0]))
+
+    def _path_from(self, k: int) -> list[int]:
+        out = []
+        while k >= 0 and len(out) < 500:
+            out.append(k)
+            k = int(self.parent[k])
+        return out
+
+    def line_inside(self, path: list[int], i: int, t: int) -> Optional[SourceLoc]:
+        """The exact line running inside frame path[i] at time t, where capture recorded it; else None."""
+        frame = parse_frame(self._names[path[i]])
+        if frame is None:
+            return None
+        if i == 0:
+            pt = self._point_at(t)
+            row = pt[2:] if pt is not None else None
+        else:
+            row = self._calls.get((int(self.start[path[i - 1]]), self._names[path[i - 1]]))
+        if row is None or row[0] != frame[0]:
+            return None
+        return SourceLoc(row[0], int(row[1]), row[2], True, self._snippet(row[0], int(row[1])))
+
+    def library_line(self, tid: int, t: int) -> Optional[SourceLoc]:
+        """The innermost library line (not the user's, not torch's) running at (tid, t) below the user's code.
+
+        Exact where capture recorded the stack (sidecar version 3, near idle points); else the library
+        function's def line. None when the user's code is reached first (the time is spent in the user's line).
+        """
+        return self.library_lines(np.array([tid]), np.array([t]))[0]
+
+    def library_lines(self, tids: np.ndarray, times: np.ndarray) -> list[Optional[SourceLoc]]:
+        """library_line for each (tid, time)."""
+        ks = self.innermost(np.asarray(tids), np.asarray(times)) if self.n else np.full(len(times), -1)
+        pts = np.searchsorted(self._pt_start, times, side="right") - 1
+        cache: dict[tuple[int, int], Optional[SourceLoc]] = {}
+        out = []
+        for k, t, pt in zip(ks.tolist(), np.asarray(times).tolist(), pts.tolist()):
+            key = (k, pt if pt >= 0 and self._pts[pt][1] >= t else -1)  # same frame, same point: same line
+            if key not in cache:
+                cache[key] = self._library_in(self._path_from(k), t)
+            out.append(cache[key])
+        return out
+
+    def _library_in(self, path: list[int], t: int) -> Optional[SourceLoc]:
+        for i, k in enumerate(path):
+            frame = parse_frame(self._names[k])
+            if frame is not None and is_library(frame[0], self.is_user):
+                return self.line_inside(path, i, t) or self._loc_at(frame, False)
+            if self.loc[k] is not None:  # a user frame, or a call made from a user line
+                return None
+        return None
+
+    def _loc_at(self, frame: tuple[str, int, str], exact: bool) -> SourceLoc:
+        return SourceLoc(frame[0], frame[1], frame[2], exact, self._snippet(frame[0], frame[1]))
+
+    def _snippet(self, file: str, line: int) -> Optional[tuple[int, tuple[str, ...]]]:
+        return snippet_at(self._sources.get(file) or self._lib_sources.get(file), line)
 
     def _exact(self, callers: dict, ts: int, name: str) -> Optional[SourceLoc]:
         c = callers.get((ts, name))
@@ -203,6 +281,14 @@ class SourceMap:
         return self._names[k] if k >= 0 else None
 
 
+def is_library(file: str, is_user: Any = None) -> bool:
+    """A framework or package file whose lines a finding may name: not the user's, not torch's own internals
+    (the caller inside the framework is what one can change), not a C function."""
+    if not file or file.startswith(("<", "torch/", "idlehound/")) or "/torch/" in file:
+        return False  # idlehound's own frames are the capture (`idlehound run`, the window's start and stop)
+    return not (is_user or is_user_file)(file)
+
+
 def _runs(keys: np.ndarray):
     if keys.size == 0:
         return
@@ -245,6 +331,9 @@ def load_sidecar(path: Path, base_ns: int = 0) -> Optional[dict]:
         return None
     return {"callers": _callers(data.get("frames"), base_ns), "code": _user_code(data),
             "sources": _sources(data.get("sources")),
+            "library_calls": _callers(data.get("library_calls"), base_ns),
+            "points": _points(data.get("points"), base_ns),
+            "library_sources": _sources(data.get("library_sources")),
             "sys_path": _strings(data.get("sys_path")), "script": _str(data.get("script"))}
 
 
@@ -255,6 +344,15 @@ def _callers(rows: Any, base_ns: int) -> dict:
             ts, name, file, line, func = r
             callers[(ts - base_ns, name)] = (file, line, func)
     return callers
+
+
+def _points(rows: Any, base_ns: int) -> list[tuple[int, int, str, int, str]]:
+    """(start, end, file, line, function) of each idle point (sidecar version 3), sorted by start."""
+    out = []
+    for r in rows if isinstance(rows, list) else ():
+        if isinstance(r, list) and len(r) == 7 and _ints(r[0], r[1], r[4]) and _strs(r[2], r[3], r[5], r[6]):
+            out.append((r[0] - base_ns, r[1] - base_ns, r[3], r[4], r[5]))
+    return sorted(out)
 
 
 def _user_code(data: dict) -> Optional[UserCode]:

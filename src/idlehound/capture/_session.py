@@ -57,6 +57,14 @@ class StopRun(SystemExit):
     """Raised from a step hook when --stop-after ends the script after the window."""
 
 
+_ACTIVE: list[Session] = []  # sessions started in this process and not yet stopped (one profiler at a time)
+
+
+def active_session() -> Optional[Session]:
+    """The capture session already running in this process (`idlehound run`, a callback), or None."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
 class Session:
     def __init__(self, opts: CaptureOptions, label: str, command: list[str]) -> None:
         try:
@@ -123,6 +131,7 @@ class Session:
                                               profile_memory=o.profile_memory)
         self._maybe_start_profiler()
         self._write_run_json(status="running")
+        _ACTIVE.append(self)
         return self
 
     def _maybe_start_profiler(self) -> None:
@@ -302,6 +311,8 @@ class Session:
                 undo()
             self._undo.clear()
             self._stopped = True
+            if self in _ACTIVE:
+                _ACTIVE.remove(self)
             if not self.flags:
                 self.flags = _torch_flags()
             if self._prof is not None:

@@ -3,7 +3,10 @@ folder depends only on the folder.
 
 - exact call-site lines, from the in-process profiler event tree (the JSON only has def lines);
 - which frame files were the user's code and which were libraries (decided here, in the user's own process);
-- the user's own source lines around every line a report may point at (the only snippets a report shows).
+- the user's own source lines around every line a report may point at (the only snippets a report shows);
+- near idle time only (host reads of device values, blocking calls, collectives, DataLoader waits): the exact
+  library lines on the stack above each such point, and those library lines' text, so a finding can name the
+  innermost library line that blocks (`transformers/trainer.py:1922`) beside the user line that reached it.
 """
 
 from __future__ import annotations
@@ -18,12 +21,16 @@ from typing import Any, Optional
 
 from .._paths import is_absolute, is_builtin_workload, is_user_file, module_root
 
-SIDECAR_VERSION = 2
+SIDECAR_VERSION = 3  # 3 adds library_calls, points and library_sources (idle points only)
 CONTEXT = 3  # source lines kept either side of a referenced line
 MAX_LINE_CHARS = 300
 MAX_LINES_PER_FILE = 600
 MAX_LINES = 6000
 MAX_SOURCE_BYTES = 8 << 20  # larger files are not the user's hand-written training code
+MAX_POINTS = 2000  # idle points whose library stacks are kept (a window has a few per step)
+MAX_LIBRARY_ROWS = 20000
+LIBRARY_CONTEXT = 2  # library source lines kept either side of a referenced line
+MAX_LIBRARY_LINES = 1500
 
 
 def write_sidecar(prof: Any, path: Path, script: str = "", cwd: Optional[str] = None) -> int:
@@ -31,7 +38,7 @@ def write_sidecar(prof: Any, path: Path, script: str = "", cwd: Optional[str] = 
 
     Only calls made from the user's own files are kept: those are the lines a finding can point at.
     """
-    nodes = _python_nodes(prof)
+    nodes, points = _python_nodes(prof)
     here = CaptureFiles(cwd or os.getcwd(), script)
     files = {p[0] for p in (_parse(n.name) for n in nodes) if p}
     files |= {c.file_name for c in (_caller(n) for n in nodes) if c is not None}
@@ -47,10 +54,13 @@ def write_sidecar(prof: Any, path: Path, script: str = "", cwd: Optional[str] = 
         rows.append([int(node.start_time_ns), node.name, caller.file_name, int(caller.line_number),
                      caller.function_name])
         refs.setdefault(caller.file_name, set()).add(int(caller.line_number))
+    lib_rows, point_rows, lib_refs = _library_stacks(points, decided)
     doc = {"version": SIDECAR_VERSION, "script": script, "cwd": here.cwd, "sys_path": list(sys.path),
            "library_prefixes": list(here.prefixes),
            "library_roots": _library_roots(decided),
-           "files": decided, "sources": read_sources(refs, here), "frames": rows}
+           "files": decided, "sources": read_sources(refs, here), "frames": rows,
+           "library_calls": lib_rows, "points": point_rows,
+           "library_sources": read_sources(lib_refs, here, LIBRARY_CONTEXT, MAX_LIBRARY_LINES)}
     path.write_bytes(gzip.compress(json.dumps(doc).encode(), compresslevel=6))
     return len(rows)
 
@@ -62,21 +72,98 @@ def _library_roots(decided: dict[str, bool]) -> list[str]:
     return sorted({module_root(f) for f, user in rel.items() if not user} - user_roots)
 
 
-def _python_nodes(prof: Any) -> list:
+def _python_nodes(prof: Any) -> tuple[list, list]:
+    """(Python call nodes, outermost idle points) of the profiler's event tree."""
     try:
         from torch._C._profiler import _EventType
 
         py_tags = {_EventType.PyCall, _EventType.PyCCall}
-        stack = list(prof.profiler.kineto_results.experimental_event_tree())
+        stack = [(n, False) for n in prof.profiler.kineto_results.experimental_event_tree()]
     except Exception:  # no tree (older torch, or profiling failed): the analysis falls back to def lines
-        return []
-    out = []
+        return [], []
+    out: list = []
+    points: list = []
     while stack:
-        node = stack.pop()
-        stack.extend(node.children)
+        node, in_point = stack.pop()
+        point = not in_point and _is_idle_point(node.name)
+        stack.extend((c, in_point or point) for c in node.children)
         if node.tag in py_tags:
             out.append(node)
+        elif point and len(points) < MAX_POINTS:
+            points.append(node)
+    return out, points
+
+
+def _is_idle_point(name: str) -> bool:
+    """Where the host waits: the ops analysis counts as sync points, and DataLoader waits."""
+    from ..analysis import _roles as roles
+
+    return (roles.sync_kind("", name, "") in ("scalar_read", "data_dependent_shape") or roles.is_sync_call(name)
+            or name.startswith(COLLECTIVES) or roles.is_dataloader(name))
+
+
+# Collectives as the calling thread records them (gloo and NCCL alike): a per-step one is a wait for every rank.
+COLLECTIVES = ("c10d::allreduce_", "c10d::barrier", "c10d::allgather", "c10d::_allgather_base", "c10d::broadcast_")
+
+
+def _library_stacks(points: list, decided: dict[str, bool]) -> tuple[list, list, dict[str, set[int]]]:
+    """The exact lines on the stack above each idle point, where they are not the user's (those are in `frames`).
+
+    library_calls: [start_ns, name, file, line, function] of each Python call on those stacks made from a library
+    line. points: [start_ns, end_ns, name, file, line, function, how] of each point, the line inside its innermost
+    Python frame: how="call" when a Python-visible call (x.item()) holds the point, "after" when the point came from
+    bytecode with no call of its own (`if t:`, `a or b` on tensors) and the line is that of the frame's last call
+    before it.
+    """
+    calls: dict[tuple, list] = {}
+    rows: list[list] = []
+    refs: dict[str, set[int]] = {}
+    for p in points:
+        frames = _python_ancestors(p)
+        if not frames:
+            continue
+        line = _line_inside(frames[0], p)
+        if line is not None and len(rows) < MAX_POINTS:
+            rows.append([int(p.start_time_ns), int(p.end_time_ns), p.name, *line])
+            _ref(refs, decided, line[0], line[1])
+        for f in frames:
+            c = _caller(f)
+            key = (int(f.start_time_ns), f.name)
+            if c is None or decided.get(c.file_name, True) or key in calls or len(calls) >= MAX_LIBRARY_ROWS:
+                continue
+            calls[key] = [key[0], f.name, c.file_name, int(c.line_number), c.function_name]
+            _ref(refs, decided, c.file_name, int(c.line_number))
+    return list(calls.values()), rows, refs
+
+
+def _ref(refs: dict[str, set[int]], decided: dict[str, bool], file: str, line: int) -> None:
+    if not decided.get(file, True) and not file.startswith(("torch/", "<")):  # library text, not torch's
+        refs.setdefault(file, set()).add(line)
+
+
+def _python_ancestors(node: Any) -> list:
+    from torch._C._profiler import _EventType
+
+    out: list = []
+    n = node.parent
+    while n is not None and len(out) < 500:
+        if n.tag in (_EventType.PyCall, _EventType.PyCCall):
+            out.append(n)
+        n = n.parent
     return out
+
+
+def _line_inside(frame: Any, point: Any) -> Optional[list]:
+    """[file, line, function, how] of the line running in `frame` when `point` started."""
+    from torch._C._profiler import _EventType
+
+    if frame.tag == _EventType.PyCCall:  # a C function (x.item(), print): its caller line made the call
+        c = _caller(frame)
+        return None if c is None else [c.file_name, int(c.line_number), c.function_name, "call"]
+    before = [ch for ch in frame.children if ch.tag in (_EventType.PyCall, _EventType.PyCCall)
+              and ch.start_time_ns <= point.start_time_ns]
+    c = _caller(max(before, key=lambda ch: ch.start_time_ns)) if before else None
+    return None if c is None else [c.file_name, int(c.line_number), c.function_name, "after"]
 
 
 def _caller(node: Any) -> Any:
@@ -150,15 +237,16 @@ def _library_prefixes() -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
-def read_sources(refs: dict[str, set[int]], here: CaptureFiles) -> dict[str, list]:
-    """{file: [[first_line, [line, ...]], ...]}: the user's lines around each referenced line, bounded in size."""
+def read_sources(refs: dict[str, set[int]], here: CaptureFiles, context: int = CONTEXT,
+                 total: int = MAX_LINES) -> dict[str, list]:
+    """{file: [[first_line, [line, ...]], ...]}: the lines around each referenced line, bounded in size."""
     out: dict[str, list] = {}
-    budget = MAX_LINES
+    budget = total
     for file in sorted(refs):
         text = _read_source(here.resolve(file))
         if text is None or budget <= 0:
             continue
-        chunks = _chunks(text, sorted(refs[file]), min(budget, MAX_LINES_PER_FILE))
+        chunks = _chunks(text, sorted(refs[file]), min(budget, MAX_LINES_PER_FILE), context)
         if chunks:
             out[file] = chunks
             budget -= sum(len(c[1]) for c in chunks)
@@ -178,11 +266,11 @@ def _read_source(path: Optional[str]) -> Optional[list[str]]:
     return raw.decode("utf-8", errors="replace").splitlines()
 
 
-def _chunks(text: list[str], lines: list[int], budget: int) -> list:
+def _chunks(text: list[str], lines: list[int], budget: int, context: int = CONTEXT) -> list:
     """Merge the windows around `lines` into runs of consecutive lines, at most `budget` lines in all."""
     spans: list[list[int]] = []
     for n in lines:
-        lo, hi = max(1, n - CONTEXT), min(len(text), n + CONTEXT)
+        lo, hi = max(1, n - context), min(len(text), n + context)
         if lo > hi:
             continue
         if spans and lo <= spans[-1][1] + 1:

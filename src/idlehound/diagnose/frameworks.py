@@ -9,6 +9,7 @@ against the table in frameworks_table.py.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -29,32 +30,58 @@ _OWN_FRAMES = ("idlehound/capture/", "torch/profiler/")  # the profiler's own sy
 class FrameworkMatch:
     entry: FrameworkEntry
     count: int
-    library: tuple[str, int, str]  # file, line (the function's def line from the trace), function
+    library: SourceLoc  # the line inside the matched library function (its def line where capture kept none)
     user: Optional[SourceLoc]
+    blocking: Optional[SourceLoc] = None  # the innermost library line the host waited in, when it differs
 
     def library_str(self) -> str:
-        file, line, func = self.library
-        return f"{file}:{line} ({func}, def line)"
+        out = _where(self.library)
+        if self.blocking is not None:
+            out += f", blocking in {_where(self.blocking)}"
+        return out
 
     def to_json(self, n_steps: int) -> dict[str, Any]:
-        file, line, func = self.library
         return {"entry": self.entry.name, "framework": self.entry.framework, "title": self.entry.title,
-                "library": {"file": file, "line": line, "function": func, "exact": False},
+                "library": _loc_json(self.library),
+                "blocking": _loc_json(self.blocking) if self.blocking else None,
                 "user": self.user.to_json() if self.user else None,
                 "count_per_step": self.count / max(n_steps, 1), "fix": self.entry.fix, "code": self.entry.code}
+
+
+def source_text(loc: SourceLoc) -> Optional[str]:
+    """The text of loc's own line, as capture stored it (None when it stored none)."""
+    if loc.snippet is None:
+        return None
+    first, lines = loc.snippet
+    return lines[loc.line - first].strip() if 0 <= loc.line - first < len(lines) else None
+
+
+def _where(loc: SourceLoc) -> str:
+    text = source_text(loc) if loc.exact else None
+    return f"{loc.file}:{loc.line}" + (f" `{text}`" if text else "" if loc.exact else f" ({loc.function}, def line)")
+
+
+def _loc_json(loc: SourceLoc) -> dict[str, Any]:
+    return {**loc.to_json(), "source": source_text(loc) if loc.exact else None}
 
 
 def match_stack(stack: list[str], entries: tuple[FrameworkEntry, ...] = ENTRIES
                 ) -> Optional[tuple[FrameworkEntry, tuple[str, int, str]]]:
     """The first entry whose frames appear in `stack` (python_function names, innermost first), with the
     library frame that matched; None when no entry does."""
-    parsed = [p for p in (parse_frame(n) for n in stack) if p is not None]
-    library = [p for p in parsed if not p[0].startswith(("torch/", "<"))]
+    hit = _match(stack, entries)
+    return None if hit is None else (hit[0], parse_frame(stack[hit[1]]))  # type: ignore[return-value]
+
+
+def _match(stack: list[str], entries: tuple[FrameworkEntry, ...] = ENTRIES) -> Optional[tuple[FrameworkEntry, int]]:
+    """(entry, index in stack of the frame that matched), or None."""
+    parsed = [(i, p) for i, p in ((i, parse_frame(n)) for i, n in enumerate(stack)) if p is not None]
+    library = [(i, p) for i, p in parsed if not p[0].startswith(("torch/", "<"))]
     for e in entries:
         candidates = library[:1] if e.innermost else parsed
-        for p in candidates:
+        for i, p in candidates:
             if any(p[0].endswith(suffix) and p[2] in funcs for suffix, funcs in e.frames):
-                return e, p
+                return e, i
     return None
 
 
@@ -98,31 +125,34 @@ def _outermost(ev: Any, idx: np.ndarray) -> np.ndarray:
 
 
 def find_matches(a: Analysis) -> list[FrameworkMatch]:
-    """Sync points whose stack matches a framework entry, grouped by entry and library frame, most first."""
+    """Sync points whose stack matches a framework entry, grouped by entry and library function, most first.
+
+    Each group names the line its reads most often ran at (exact where capture recorded the stack).
+    """
     smap, points = sync_stacks(a)
     out: dict[tuple, FrameworkMatch] = {}
-    for tid, ts, k in points:
+    lines: dict[tuple, Counter] = {}
+    for tid, ts, _ in points:
         if smap.within(tid, ts, _OWN_FRAMES):  # only frames below the user's code: `idlehound run` is above it
             continue
-        stack = _stack(smap, k)
-        hit = match_stack(stack)
+        path = smap.path(tid, ts)
+        hit = _match([smap.name(k) for k in path])
         if hit is None:
             continue
-        entry, lib = hit
-        m = out.get((entry.name, lib))
-        if m is None:
+        entry, i = hit
+        file, line, func = parse_frame(smap.name(path[i])) or ("", 0, "")  # _match parsed it already
+        key = (entry.name, file, line, func)
+        lib = smap.line_inside(path, i, ts) or SourceLoc(file, line, func, False)
+        blocking = smap.library_line(tid, ts)
+        if key not in out:
             user = smap.locate(np.array([tid]), np.array([ts]))[0]
-            m = out[(entry.name, lib)] = FrameworkMatch(entry, 0, lib, user)
-        m.count += 1
+            out[key] = FrameworkMatch(entry, 0, lib, user)
+            lines[key] = Counter()
+        out[key].count += 1
+        lines[key][(lib, blocking if blocking != lib else None)] += 1
+    for key, m in out.items():
+        m.library, m.blocking = lines[key].most_common(1)[0][0]
     return sorted(out.values(), key=lambda m: -m.count)
-
-
-def _stack(smap: SourceMap, k: int) -> list[str]:
-    out = []
-    while k >= 0 and len(out) < 200:
-        out.append(smap.name(k))
-        k = int(smap.parent[k])
-    return out
 
 
 def annotate(a: Analysis, findings: list[Finding]) -> list[Finding]:
@@ -136,6 +166,7 @@ def annotate(a: Analysis, findings: list[Finding]) -> list[Finding]:
     except Exception:  # a best-effort refinement: never lose the generic findings over it
         matches = []
     if not matches:
+        _library_evidence(a, next((f for f in findings if f.cause == "sync"), None))
         return findings
     top = matches[0]
     lines = [f"{m.library_str()}: {m.entry.title}, {m.count / a.n_steps:.1f}/step"
@@ -155,3 +186,25 @@ def annotate(a: Analysis, findings: list[Finding]) -> list[Finding]:
                     "host wait for the GPU once it runs on one"] + lines, top.entry.fix, top.entry.code, location=top.user,
                    severity="medium", kind="risk", details={"framework": details})
     return [*findings, risk]
+
+
+def _library_evidence(a: Analysis, sync: Optional[Finding]) -> None:
+    """Where no table entry matches, the generic sync finding still names the library lines its reads ran in."""
+    if sync is None or not a.trace.with_stack:
+        return
+    try:
+        smap, points = sync_stacks(a)
+        found: Counter = Counter()
+        for tid, ts, _ in points:
+            lib = smap.library_line(tid, ts)
+            if lib is not None and not smap.within(tid, ts, _OWN_FRAMES):
+                found[(lib, smap.locate(np.array([tid]), np.array([ts]))[0])] += 1
+    except Exception:  # best effort, as above
+        return
+    if not found:
+        return
+    top = found.most_common(3)
+    sync.evidence.extend(f"host waits in {_where(lib)}, {n / a.n_steps:.1f}/step"
+                         + (f", reached from {user}" if user else "") for (lib, user), n in top)
+    sync.details["library_lines"] = [{"library": _loc_json(lib), "user": user.to_json() if user else None,
+                                      "count_per_step": n / a.n_steps} for (lib, user), n in top]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
@@ -30,19 +31,30 @@ class Window:
                                step_on="manual", print_report=print_report, **profile_kwargs)
         self.started = False
         self.closed = False
+        self.deferred_to: Optional[str] = None  # why this window stood aside for a profiler already running
+        self._host_dir: Optional[Path] = None
 
     @property
     def run_dir(self) -> Optional[Path]:
-        return self.profile.run_dir
+        return self._host_dir if self.deferred_to is not None else self.profile.run_dir
 
     @property
     def result(self) -> Any:
         return self.profile.result
 
     def start(self) -> None:
-        if not self.started:
-            self.profile.__enter__()
-            self.started = True
+        if self.started or self.deferred_to is not None:
+            return
+        from ..capture._session import active_session
+
+        self.deferred_to = _running_profiler()
+        self._host_dir = getattr(active_session(), "run_dir", None)  # the window that stays
+        if self.deferred_to is not None:  # two profilers would each distort the other's trace: keep one window
+            print(f"idlehound: {self.deferred_to} already profiles this process: this callback "
+                  "starts no second profiler and that window stays the only one", file=sys.stderr, flush=True)
+            return
+        self.profile.__enter__()
+        self.started = True
 
     def step(self) -> bool:
         """Mark one step done; True when this step closed the window (the analysis is ready)."""
@@ -67,6 +79,24 @@ class Window:
 
     def headline(self) -> dict[str, float]:
         return headline(self.result)
+
+
+def _running_profiler() -> Optional[str]:
+    """Who profiles this process already: an idlehound capture (`idlehound run`, another callback) or a
+    torch.profiler started elsewhere; None when nobody does."""
+    from ..capture._session import active_session
+
+    host = active_session()
+    if host is not None:
+        return f"idlehound ({host.run_dir})"
+    try:
+        import torch
+
+        if torch._C._autograd._profiler_enabled() or torch.autograd.profiler._is_profiler_enabled:
+            return "a torch.profiler"
+    except Exception:  # an older torch without the flag: nothing to detect
+        pass
+    return None
 
 
 def headline(result: Any) -> dict[str, float]:

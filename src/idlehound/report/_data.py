@@ -86,6 +86,9 @@ def build_model(a: Analysis, findings: list[Finding]) -> m.Report:
         idle_by_line=[m.IdleLine(cause=ln.cause, location=_loc(ln.location),
                                  idle_ms_per_step=rnd(a.per_step_ms(ln.idle_ns)), gaps=ln.gaps)
                       for ln in a.idle_lines],
+        idle_by_library_line=[m.IdleLine(cause=ln.cause, location=_loc(ln.location),
+                                         idle_ms_per_step=rnd(a.per_step_ms(ln.idle_ns)), gaps=ln.gaps)
+                              for ln in a.idle_library_lines],
         steps=[_step(s) for s in a.steps],
         sync_points=[
             m.SyncPoint(kind=s.kind, op=s.op, call=s.call, python=s.python, location=_loc(s.location),
@@ -293,7 +296,7 @@ def check_document(doc: dict[str, Any]) -> list[str]:
     for s in doc["sync_points"]:
         for key in ("count_per_step", "idle_after_ms_per_step", "blocked_ms_per_step"):
             _within(out, f"sync_points.{key}", s[key], 0.0, step + _TOL if key == "idle_after_ms_per_step" else None)
-    for ln in doc["idle_by_line"]:
+    for ln in doc["idle_by_line"] + doc.get("idle_by_library_line", []):
         _within(out, "idle_by_line.idle_ms_per_step", ln["idle_ms_per_step"], 0.0, step + _TOL)
     dl = doc["dataloader"]
     _within(out, "dataloader.host_ms_per_step", dl["host_ms_per_step"], 0.0, None)

@@ -57,7 +57,7 @@ def render_html(doc: dict[str, Any]) -> str:
     return render_page(
         "report.html", doc=doc, path=t["path"], n_steps=len(t["steps"]), device=doc["device"]["name"] or "CPU",
         headline=doc["headline"], cards=_cards(doc), breakdown=_breakdown(doc), timeline=_timeline(doc),
-        curve=_curve(doc), findings=_findings(doc), lines=_lines(doc), kernels=_kernels(doc), memory=_memory(doc),
+        curve=_curve(doc), findings=_findings(doc), lines=_lines(doc), library_lines=_lines(doc, "idle_by_library_line"), kernels=_kernels(doc), memory=_memory(doc),
         notes=doc["notes"])
 
 
@@ -166,10 +166,10 @@ def snippet_text(loc: dict[str, Any], around: int = 3) -> str:
     return "\n".join(f"{'>' if i == n else ' '} {i:5d}  {lines[i - first]}" for i in range(lo, hi + 1))
 
 
-def _lines(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def _lines(doc: dict[str, Any], key: str = "idle_by_line") -> list[dict[str, Any]]:
     return [{"where": f"{r['location']['file']}:{r['location']['line']}" if r["location"] else "(no user frame)",
              "cause": CAUSE_WORDS.get(r["cause"], r["cause"]), "ms": f"{r['idle_ms_per_step']:.3f}", "gaps": r["gaps"]}
-            for r in doc["idle_by_line"]]
+            for r in doc.get(key, [])]
 
 
 def _kernels(doc: dict[str, Any]) -> list[dict[str, Any]]:

@@ -37,6 +37,12 @@ def render_markdown(doc: dict[str, Any]) -> str:
             where = md_code(f"{loc['file']}:{loc['line']}") if loc else "(no user frame)"
             out.append(f"| {where} | {md_text(CAUSE_WORDS.get(row['cause'], row['cause']))} | "
                        f"{row['idle_ms_per_step']:.3f} |")
+    if doc.get("idle_by_library_line"):
+        out += ["", "## GPU idle by library line", "", "| library line | cause | ms per step |", "|---|---|---:|"]
+        for row in doc["idle_by_library_line"]:
+            loc = row["location"]
+            out.append(f"| {md_code(loc['file'] + ':' + str(loc['line']))} | "
+                       f"{md_text(CAUSE_WORDS.get(row['cause'], row['cause']))} | {row['idle_ms_per_step']:.3f} |")
     if doc["notes"]:
         out += ["", "## Notes", "", *[f"- {md_text(n)}" for n in doc["notes"]]]
     return "\n".join(out) + "\n"

@@ -214,6 +214,7 @@ class Report(_Doc):
     idle_by_cause_ms: dict[str, Optional[float]]
     idle_gaps_per_step: Optional[float]
     idle_by_line: list[IdleLine]
+    idle_by_library_line: list[IdleLine]
     steps: list[Step]
     sync_points: list[SyncPoint]
     copies: list[Copy]

@@ -40,6 +40,8 @@ def render(doc: dict[str, Any], console: Optional[Console] = None) -> None:
     _findings(c, doc["findings"])
     if doc["idle_by_line"]:
         c.print(_lines(doc["idle_by_line"]))
+    if doc.get("idle_by_library_line"):
+        c.print(_lines(doc["idle_by_library_line"], "GPU idle by library line (innermost, below your line)"))
     for n in doc["notes"]:
         c.print(Text(f"note: {n}", style="yellow"))
 
@@ -120,8 +122,8 @@ def _findings(c: Console, findings: list[dict[str, Any]]) -> None:
                            word_wrap=True))
 
 
-def _lines(rows: list[dict[str, Any]]) -> Table:
-    tab = Table(title="GPU idle by source line (top 10)", title_justify="left", show_edge=False)
+def _lines(rows: list[dict[str, Any]], title: str = "GPU idle by source line") -> Table:
+    tab = Table(title=f"{title} (top 10)", title_justify="left", show_edge=False)
     tab.add_column("line")
     tab.add_column("cause")
     tab.add_column("ms per step", justify="right")

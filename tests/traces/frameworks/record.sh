@@ -4,7 +4,12 @@ set -e
 S=tests/scripts/frameworks
 T=$(mktemp -d)
 export ACTIVE=2 PYTHONPATH=src
-keep() { cp "$(ls "$T"/"$1"/*/*.pt.trace.json.gz | head -1)" "tests/traces/frameworks/$2.pt.trace.json.gz"; }
+# keep NAME AS: the trace and its capture sidecar (exact user and library lines near idle points)
+keep() {
+  t=$(ls "$T"/"$1"/*/*.pt.trace.json.gz | head -1)
+  cp "$t" "tests/traces/frameworks/$2.pt.trace.json.gz"
+  cp "${t%.pt.trace.json.gz}.sidecar.json.gz" "tests/traces/frameworks/$2.sidecar.json.gz"
+}
 python $S/hf_trainer.py on callback "$T/hf_nan" && keep hf_nan hf_nan_filter_on
 python $S/hf_trainer.py off callback "$T/hf_plain" && keep hf_plain hf_nan_filter_off
 python $S/hf_trainer.py off callback "$T/hf_eval" eval && keep hf_eval hf_eval_steps
