@@ -7,6 +7,7 @@ from ._model import (
     CopyStats,
     DataLoaderStats,
     DeviceInfo,
+    IdleCause,
     IdleLine,
     KernelGroup,
     KernelStats,
@@ -17,7 +18,7 @@ from ._model import (
 from ._source import SourceLoc, SourceMap, load_sidecar
 
 __all__ = [
-    "BREAKDOWN", "IDLE_CAUSES", "Analysis", "CopyStats", "DataLoaderStats", "DeviceInfo", "IdleLine",
+    "BREAKDOWN", "IDLE_CAUSES", "Analysis", "CopyStats", "DataLoaderStats", "DeviceInfo", "IdleCause", "IdleLine",
     "KernelGroup", "KernelStats", "MemoryStats", "SourceLoc", "SourceMap", "Step", "SyncSite", "analyze",
     "load_sidecar",
 ]

@@ -59,6 +59,7 @@ class Analysis:
     replay: Optional[Replay] = None  # the steps' dependency model (None without GPU events)
     observer: dict[str, Any] = field(default_factory=dict)  # unprofiled step, host rate fitted to it
     prediction: dict[str, Any] = field(default_factory=dict)  # the best stack of fixes (set by diagnose)
+    not_checked: list[dict[str, Any]] = field(default_factory=list)  # rules whose data is missing (set by diagnose)
 
     @property
     def n_steps(self) -> int:

@@ -6,6 +6,8 @@ import os
 
 from ..analysis import Analysis
 from ._finding import Finding, Thresholds, ms, pct
+from ._registry import CAUSES, Cause
+from ._rule import Rule
 
 
 def check(a: Analysis, t: Thresholds) -> list[Finding]:
@@ -29,11 +31,11 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
     else:
         evidence.append("batches are loaded in the main process (num_workers=0)")
         fix, code = _start_workers()
-    title = "Data loading starves the GPU" if a.gpu_recorded else "Data loading takes a large share of the step"
+    title = CAUSES[Cause.DATA_LOADING].title if a.gpu_recorded else "Data loading takes a large share of the step"
     if not a.gpu_recorded:
         evidence[0] = (f"{exposed:.2f} ms per step ({pct(exposed / a.step_ms)} of the step) spent in DataLoader "
                        f"__next__ ({dl.calls} calls)")
-    return [Finding("data_loading", title, exposed, a.step_ms, evidence, fix, code,
+    return [Finding(Cause.DATA_LOADING, title, exposed, a.step_ms, evidence, fix, code,
                     location=dl.location, details={"num_workers": workers, "iterator": dl.iterator})]
 
 
@@ -44,8 +46,7 @@ def _suggested_workers() -> int:
 
 def _start_workers() -> tuple[str, str]:
     n = _suggested_workers()
-    fix = ("Load batches in worker processes so they are ready before the GPU needs them, pin host memory "
-           "and copy asynchronously.")
+    fix = CAUSES[Cause.DATA_LOADING].fix
     code = (f"loader = DataLoader(dataset, batch_size=..., num_workers={n}, pin_memory=True,\n"
             "                    persistent_workers=True, prefetch_factor=4)\n"
             "x = x.to(device, non_blocking=True)")
@@ -65,3 +66,7 @@ def _more_workers(workers, cfg: dict) -> tuple[str, str]:
     if cfg and not cfg.get("pin_memory"):
         fix += " pin_memory is off: turn it on."
     return fix, code
+
+
+# Without GPU events it reads the host's DataLoader time instead of exposed idle: it needs nothing more.
+RULE = Rule("data_loading", "the loop waits for the next batch", (Cause.DATA_LOADING,), match=check)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ..analysis import Analysis
 from ._finding import Finding, Thresholds, ms
+from ._registry import CAUSES, Cause
+from ._rule import GPU_EVENTS, Rule
 
 
 def check(a: Analysis, t: Thresholds) -> list[Finding]:
@@ -20,9 +22,12 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
     if rate < 0.8:
         evidence.append(f"unprofiled steps run host work at {rate:.2f}x its profiled time: part of this is the "
                         "observer (the gain is predicted for the unprofiled step)")
-    fix = ("Move host work out of the step: precompute on the GPU, avoid per-sample Python loops and CPU tensor "
-           "math inside the loop, and let torch.compile remove Python overhead.")
+    fix = CAUSES[Cause.HOST_BOUND].fix
     code = "model = torch.compile(model)   # fewer Python and dispatcher round-trips per step"
-    return [Finding("host_bound", "Host-bound: Python/CPU work between GPU launches", idle, a.step_ms, evidence,
+    return [Finding(Cause.HOST_BOUND, CAUSES[Cause.HOST_BOUND].title, idle, a.step_ms, evidence,
                     fix, code, location=lines[0].location if lines else None,
                     details={"python_ms": py, "cpu_ops_ms": cpu})]
+
+
+RULE = Rule("host_bound", "Python or CPU-only ops keep the host busy while the GPU has nothing queued",
+            (Cause.HOST_BOUND,), needs=(GPU_EVENTS,), match=check)

@@ -12,7 +12,8 @@ from typing import Any, Optional
 import jinja2
 from markupsafe import Markup
 
-from ..metrics import BREAKDOWN_DEFINITION, IDLE_CAUSES, METRICS
+from ..diagnose._registry import IDLE_CAUSE_DEFINITIONS
+from ..metrics import BREAKDOWN_DEFINITION, METRICS
 from ._data import CAUSE_WORDS
 from ._format import metric_text, num
 
@@ -102,7 +103,7 @@ def _breakdown(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
         "definition": BREAKDOWN_DEFINITION, "width": w + 170, "height": len(steps) * (bar_h + gap) + 10,
         "bar_h": bar_h, "bars": bars, "legend": _legend([k for k, v in doc["breakdown_ms"].items() if v]),
         "table": [{"key": k, "ms": f"{v:.3f}"} for k, v in doc["breakdown_ms"].items() if v],
-        "idle": [{"key": k, "label": CAUSE_WORDS.get(k, k), "definition": IDLE_CAUSES.get(k, ""), "ms": f"{v:.3f}"}
+        "idle": [{"key": k, "label": CAUSE_WORDS.get(k, k), "definition": IDLE_CAUSE_DEFINITIONS.get(k, ""), "ms": f"{v:.3f}"}
                  for k, v in doc["idle_by_cause_ms"].items() if v],
     }
 
@@ -118,7 +119,7 @@ def _timeline(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
               f"GPU busy {(t - s) / 1e3:.1f} µs") for s, t in tl.get("busy", [])]
     rects += [(f"{w * s / span:.2f}", f"{max(w * (t - s) / span, 0.3):.2f}", COLORS.get(cause, "#bbb"), True,
                f"idle {(t - s) / 1e3:.1f} µs: {CAUSE_WORDS.get(cause, cause)}") for s, t, cause in tl.get("gaps", [])]
-    return {"w": w, "h": 34, "rects": rects, "span": f"{span / 1e6:.2f}", "legend": _legend(list(IDLE_CAUSES))}
+    return {"w": w, "h": 34, "rects": rects, "span": f"{span / 1e6:.2f}", "legend": _legend(list(IDLE_CAUSE_DEFINITIONS))}
 
 
 def _curve(doc: dict[str, Any]) -> Optional[dict[str, Any]]:

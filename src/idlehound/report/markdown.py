@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._data import CAUSE_WORDS
+from ._data import CAUSE_WORDS, not_checked_by_need
 from ._escape import md_code, md_fence, md_text
 from ._format import metric_text
 
@@ -30,6 +30,11 @@ def render_markdown(doc: dict[str, Any]) -> str:
         out.append("No findings: nothing explains a significant share of the step.")
     for i, f in enumerate(doc["findings"], 1):
         out += _finding(i, f)
+    if doc.get("not_checked"):
+        out += ["", "**Not checked** (the trace lacks the data these rules need):", ""]
+        out += [f"- {', '.join(md_code(r) for r in rules)}: needs {md_text(needs)}"
+                for needs, rules in not_checked_by_need(doc).items()]
+        out.append("")
     if doc["idle_by_line"]:
         out += ["## GPU idle by source line", "", "| line | cause | ms per step |", "|---|---|---:|"]
         for row in doc["idle_by_line"]:

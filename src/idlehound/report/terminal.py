@@ -14,7 +14,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from ._data import CAUSE_WORDS
+from ._data import CAUSE_WORDS, not_checked_by_need
 from ._escape import inert
 from ._format import metric_text
 
@@ -38,6 +38,8 @@ def render(doc: dict[str, Any], console: Optional[Console] = None) -> None:
     if doc["trace"]["gpu_recorded"]:
         c.print(_idle(doc))
     _findings(c, doc["findings"])
+    for needs, rules in not_checked_by_need(doc).items():
+        c.print(Text(f"not checked: {', '.join(rules)} (needs {needs})", style="dim"))
     if doc["idle_by_line"]:
         c.print(_lines(doc["idle_by_line"]))
     for n in doc["notes"]:
