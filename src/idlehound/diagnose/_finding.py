@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..analysis import Analysis, SourceLoc
+from ..analysis._core import OBSERVER_RATE
+from ..analysis._replay import FP32_SPEEDUP, PAGEABLE_SPEEDUP
 from ._registry import Kind, Severity
 
 
@@ -19,8 +21,9 @@ class Thresholds:
     medium_share: float = 0.10
     conv_share_for_cudnn: float = 0.20  # cudnn.benchmark advice only when convolutions are this much of a step
     near_oom_share: float = 0.90
-    fp32_speedup: float = 2.0  # TF32 or bf16 on tensor cores vs fp32 CUDA-core GEMM (conservative)
-    pageable_speedup: float = 2.0  # pinned vs pageable host-to-device bandwidth (conservative)
+    fp32_speedup: float = FP32_SPEEDUP  # TF32 or bf16 on tensor cores vs fp32 CUDA-core GEMM (the replay's)
+    pageable_speedup: float = PAGEABLE_SPEEDUP  # pinned vs pageable host-to-device bandwidth (the replay's)
+    observer_rate: float = OBSERVER_RATE  # evidence notes the observer when the fitted host rate is below this
 
 
 DEFAULT = Thresholds()

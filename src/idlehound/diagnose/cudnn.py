@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from ..analysis import Analysis
+from ..analysis._replay import CONV_GAIN
 from ._finding import Finding, Thresholds, ms, pct
 from ._registry import CAUSES, Cause, Kind
 from ._rule import GPU_EVENTS, RUN_JSON, Rule
 
-TYPICAL_GAIN = 0.10  # share of convolution time benchmark mode typically saves; measure with the ladder
+TYPICAL_GAIN = CONV_GAIN  # share of convolution time benchmark mode typically saves; measure with the ladder
 
 
 def check(a: Analysis, t: Thresholds) -> list[Finding]:

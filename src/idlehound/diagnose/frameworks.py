@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..analysis import Analysis, SourceLoc, SourceMap
+from ..analysis import Analysis, SourceLoc, SourceMap, location_text
 from ..analysis import _roles as roles
 from ..analysis._source import parse_frame
 from ._finding import Finding
@@ -25,6 +25,8 @@ from .frameworks_table import ENTRIES, FrameworkEntry
 # Collectives as the calling thread records them (gloo and NCCL alike): a per-step one is a wait for every rank.
 _COLLECTIVES = ("c10d::allreduce_", "c10d::barrier", "c10d::allgather", "c10d::_allgather_base", "c10d::broadcast_")
 _OWN_FRAMES = ("idlehound/capture/", "torch/profiler/")  # the profiler's own syncs (window start/stop)
+MAX_STACK_DEPTH = 200  # frames walked up from a sync point (a recursion in a trace cannot loop forever)
+EVIDENCE_MATCHES = 4  # framework matches named in the evidence (all are in details)
 
 
 @dataclass
@@ -36,7 +38,7 @@ class FrameworkMatch:
 
     def library_str(self) -> str:
         file, line, func = self.library
-        return f"{file}:{line} ({func}, def line)"
+        return location_text({"file": file, "line": line}, approx=False) + f" ({func}, def line)"
 
     def to_json(self, n_steps: int) -> dict[str, Any]:
         file, line, func = self.library
@@ -121,7 +123,7 @@ def find_matches(a: Analysis) -> list[FrameworkMatch]:
 
 def _stack(smap: SourceMap, k: int) -> list[str]:
     out = []
-    while k >= 0 and len(out) < 200:
+    while k >= 0 and len(out) < MAX_STACK_DEPTH:
         out.append(smap.name(k))
         k = int(smap.parent[k])
     return out
@@ -141,7 +143,7 @@ def annotate(a: Analysis, findings: list[Finding]) -> list[Finding]:
         return findings
     top = matches[0]
     lines = [f"{m.library_str()}: {m.entry.title}, {m.count / a.n_steps:.1f}/step"
-             + (f", reached from {m.user}" if m.user else "") for m in matches[:4]]
+             + (f", reached from {m.user}" if m.user else "") for m in matches[:EVIDENCE_MATCHES]]
     details = [m.to_json(a.n_steps) for m in matches]
     sync = next((f for f in findings if f.cause == Cause.SYNC), None)
     if sync is not None:

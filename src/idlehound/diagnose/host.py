@@ -7,6 +7,8 @@ from ._finding import Finding, Thresholds, ms
 from ._registry import CAUSES, Cause
 from ._rule import GPU_EVENTS, Rule
 
+EVIDENCE_LINES = 3  # source lines named in the evidence
+
 
 def check(a: Analysis, t: Thresholds) -> list[Finding]:
     cpu = ms(a, a.idle_ns.get("cpu_ops", 0))
@@ -17,9 +19,9 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
     lines = [ln for ln in a.idle_lines if ln.cause in ("cpu_ops", "python") and ln.location]
     evidence = [f"GPU idle {idle:.2f} ms per step while the host ran Python ({py:.2f} ms) "
                 f"or CPU-side ops that launch no GPU work ({cpu:.2f} ms)"]
-    evidence += [f"{ln.location}: {ms(a, ln.idle_ns):.2f} ms per step" for ln in lines[:3]]
+    evidence += [f"{ln.location}: {ms(a, ln.idle_ns):.2f} ms per step" for ln in lines[:EVIDENCE_LINES]]
     rate = a.observer.get("host_rate", 1.0)
-    if rate < 0.8:
+    if rate < t.observer_rate:
         evidence.append(f"unprofiled steps run host work at {rate:.2f}x its profiled time: part of this is the "
                         "observer (the gain is predicted for the unprofiled step)")
     fix = CAUSES[Cause.HOST_BOUND].fix

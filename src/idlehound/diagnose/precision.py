@@ -7,11 +7,13 @@ from ._finding import Finding, Thresholds, ms, pct
 from ._registry import CAUSES, Cause, Kind
 from ._rule import GPU_EVENTS, Rule
 
+TF32_CAPABILITY = (8, 0)  # Ampere: the first GPUs whose tensor cores run fp32 matmuls as TF32
+
 
 def check(a: Analysis, t: Thresholds) -> list[Finding]:
     k = a.kernels
     cc = a.device.compute_capability
-    if k.fp32_matmul_ns <= 0 or (cc is not None and cc < (8, 0)):
+    if k.fp32_matmul_ns <= 0 or (cc is not None and cc < TF32_CAPABILITY):
         return []
     fp32 = ms(a, k.fp32_matmul_ns)
     saved = fp32 * (1 - 1 / t.fp32_speedup)

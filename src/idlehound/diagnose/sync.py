@@ -8,6 +8,7 @@ from ._registry import CAUSES, Cause
 from ._rule import GPU_EVENTS, Rule
 
 _HANDLED_ELSEWHERE = {"pageable_h2d", "allocator"}
+EVIDENCE_SITES = 4  # sync sites named in the evidence (all are in details)
 
 _WHAT = {
     "scalar_read": ".item() / print(tensor) / `if tensor:` reads a GPU value on the host",
@@ -51,7 +52,7 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
     calls = sum(s.count for s in a.sync_sites if s.kind not in _HANDLED_ELSEWHERE) / a.n_steps
     evidence = [f"{calls:.1f} blocking host reads per step; GPU idle {idle:.3f} ms per step while the host "
                 "waited for them and then caught up"]
-    evidence += [_site_line(a, s) for s in sites[:4]]
+    evidence += [_site_line(a, s) for s in sites[:EVIDENCE_SITES]]
     top = sites[0]
     fix, code = _FIX.get(top.kind, (CAUSES[Cause.SYNC].fix, ""))
     return [Finding(Cause.SYNC, CAUSES[Cause.SYNC].title, idle, a.step_ms, evidence, fix, code,

@@ -12,6 +12,7 @@ from typing import Any, Optional
 import jinja2
 from markupsafe import Markup
 
+from ..analysis import location_text
 from ..diagnose._registry import IDLE_CAUSE_DEFINITIONS
 from ..metrics import BREAKDOWN_DEFINITION, METRICS
 from ._data import CAUSE_WORDS
@@ -141,7 +142,7 @@ def _findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
         loc = f["location"]
         where = None
         if loc:
-            where = {"text": f"{loc['file']}:{loc['line']}", "function": None if loc["exact"] else loc["function"],
+            where = {"text": location_text(loc, approx=False), "function": None if loc["exact"] else loc["function"],
                      "snippet": snippet_text(loc)}
         gain = None if f["kind"] == "risk" else {"ms": f"{f['recoverable_ms_per_step']:.3f}",
                                                  "share": f"{100 * f['recoverable_share_of_step']:.1f}"}
@@ -167,7 +168,7 @@ def snippet_text(loc: dict[str, Any], around: int = 3) -> str:
 
 
 def _lines(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"where": f"{r['location']['file']}:{r['location']['line']}" if r["location"] else "(no user frame)",
+    return [{"where": location_text(r["location"], approx=False),
              "cause": CAUSE_WORDS.get(r["cause"], r["cause"]), "ms": f"{r['idle_ms_per_step']:.3f}", "gaps": r["gaps"]}
             for r in doc["idle_by_line"]]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..analysis._source import NO_USER_FRAME, location_text
 from ._data import CAUSE_WORDS, not_checked_by_need
 from ._escape import md_code, md_fence, md_text
 from ._format import metric_text
@@ -39,7 +40,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
         out += ["## GPU idle by source line", "", "| line | cause | ms per step |", "|---|---|---:|"]
         for row in doc["idle_by_line"]:
             loc = row["location"]
-            where = md_code(f"{loc['file']}:{loc['line']}") if loc else "(no user frame)"
+            where = md_code(location_text(loc, approx=False)) if loc else NO_USER_FRAME
             out.append(f"| {where} | {md_text(CAUSE_WORDS.get(row['cause'], row['cause']))} | "
                        f"{row['idle_ms_per_step']:.3f} |")
     if doc["notes"]:
@@ -51,7 +52,7 @@ def _finding(i: int, f: dict[str, Any]) -> list[str]:
     loc = f["location"]
     where = ""
     if loc:
-        where = " at " + md_code(f"{loc['file']}:{loc['line']}") + ("" if loc["exact"] else " (def line, approximate)")
+        where = " at " + md_code(location_text(loc, approx=False)) + ("" if loc["exact"] else " (def line, approximate)")
     out = [f"### {i}. [{md_text(f['severity'])}] {md_text(f['title'])}{where}"]
     if f["kind"] != "risk":
         out.append(f"Up to **{f['recoverable_ms_per_step']:.3f} ms per step** "
