@@ -48,7 +48,8 @@ METRICS: dict[str, Metric] = {m.key: m for m in [
            "blocking cudaMemcpy and cudaFree.", higher_is_better=False),
     Metric("tensor_core_pct", "Tensor-core share of matmul", "%",
            "Share of GEMM/convolution kernel time in tensor-core kernels (judged by kernel name, e.g. "
-           "tf32/bf16/nvjet/hmma) rather than fp32 CUDA-core kernels (ffma/sgemm).", 90, 50),
+           "tf32/bf16/nvjet/hmma, or where the name does not tell by the half/bf16/fp8 input type of the matmul or "
+           "convolution op that launched it) rather than fp32 CUDA-core kernels (ffma/sgemm).", 90, 50),
     Metric("h2d_gbps", "Host-to-device bandwidth", "GB/s",
            "Bytes copied host-to-device divided by the copies' GPU time."),
     Metric("pageable_pct", "Pageable share of HtoD bytes", "%",
