@@ -115,3 +115,44 @@ def test_no_findings_is_told_apart_from_not_checked():
     assert [n["rule"] for n in healthy["not_checked"]] == ["near_oom"]
     cpu = analyze_path(TRACES / "torch231_cpu").doc
     assert len(cpu["not_checked"]) > len(healthy["not_checked"])
+
+
+def test_renderers_know_every_idle_cause_severity_and_tune_cause():
+    from idlehound.report import terminal
+    from idlehound.report.html import COLORS
+    from idlehound.tune._candidates import all_candidates
+
+    assert set(IDLE_CAUSES) <= set(COLORS)
+    assert set(terminal._SEV) == {s.value for s in Severity}
+    tune_causes = {c for cand in all_candidates(16, cuda=True) for c in cand.causes}
+    assert tune_causes <= {c.value for c in Cause}
+
+
+def test_html_and_terminal_show_not_checked_only_when_rules_were_skipped():
+    import io
+
+    from rich.console import Console
+
+    from idlehound.report.html import render_html
+    from idlehound.report.terminal import render
+
+    cpu = analyze_path(TRACES / "torch231_cpu").doc
+    full = analyze_path(TRACES / "near_oom").doc
+    assert "id='not-checked'" in render_html(cpu) and "<code>near_oom</code>: needs memory events" in render_html(cpu)
+    assert "id='not-checked'" not in render_html(full)
+    out = io.StringIO()
+    render(cpu, Console(file=out, width=200))
+    assert "not checked: sync, pageable_copy, launch_bound, host_bound, fp32_math, memory_churn (needs GPU events" \
+        in out.getvalue()
+
+
+def test_compare_does_not_call_a_finding_gone_where_the_other_side_could_not_check_it(tmp_path):
+    from idlehound.compare import compare_docs, render_compare_markdown
+
+    for p in (TRACES / "cudnn_off").glob("*.gz"):
+        shutil.copy(p, tmp_path / p.name)
+    c = compare_docs(analyze_path(TRACES / "cudnn_off").doc, analyze_path(tmp_path).doc)
+    assert "cudnn_benchmark" not in {f["cause"] for f in c["findings_gone"]}
+    (u,) = c["findings_unchecked"]
+    assert (u["cause"], u["in"], u["not_checked_in"]) == ("cudnn_benchmark", "A", "B")
+    assert "- not checked in B: cudnn.benchmark is off" in render_compare_markdown(c)
