@@ -18,9 +18,11 @@ import numpy as np
 from . import _intervals as iv
 from . import _roles as roles
 from ._context import _Context
+from ._gaps import SYNC_TOLERANCE_NS
 from ._model import Step
 
-SYNC_END_TOLERANCE_NS = 20_000  # GPU work that ended this soon after a blocking call returned was waited for
+SYNC_END_TOLERANCE_NS = SYNC_TOLERANCE_NS  # GPU work that ended this soon after a blocking call returned was
+# waited for: the gap classifier's drain tolerance (docs/metrics.md, "A drain")
 LOADER_READY_NS = 50_000  # host cost of taking a batch that workers already prepared
 ASYNC_COPY_NS = 10_000  # host cost of an asynchronous copy from pinned memory
 GRAPH_HOST_RATE = 0.1  # CUDA graphs / compile: host dispatch+launch cost left per op (conservative)
