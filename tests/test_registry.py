@@ -61,6 +61,7 @@ def test_registry_has_an_entry_for_every_cause_and_every_rule_reports_registered
     assert sorted(reported) == sorted(Cause), "each cause has exactly one rule"
     assert set(FIXES) <= {c.value for c in Cause}, "the replay fixes only registered causes"
     assert all(r.match is not None or r.refine is not None for r in RULES.values())
+    assert all(name == r.name == r.causes[0] for name, r in RULES.items())
 
 
 def test_findings_use_registry_values(tmp_path):

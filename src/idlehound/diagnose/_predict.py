@@ -25,7 +25,7 @@ def predict(a: Analysis, found: list[Finding]) -> dict[str, Any]:
 
     fixable = [f for f in found if f.kind != Kind.RISK and f.cause in FIXES]
     alone = {f.cause: base - step([f.cause]) for f in fixable}
-    stack = sorted((c for c, g in alone.items() if g > 0), key=lambda c: -alone[c])
+    stack = sorted((str(c) for c, g in alone.items() if g > 0), key=lambda c: -alone[c])  # plain strings for JSON
     all_ns = step(stack)
     for f in fixable:
         others = [c for c in stack if c != f.cause]

@@ -36,5 +36,5 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
                              "idle_after_ms": idle, "estimated_copy_saving_ms": saved_copy})]
 
 
-RULE = Rule("pageable_copy", "host-to-device copies from pageable memory", (Cause.PAGEABLE_COPY,),
+RULE = Rule(Cause.PAGEABLE_COPY.value, "host-to-device copies from pageable memory", (Cause.PAGEABLE_COPY,),
             needs=(GPU_EVENTS,), match=check)

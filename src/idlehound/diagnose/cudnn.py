@@ -28,5 +28,5 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
                     details={"conv_ms": conv_ms})]
 
 
-RULE = Rule("cudnn_benchmark", "convolutions run with cudnn.benchmark off", (Cause.CUDNN_BENCHMARK,),
+RULE = Rule(Cause.CUDNN_BENCHMARK.value, "convolutions run with cudnn.benchmark off", (Cause.CUDNN_BENCHMARK,),
             needs=(GPU_EVENTS, RUN_JSON), match=check)

@@ -87,4 +87,4 @@ def _more_workers(workers, cfg: dict) -> tuple[str, str]:
 
 
 # Without GPU events it reads the host's DataLoader time instead of exposed idle: it needs nothing more.
-RULE = Rule("data_loading", "the loop waits for the next batch", (Cause.DATA_LOADING,), match=check)
+RULE = Rule(Cause.DATA_LOADING.value, "the loop waits for the next batch", (Cause.DATA_LOADING,), match=check)

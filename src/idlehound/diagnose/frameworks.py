@@ -161,5 +161,5 @@ def annotate(a: Analysis, findings: list[Finding]) -> list[Finding]:
     return [*findings, risk]
 
 
-RULE = Rule("framework_sync", "a framework's own code reads tensor values (names the setting that fixes it)",
+RULE = Rule(Cause.FRAMEWORK_SYNC.value, "a framework's own code reads tensor values (names the setting that fixes it)",
             (Cause.FRAMEWORK_SYNC,), needs=(PYTHON_STACKS,), refine=annotate)

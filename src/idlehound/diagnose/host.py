@@ -31,5 +31,5 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
                     details={"python_ms": py, "cpu_ops_ms": cpu})]
 
 
-RULE = Rule("host_bound", "Python or CPU-only ops keep the host busy while the GPU has nothing queued",
+RULE = Rule(Cause.HOST_BOUND.value, "Python or CPU-only ops keep the host busy while the GPU has nothing queued",
             (Cause.HOST_BOUND,), needs=(GPU_EVENTS,), match=check)

@@ -32,5 +32,5 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
                                            "shorter_than_launch": k.shorter_than_launch})]
 
 
-RULE = Rule("launch_bound", "kernels so short the GPU finishes each before the next is launched",
+RULE = Rule(Cause.LAUNCH_BOUND.value, "kernels so short the GPU finishes each before the next is launched",
             (Cause.LAUNCH_BOUND,), needs=(GPU_EVENTS,), match=check)

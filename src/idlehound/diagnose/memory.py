@@ -69,7 +69,7 @@ def _near_oom(a: Analysis, t: Thresholds):
                    kind=Kind.RISK)
 
 
-CHURN_RULE = Rule("memory_churn", "allocator calls and empty_cache() in the loop synchronize",
+CHURN_RULE = Rule(Cause.MEMORY_CHURN.value, "allocator calls and empty_cache() in the loop synchronize",
                   (Cause.MEMORY_CHURN,), needs=(GPU_EVENTS,), match=check_churn)
-NEAR_OOM_RULE = Rule("near_oom", "peak reserved memory near the device's size", (Cause.NEAR_OOM,),
+NEAR_OOM_RULE = Rule(Cause.NEAR_OOM.value, "peak reserved memory near the device's size", (Cause.NEAR_OOM,),
                      needs=(MEMORY_EVENTS,), match=check_near_oom)

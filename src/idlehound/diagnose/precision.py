@@ -33,5 +33,5 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
                     details={"fp32_matmul_ms": fp32, "ops": k.fp32_matmul_ops})]
 
 
-RULE = Rule("fp32_math", "fp32 matrix math on CUDA cores on a GPU with tensor cores", (Cause.FP32_MATH,),
+RULE = Rule(Cause.FP32_MATH.value, "fp32 matrix math on CUDA cores on a GPU with tensor cores", (Cause.FP32_MATH,),
             needs=(GPU_EVENTS,), match=check)

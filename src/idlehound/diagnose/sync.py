@@ -73,5 +73,5 @@ def _site_json(a: Analysis, s: SyncSite) -> dict:
             "count_per_step": s.count / a.n_steps, "idle_ms_per_step": ms(a, s.idle_after_ns)}
 
 
-RULE = Rule("sync", "blocking host reads of GPU values drain the GPU queue", (Cause.SYNC,), needs=(GPU_EVENTS,),
+RULE = Rule(Cause.SYNC.value, "blocking host reads of GPU values drain the GPU queue", (Cause.SYNC,), needs=(GPU_EVENTS,),
             match=check)
