@@ -13,7 +13,7 @@ from typing import Any, Optional
 from .. import __version__
 from ..analysis import Analysis
 from ..diagnose import Finding
-from ..diagnose._registry import IDLE_CAUSE_DEFINITIONS, IDLE_CAUSE_INFO, IDLE_CAUSE_LABELS
+from ..diagnose._registry import IDLE_CAUSE_DEFINITIONS, IDLE_CAUSE_INFO, IDLE_CAUSE_LABELS, IdleCause
 from ..metrics import MAX_COPY_GBPS, MAX_STEP_MS, METRICS, status
 
 SCHEMA = "idlehound/analysis"
@@ -194,7 +194,7 @@ def headline(a: Analysis, findings: list[Finding]) -> str:
             return f"GPU busy {busy:.1f}% of each {step} ms step: no significant idle time."
         cause = max(a.idle_ns, key=lambda c: a.idle_ns[c])  # the idle table's largest row
         return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms), mostly "
-                f"{IDLE_CAUSE_INFO[cause].during} ({_ms(a.per_step_ms(a.idle_ns[cause]))} ms), yet the replay predicts no single "
+                f"{IDLE_CAUSE_INFO[IdleCause(cause)].during} ({_ms(a.per_step_ms(a.idle_ns[cause]))} ms), yet the replay predicts no single "
                 "fix gives back 5% of the step: the host's own work sets the pace.")
     where = f" at {top.location}" if top.location else ""
     return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms); top fix: "
