@@ -36,6 +36,7 @@ class RungResult:
     reason: str = ""
     tried: list[dict[str, Any]] = field(default_factory=list)
     trace: str = ""
+    change: str = ""  # what the rung changes on top of the best so far, in words
 
 
 class _Skip(Exception):
@@ -128,7 +129,7 @@ def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: 
         if name not in opts.rungs:
             continue
         progress(f"idlehound ladder: {rung.label}")
-        res = RungResult(name, rung.label)
+        res = RungResult(name, rung.label, change=rung.change)
         try:
             cfg, res.tried = rung.configure(best, opts, device)  # raises _Skip when the rung cannot run
             _measure(cfg, opts, res, run_dir, progress)
@@ -143,7 +144,7 @@ def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: 
         results.append(res)
         _save(results, device, run_dir)  # a ladder cut short still leaves what it measured
     if opts.ceiling:
-        res = RungResult("ceiling", CEILING_LABEL)
+        res = RungResult("ceiling", CEILING_LABEL, change="the best configuration with the data already on the GPU")
         try:
             if cpu:
                 raise _Skip("needs CUDA")
