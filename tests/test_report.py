@@ -4,7 +4,8 @@ import html
 import json
 import re
 
-from idlehound.metrics import BREAKDOWN_DEFINITION, IDLE_CAUSES, METRICS
+from idlehound.diagnose._registry import IDLE_CAUSE_DEFINITIONS as IDLE_CAUSES
+from idlehound.metrics import BREAKDOWN_DEFINITION, METRICS
 from idlehound.pipeline import analyze_path
 from idlehound.report.html import fmt_metric, render_html
 from idlehound.report.markdown import render_markdown

@@ -126,7 +126,10 @@ def test_recorded_ladder_and_tune_documents_read_back():
     measurements = ROOT / "docs" / "measurements"
     ladder = (measurements / "ladder-h200.json").read_text()
     back = m.validate(ladder, "ladder")
-    assert m.encode(back) == ladder  # byte for byte, as the ladder wrote it
+    again = json.loads(m.encode(back))
+    for rung in again["rungs"]:  # a key added since: read back at its default
+        assert rung.pop("change") == ""
+    assert again == json.loads(ladder)
     for name in ("tune-h200-a.json", "tune-h200-b.json"):  # version 1: read with the version-2 defaults
         tune = m.validate((measurements / name).read_text(), "tune")
         assert tune.schema_version == 1 and tune.variants[0].candidate == "baseline"

@@ -48,13 +48,18 @@ def compare_model(a: dict[str, Any], b: dict[str, Any]) -> m.Compare:
            if a["memory"].get(k) is not None or b["memory"].get(k) is not None]
     fa = {f["cause"]: f for f in a["findings"]}
     fb = {f["cause"]: f for f in b["findings"]}
+    # A cause one side could not check is neither gone nor new there (older documents: every rule ran).
+    ua = {c for n in a.get("not_checked") or [] for c in n.get("causes", [])}
+    ub = {c for n in b.get("not_checked") or [] for c in n.get("causes", [])}
     return m.Compare(
         schema="idlehound/compare", schema_version=1,
         a=m.CompareSide(path=a["trace"]["path"], headline=a["headline"]),
         b=m.CompareSide(path=b["trace"]["path"], headline=b["headline"]),
         metrics=rows, breakdown_ms=breakdown, idle_by_cause_ms=idle, kernels_ms=kernels, memory=mem,
-        findings_gone=[_brief(fa[c]) for c in fa if c not in fb],
-        findings_new=[_brief(fb[c]) for c in fb if c not in fa],
+        findings_gone=[_brief(fa[c]) for c in fa if c not in fb and c not in ub],
+        findings_new=[_brief(fb[c]) for c in fb if c not in fa and c not in ua],
+        findings_unchecked=[_unchecked(fa[c], "A", "B") for c in fa if c in ub]
+        + [_unchecked(fb[c], "B", "A") for c in fb if c in ua],
         findings_kept=[m.FindingKept(cause=c, title=fb[c]["title"], a_ms=fa[c]["recoverable_ms_per_step"],
                                      b_ms=fb[c]["recoverable_ms_per_step"]) for c in fb if c in fa],
     )
@@ -62,6 +67,11 @@ def compare_model(a: dict[str, Any], b: dict[str, Any]) -> m.Compare:
 
 def _brief(f: dict[str, Any]) -> m.FindingBrief:
     return m.FindingBrief(cause=f["cause"], title=f["title"], ms=f["recoverable_ms_per_step"])
+
+
+def _unchecked(f: dict[str, Any], side: str, other: str) -> m.FindingUnchecked:
+    return m.FindingUnchecked(cause=f["cause"], title=f["title"], ms=f["recoverable_ms_per_step"], in_=side,
+                              not_checked_in=other)
 
 
 def render_compare_markdown(c: dict[str, Any]) -> str:
@@ -79,5 +89,7 @@ def render_compare_markdown(c: dict[str, Any]) -> str:
     out += ["## Findings", ""]
     out += [f"- gone: {md_text(f['title'])} ({f['ms']:.3f} ms per step in A)" for f in c["findings_gone"]]
     out += [f"- new: {md_text(f['title'])} ({f['ms']:.3f} ms per step in B)" for f in c["findings_new"]]
+    out += [f"- not checked in {f['not_checked_in']}: {md_text(f['title'])} ({f['ms']:.3f} ms per step in "
+            f"{f['in']}; {f['not_checked_in']} lacks the data to check it)" for f in c.get("findings_unchecked", [])]
     out += [f"- still there: {md_text(f['title'])} ({f['a_ms']:.3f} → {f['b_ms']:.3f} ms per step)" for f in c["findings_kept"]]
     return "\n".join(out) + "\n"

@@ -15,6 +15,7 @@ from typing import Any, Optional, Union
 
 import msgspec
 
+from .analysis import location_text
 from .errors import IdlehoundError
 from .report import model as m
 from .report.model import rnd
@@ -128,7 +129,7 @@ def ranks_model(docs: list[dict[str, Any]]) -> m.Ranks:
                 f"{statistics.median([r.wait_ms for r in waiters]):.2f} ms per step in collectives for it"
                 if is_straggler else "no straggler: the ranks do about the same work per step")
     if is_straggler and why:
-        headline += f"; the difference is at {why[0].file}:{why[0].line}"
+        headline += f"; the difference is at {location_text({'file': why[0].file, 'line': why[0].line}, approx=False)}"
     straggler = None
     if is_straggler:
         straggler = m.Straggler(rank=slow.rank, excess_ms_per_step=rnd(excess, m.SHARE), why_lines=why,
@@ -197,7 +198,7 @@ def render_ranks(doc: dict[str, Any], console=None) -> None:
     s = doc["straggler"]
     if s:
         for w in s["why_lines"][:3]:
-            c.print(Text(f"  {w['file']}:{w['line']} ({w['function']}): {w['ms_per_step']:.2f} ms per step on "
+            c.print(Text(f"  {location_text(w, approx=False)} ({w['function']}): {w['ms_per_step']:.2f} ms per step on "
                          f"rank {s['rank']}, {w['others_ms_per_step']:.2f} on the others"))
         for f in s["findings"][:3]:
             c.print(Text(f"  rank {s['rank']} finding: {f['title']} ({f['recoverable_ms_per_step']:.2f} ms per "
@@ -222,7 +223,7 @@ def render_ranks_html(doc: dict[str, Any]) -> str:
             x += bw
         bars.append({"y": y, "text_y": y + 14, "rank": r["rank"], "rects": rects, "end_x": f"{x + 4:.1f}",
                      "ms": f"{r['step_ms']:.2f}"})
-    why = [{"where": f"{w_['file']}:{w_['line']}", "ms": f"{w_['ms_per_step']:.2f}",
+    why = [{"where": location_text(w_, approx=False), "ms": f"{w_['ms_per_step']:.2f}",
             "others": f"{w_['others_ms_per_step']:.2f}"} for w_ in (doc["straggler"] or {}).get("why_lines", [])]
     return render_page("ranks.html", title=ranks_title(doc), headline=doc["headline"], width=w + 200,
                        height=len(rows) * (bar + gap) + 10, bar_h=bar, bars=bars, why=why)

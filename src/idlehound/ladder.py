@@ -14,10 +14,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from .diagnose.dataloader import worker_sweep
 from .report import model
 from .workloads.resnet import TrainConfig, Trainer, baseline, cpu_count, default_device, time_steps
-
-RUNGS = ["baseline", "loader", "amp", "channels_last", "gpu_preprocess", "compile", "cuda_graphs"]
 
 
 @dataclass
@@ -37,6 +36,66 @@ class RungResult:
     reason: str = ""
     tried: list[dict[str, Any]] = field(default_factory=list)
     trace: str = ""
+    change: str = ""  # what the rung changes on top of the best so far, in words
+
+
+class _Skip(Exception):
+    pass
+
+
+Apply = Callable[[TrainConfig, "LadderOptions", str], "tuple[TrainConfig, list[dict[str, Any]]]"]
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One step up the ladder: what it changes, and how it is applied to the best configuration so far."""
+
+    name: str
+    label: str
+    change: str
+    apply: Apply  # (best so far, options, device) -> (this rung's config, candidates tried)
+    needs_cuda: bool = False
+    needs_compile: bool = False
+
+    def configure(self, best: TrainConfig, opts: LadderOptions, device: str):
+        """The rung's config on top of the best so far; raises _Skip when the rung cannot run here."""
+        if self.needs_cuda and device == "cpu":
+            raise _Skip("needs CUDA")
+        if self.needs_compile:
+            _need_compile()
+        return self.apply(best, opts, device)
+
+
+def _same(best: TrainConfig, opts: LadderOptions, device: str):
+    return best, []
+
+
+def _set(**change: Any) -> Apply:
+    return lambda best, opts, device: (replace(best, **change), [])
+
+
+def _amp(best: TrainConfig, opts: LadderOptions, device: str):
+    return _pick(best, opts, [replace(best, amp=a, batch_size=b) for b in opts.batch_sizes for a in ("fp16", "bf16")])
+
+
+LADDER: tuple[Rung, ...] = (
+    Rung("baseline", "0. baseline (batch 32, 1 worker, fp32)", "nothing: the textbook starting point", _same),
+    Rung("loader", "1. DataLoader tuned (batch 128, workers, pinned, non_blocking)",
+         "batch 128, the fastest worker count of a sweep, persistent workers, pinned memory, non_blocking copies",
+         lambda best, opts, device: _pick_workers(best, opts, device)),
+    Rung("amp", "2. AMP (fp16 GradScaler / bf16, batch 128-256)",
+         "autocast fp16 (GradScaler) or bf16, the fastest with each batch size", _amp, needs_cuda=True),
+    Rung("channels_last", "3. channels_last + cudnn.benchmark", "channels_last memory format, cudnn.benchmark on",
+         _set(channels_last=True, cudnn_benchmark=True), needs_cuda=True),
+    Rung("gpu_preprocess", "4. GPU-side resize and normalise", "resize and normalise batches on the GPU",
+         _set(gpu_preprocess=True), needs_cuda=True),
+    Rung("compile", "5. torch.compile", "torch.compile (default mode)", _set(compile="default"),
+         needs_compile=True),
+    Rung("cuda_graphs", "6. CUDA graphs (reduce-overhead)", "torch.compile mode reduce-overhead (CUDA graphs)",
+         _set(compile="reduce-overhead"), needs_cuda=True, needs_compile=True),
+)
+RUNGS = [r.name for r in LADDER]
+CEILING_LABEL = "ceiling: same model, data already on the GPU"
 
 
 @dataclass
@@ -53,17 +112,6 @@ class LadderOptions:
     ceiling: bool = True
 
 
-def _labels() -> dict[str, str]:
-    return {"baseline": "0. baseline (batch 32, 1 worker, fp32)",
-            "loader": "1. DataLoader tuned (batch 128, workers, pinned, non_blocking)",
-            "amp": "2. AMP (fp16 GradScaler / bf16, batch 128-256)",
-            "channels_last": "3. channels_last + cudnn.benchmark",
-            "gpu_preprocess": "4. GPU-side resize and normalise",
-            "compile": "5. torch.compile",
-            "cuda_graphs": "6. CUDA graphs (reduce-overhead)",
-            "ceiling": "ceiling: same model, data already on the GPU"}
-
-
 def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: sys.stderr.write(m + "\n")):
     """Run the chosen rungs in order; returns (results, run_dir)."""
     from .capture import new_run_dir
@@ -76,14 +124,14 @@ def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: 
         base = replace(base, data=opts.data)
     best = base
     results: list[RungResult] = []
-    labels = _labels()
-    for name in RUNGS:
+    for rung in LADDER:
+        name = rung.name
         if name not in opts.rungs:
             continue
-        progress(f"idlehound ladder: {labels[name]}")
-        res = RungResult(name, labels[name])
+        progress(f"idlehound ladder: {rung.label}")
+        res = RungResult(name, rung.label, change=rung.change)
         try:
-            cfg, res.tried = _configure(name, best, opts, device)  # raises _Skip when the rung cannot run
+            cfg, res.tried = rung.configure(best, opts, device)  # raises _Skip when the rung cannot run
             _measure(cfg, opts, res, run_dir, progress)
             best = cfg
         except _Skip as s:
@@ -96,7 +144,7 @@ def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: 
         results.append(res)
         _save(results, device, run_dir)  # a ladder cut short still leaves what it measured
     if opts.ceiling:
-        res = RungResult("ceiling", labels["ceiling"])
+        res = RungResult("ceiling", CEILING_LABEL, change="the best configuration with the data already on the GPU")
         try:
             if cpu:
                 raise _Skip("needs CUDA")
@@ -128,35 +176,6 @@ def _save(results: list[RungResult], device: str, run_dir: Path) -> None:
     write_ladder_scalars(run_dir, doc)
 
 
-class _Skip(Exception):
-    pass
-
-
-def _configure(name: str, best: TrainConfig, opts: LadderOptions, device: str):
-    """The rung's config on top of the best so far (choosing among candidates by a short measurement)."""
-    cuda = device != "cpu"
-    if name == "baseline":
-        return best, []
-    if name == "loader":
-        return _pick_workers(best, opts, device)
-    if not cuda and name in ("amp", "channels_last", "gpu_preprocess", "cuda_graphs"):
-        raise _Skip("needs CUDA")
-    if name == "amp":
-        return _pick(best, opts, [replace(best, amp=a, batch_size=b) for b in opts.batch_sizes
-                                  for a in ("fp16", "bf16")])
-    if name == "channels_last":
-        return replace(best, channels_last=True, cudnn_benchmark=True), []
-    if name == "gpu_preprocess":
-        return replace(best, gpu_preprocess=True), []
-    if name == "compile":
-        _need_compile()
-        return replace(best, compile="default"), []
-    if name == "cuda_graphs":
-        _need_compile()
-        return replace(best, compile="reduce-overhead"), []
-    raise _Skip(f"unknown rung {name}")
-
-
 def _need_compile() -> None:
     import torch
 
@@ -165,12 +184,7 @@ def _need_compile() -> None:
 
 
 def _pick_workers(best: TrainConfig, opts: LadderOptions, device: str):
-    cores = cpu_count()
-    if opts.workers:
-        cands = sorted(set(opts.workers))
-    else:
-        lo, hi = max(1, int(cores * 0.5)), max(1, int(cores * 0.75))
-        cands = sorted({max(1, lo - 2), lo, (lo + hi) // 2, hi, hi + 2})  # 50-75% of cores and neighbours
+    cands = sorted(set(opts.workers)) if opts.workers else worker_sweep(cpu_count())
     batch = 128 if device != "cpu" else best.batch_size
     pinned = device != "cpu"
     return _pick(best, opts, [replace(best, batch_size=batch, num_workers=w, pin_memory=pinned,

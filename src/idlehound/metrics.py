@@ -48,7 +48,8 @@ METRICS: dict[str, Metric] = {m.key: m for m in [
            "blocking cudaMemcpy and cudaFree.", higher_is_better=False),
     Metric("tensor_core_pct", "Tensor-core share of matmul", "%",
            "Share of GEMM/convolution kernel time in tensor-core kernels (judged by kernel name, e.g. "
-           "tf32/bf16/nvjet/hmma) rather than fp32 CUDA-core kernels (ffma/sgemm).", 90, 50),
+           "tf32/bf16/nvjet/hmma, or where the name does not tell by the half/bf16/fp8 input type of the matmul or "
+           "convolution op that launched it) rather than fp32 CUDA-core kernels (ffma/sgemm).", 90, 50),
     Metric("h2d_gbps", "Host-to-device bandwidth", "GB/s",
            "Bytes copied host-to-device divided by the copies' GPU time."),
     Metric("pageable_pct", "Pageable share of HtoD bytes", "%",
@@ -70,19 +71,7 @@ BREAKDOWN_DEFINITION = (
     "Communication > Runtime > DataLoader > CPU Exec > Other: each category gets only the time no earlier "
     "category took, so the parts sum to the step time. Everything after Memset is time the GPU was idle.")
 
-IDLE_CAUSES = {
-    "data_loading": "GPU idle while the host waited in DataLoader __next__.",
-    "allocator": "GPU idle while the host was inside device memory allocation calls (cudaMalloc/cudaFree: "
-                 "caching-allocator misses, empty_cache()).",
-    "sync": "GPU idle caused by a blocking host read: a gap that opened while a sync call waited (the queue "
-            "drained), or host time inside the user call that synced (print, .item(), .cpu()).",
-    "launch": "GPU idle while the launching thread was inside kernel-launch calls or inside ops that launch "
-              "GPU work (dispatch overhead), and all host time in idle gaps shorter than 250 µs (per-op overhead "
-              "between kernels).",
-    "cpu_ops": "GPU idle while the host ran torch ops that launch no GPU work (CPU tensor math).",
-    "python": "GPU idle while the host ran Python outside any torch op, or did something the profiler "
-              "does not record.",
-}
+# The idle causes' definitions live with their names in diagnose/_registry.py (IDLE_CAUSE_INFO).
 
 
 def status(key: str, value: Optional[float]) -> str:

@@ -7,6 +7,7 @@ from ._model import (
     CopyStats,
     DataLoaderStats,
     DeviceInfo,
+    IdleCause,
     IdleLine,
     KernelGroup,
     KernelStats,
@@ -14,10 +15,10 @@ from ._model import (
     Step,
     SyncSite,
 )
-from ._source import SourceLoc, SourceMap, load_sidecar
+from ._source import SourceLoc, SourceMap, load_sidecar, location_text
 
 __all__ = [
-    "BREAKDOWN", "IDLE_CAUSES", "Analysis", "CopyStats", "DataLoaderStats", "DeviceInfo", "IdleLine",
+    "BREAKDOWN", "IDLE_CAUSES", "Analysis", "CopyStats", "DataLoaderStats", "DeviceInfo", "IdleCause", "IdleLine",
     "KernelGroup", "KernelStats", "MemoryStats", "SourceLoc", "SourceMap", "Step", "SyncSite", "analyze",
-    "load_sidecar",
+    "load_sidecar", "location_text",
 ]

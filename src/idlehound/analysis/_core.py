@@ -60,6 +60,7 @@ class Analysis:
     observer: dict[str, Any] = field(default_factory=dict)  # unprofiled step, host rate fitted to it
     idle_library_lines: list[IdleLine] = field(default_factory=list)  # by the innermost library line instead
     prediction: dict[str, Any] = field(default_factory=dict)  # the best stack of fixes (set by diagnose)
+    not_checked: list[dict[str, Any]] = field(default_factory=list)  # rules whose data is missing (set by diagnose)
 
     @property
     def n_steps(self) -> int:
@@ -149,6 +150,7 @@ def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = 
 
 SLOW_LAUNCH_NS = 1_000_000
 SLOW_LAUNCH_FACTOR = 20
+SLOW_LAUNCH_MAX_SHARE = 100  # more than 1 in 100 launches slow (and more than 2) is overhead, not one-off cost
 
 
 def _slow_launches(ctx: _Context, k: KernelStats, busy: iv.Set, s0: np.ndarray, s1: np.ndarray) -> None:
@@ -159,7 +161,7 @@ def _slow_launches(ctx: _Context, k: KernelStats, busy: iv.Set, s0: np.ndarray, 
         return
     dur = ev.dur[ctx.launch]
     slow = ctx.launch[(dur >= SLOW_LAUNCH_NS) & (dur >= SLOW_LAUNCH_FACTOR * np.median(dur))]
-    if slow.size == 0 or slow.size > max(2, ctx.launch.size // 100):
+    if slow.size == 0 or slow.size > max(2, ctx.launch.size // SLOW_LAUNCH_MAX_SHARE):
         return
     ops = ctx.op_of_ext(ev.ext[slow])  # the op that made the call: its dispatch is part of the one-off cost
     idle = iv.subtract(iv.intersect(ctx.spans(np.concatenate([slow, ops[ops >= 0]])), iv.union(s0, s1)), busy)
@@ -211,6 +213,10 @@ def _read_calls(ctx: _Context, smap: SourceMap, keep: np.ndarray) -> iv.Set:
 
 
 STEADY_SKIP = 3  # unprofiled steps at the run's start that warm up caches, the allocator and compilation
+MIN_STEADY_STEPS = 3  # fewer steady unprofiled steps than this: use run.json's median instead
+FIT_TOLERANCE = 0.05  # a replay within 5% of a measured step matches it
+OBSERVER_RATE = 0.8  # a fitted host rate below this means the profiler inflated host time (worth a note)
+WINDOW_UTIL_GAP_PCT = 20  # the window's mean utilisation this far from the run's: the window is not typical
 
 
 def _observer(rp: Replay, run: dict[str, Any]) -> dict[str, Any]:
@@ -220,13 +226,13 @@ def _observer(rp: Replay, run: dict[str, Any]) -> dict[str, Any]:
     steady = before + after
     out: dict[str, Any] = {"replayed_ms": rp.play().step_ns / 1e6, "recorded_ms": rp.recorded_ns / 1e6,
                            "host_rate": 1.0}
-    if len(steady) >= 3:
+    if len(steady) >= MIN_STEADY_STEPS:
         out.update(unprofiled_ms=float(np.mean(steady)), unprofiled_steps=len(steady), source="mean of steady steps")
     elif isinstance(run.get("unprofiled_step_ms"), (int, float)):  # older run.json: only the median was kept
         out.update(unprofiled_ms=float(run["unprofiled_step_ms"]), unprofiled_steps=None, source="median")
     if "unprofiled_ms" in out:
         out["host_rate"] = rp.fit_rate(out["unprofiled_ms"] * 1e6)
-        if rp.play(rate=out["host_rate"]).step_ns > 1.05 * out["unprofiled_ms"] * 1e6:
+        if rp.play(rate=out["host_rate"]).step_ns > (1 + FIT_TOLERANCE) * out["unprofiled_ms"] * 1e6:
             out["host_rate"] = 1.0  # faster than the recorded GPU work alone allows: the timing is not comparable
             out["inconsistent"] = True
     out["predicted_ms"] = rp.play(rate=out["host_rate"]).step_ns / 1e6
@@ -236,7 +242,7 @@ def _observer(rp: Replay, run: dict[str, Any]) -> dict[str, Any]:
 def _observer_notes(obs: dict[str, Any]) -> list[str]:
     """A note about the observer only where the unprofiled steps show the profiler inflated host time."""
     rate, un = obs.get("host_rate", 1.0), obs.get("unprofiled_ms")
-    if un is None or rate > 0.8 or abs(obs["replayed_ms"] / obs["recorded_ms"] - 1) > 0.05:
+    if un is None or rate > OBSERVER_RATE or abs(obs["replayed_ms"] / obs["recorded_ms"] - 1) > FIT_TOLERANCE:
         return []
     return [f"the profiler inflated host time: unprofiled steps take {un:.2f} ms ({obs['source']}) against "
             f"{obs['recorded_ms']:.2f} ms profiled; the replay runs host work at {rate:.2f}x its recorded time to "
@@ -270,7 +276,7 @@ def _run_notes(run: dict[str, Any]) -> list[str]:
         out.append(f"GPU utilisation saw-tooths over the whole run ({100 * s['idle_sample_share']:.0f}% of samples "
                    "idle between busy bursts): the GPU works in bursts and waits for input between them")
     if s.get("window_mean_util") is not None and s.get("mean_util") is not None \
-            and abs(s["window_mean_util"] - s["mean_util"]) > 20:
+            and abs(s["window_mean_util"] - s["mean_util"]) > WINDOW_UTIL_GAP_PCT:
         what = "GPU utilisation" if s.get("source") == "nvml" else "the process's CPU use"  # no NVML: CPU samples
         out.append(f"the profiled window is not typical of the run: {what} {s['window_mean_util']:.0f}% in "
                    f"the window vs {s['mean_util']:.0f}% over the run")

@@ -18,15 +18,20 @@ import numpy as np
 from . import _intervals as iv
 from . import _roles as roles
 from ._context import _Context
+from ._gaps import SYNC_TOLERANCE_NS
 from ._model import Step
 
-SYNC_END_TOLERANCE_NS = 20_000  # GPU work that ended this soon after a blocking call returned was waited for
+SYNC_END_TOLERANCE_NS = SYNC_TOLERANCE_NS  # GPU work that ended this soon after a blocking call returned was
+# waited for: the gap classifier's drain tolerance (docs/metrics.md, "A drain")
 LOADER_READY_NS = 50_000  # host cost of taking a batch that workers already prepared
 ASYNC_COPY_NS = 10_000  # host cost of an asynchronous copy from pinned memory
 GRAPH_HOST_RATE = 0.1  # CUDA graphs / compile: host dispatch+launch cost left per op (conservative)
 FP32_SPEEDUP = 2.0  # TF32/bf16 tensor cores vs fp32 CUDA-core GEMM (conservative)
 PAGEABLE_SPEEDUP = 2.0  # pinned vs pageable host-to-device bandwidth (conservative)
-CONV_SPEEDUP = 1 / 0.9  # cudnn.benchmark: 10% of convolution time
+CONV_GAIN = 0.10  # cudnn.benchmark: share of convolution time it saves (a guess the replay cannot check)
+CONV_SPEEDUP = 1 / (1 - CONV_GAIN)
+FIT_RATE_MIN = 0.02  # the lowest host rate the observer fit tries (the profiler inflating host work 50x)
+FIT_STEPS = 12  # bisection steps of the fit: the rate to within 1/4096
 SYNC_GROUPS = {"sync", "pageable", "allocator"}
 LOADER_WAITED_NS = 1_000_000  # a worker-loader call this much longer than taking a ready batch waited for one
 
@@ -329,10 +334,10 @@ class Replay:
         """Host rate at which the replayed step matches the measured unprofiled step (1 = no correction)."""
         if self.play(rate=1.0).step_ns <= target_ns:
             return 1.0
-        lo, hi = 0.02, 1.0
+        lo, hi = FIT_RATE_MIN, 1.0
         if self.play(rate=lo).step_ns >= target_ns:
             return lo
-        for _ in range(12):
+        for _ in range(FIT_STEPS):
             mid = (lo + hi) / 2
             if self.play(rate=mid).step_ns > target_ns:
                 hi = mid

@@ -103,8 +103,24 @@ _NO_TC_RE = re.compile(r"ffma|sgemm|f32f32_f32f32|_simt_|gemv", re.I)
 _TC_RE = re.compile(r"tf32|bf16|f16|fp16|hmma|hgmma|gmma|tensorop|1688|16816|884|nvjet|i8816|imma|e4m3|e5m2", re.I)
 
 
+# Input types (a cpu_op's "Input type" arg) that only run on tensor cores in GEMM/convolution kernels.
+_TC_DTYPES = ("c10::Half", "c10::BFloat16", "c10::Float8_e4m3fn", "c10::Float8_e5m2", "c10::Float8_e4m3fnuz",
+              "c10::Float8_e5m2fnuz")
+
+
+def is_matmul_kernel(kernel: str) -> bool:
+    return bool(_GEMM_RE.search(kernel))
+
+
+def dtype_precision(input_types) -> str:
+    """'tensor_core' when a matmul/convolution op's inputs are half, bf16 or fp8; '' when the types cannot
+    tell (fp32 runs on tensor cores only with TF32 on, which the trace does not record)."""
+    return "tensor_core" if any(t in _TC_DTYPES for t in input_types or ()) else ""
+
+
 def matmul_precision(kernel: str) -> str:
-    """'fp32' (CUDA cores), 'tensor_core', or '' for kernels that are not GEMM/convolution."""
+    """'fp32' (CUDA cores), 'tensor_core', or '' for kernels that are not GEMM/convolution (or whose name does
+    not tell: see dtype_precision)."""
     if not _GEMM_RE.search(kernel):
         return ""
     if _NO_TC_RE.search(kernel):

@@ -11,10 +11,11 @@ from __future__ import annotations
 import functools
 import operator
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import numpy as np
 
@@ -35,7 +36,7 @@ class SourceLoc:
     snippet: Optional[tuple[int, tuple[str, ...]]] = None  # (first line, lines) as capture stored them
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}" + ("" if self.exact else f" (in {self.function}, def line)")
+        return location_text(self)
 
     def to_json(self) -> dict:
         out: dict[str, Any] = {"file": self.file, "line": self.line, "function": self.function,
@@ -43,6 +44,21 @@ class SourceLoc:
         if self.snippet is not None:
             out["snippet"] = {"first_line": self.snippet[0], "lines": list(self.snippet[1])}
         return out
+
+
+NO_USER_FRAME = "(no user frame)"
+
+
+def location_text(loc: Union[SourceLoc, Mapping[str, Any], None], approx: bool = True) -> str:
+    """A source location as text, from a SourceLoc or its JSON: 'file:line', with ' (in f, def line)' when
+    only the function's def line is known (unless approx=False); '(no user frame)' for None."""
+    if loc is None:
+        return NO_USER_FRAME
+    d = loc.to_json() if isinstance(loc, SourceLoc) else loc
+    text = f"{d['file']}:{d['line']}"
+    if approx and not d.get("exact", True):
+        text += f" (in {d.get('function', '?')}, def line)"
+    return text
 
 
 @functools.lru_cache(maxsize=65536)

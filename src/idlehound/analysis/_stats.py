@@ -14,6 +14,9 @@ from ._context import _Context
 from ._model import CopyStats, DataLoaderStats, DeviceInfo, KernelGroup, KernelStats, MemoryStats, Step
 from ._source import SourceMap
 
+TOP_KERNELS = 10  # kernel families listed in the report
+MAX_CURVE_POINTS = 2000  # memory-curve points kept: enough to draw, bounded for huge traces
+
 
 def _in_steps(ev: EventTable, idx: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
     return idx[iv.owner(ev.ts[idx], s0, s1) >= 0]
@@ -88,7 +91,8 @@ def _kernel_groups(ctx: _Context, k: np.ndarray, st: KernelStats, smap: Optional
             st.fp32_matmul_ns += int(t)
         elif prec == "tensor_core":
             st.tensor_core_ns += int(t)
-    st.top = sorted((_group(n, v) for n, v in fam.items()), key=lambda g: -g.time_ns)[:10]
+    _tensor_cores_by_dtype(ctx, k, st, fam)
+    st.top = sorted((_group(n, v) for n, v in fam.items()), key=lambda g: -g.time_ns)[:TOP_KERNELS]
     st.fp32_matmul_ops, fp32_ops = _fp32_ops(ctx, k)
     if smap is not None:
         st.fp32_location = _op_location(ctx, smap, fp32_ops, main_tid)
@@ -98,6 +102,24 @@ def _kernel_groups(ctx: _Context, k: np.ndarray, st: KernelStats, smap: Optional
     st.conv_ns = int(ev.dur[k][is_conv].sum(dtype=np.float64))
     if smap is not None and is_conv.any():
         st.conv_location = _op_location(ctx, smap, np.unique(ops[is_conv]), main_tid)
+
+
+def _tensor_cores_by_dtype(ctx: _Context, k: np.ndarray, st: KernelStats, fam: dict[str, list]) -> None:
+    """GEMM/conv kernels whose name does not tell their precision (nvjet-like names without a dtype): a
+    half/bf16/fp8 matmul or convolution op that launched them ran them on tensor cores (docs/metrics.md)."""
+    ev = ctx.ev
+    unsure = {nid for nid in np.unique(ev.name[k]).tolist()
+              if roles.is_matmul_kernel(ev.names[nid]) and not roles.matmul_precision(ev.names[nid])}
+    if not unsure:
+        return
+    kk = k[np.isin(ev.name[k], list(unsure))]
+    ops = ctx.op_of_ext(ev.ext[kk])
+    for j, o in zip(kk.tolist(), ops.tolist()):
+        if o < 0 or not roles.MATMUL_OP_RE.match(ev.names[ev.name[o]]):
+            continue
+        if roles.dtype_precision(ev.extra["input_type"].get(o, ())) == "tensor_core":
+            st.tensor_core_ns += int(ev.dur[j])
+            fam[roles.kernel_family(ev.names[ev.name[j]])][2] = "tensor_core"
 
 
 def _group(name: str, v: list):
@@ -181,7 +203,7 @@ def _memory(ctx: _Context, trace: Trace, s0: np.ndarray, s1: np.ndarray, device:
         inside = _in_steps(ev, cuda, s0, s1)
         m.allocs_per_step = float((ev.nbytes[inside] > 0).sum()) / max(s0.size, 1)
         pts = inside[np.argsort(ev.ts[inside], kind="stable")]
-        pts = pts[:: max(1, pts.size // 2000)]  # enough points to draw; bounded for huge traces
+        pts = pts[:: max(1, pts.size // MAX_CURVE_POINTS)]
         t0 = steps[0].start_ns if steps else 0
         m.curve = [[int(ev.ts[j] - t0), float(ev.extra["total_allocated"].get(int(j)) or 0)] for j in pts]
     m.empty_cache_calls = int(np.isin(ev.name[ctx.python], ev.name_ids(lambda n: "empty_cache" in n)).sum())

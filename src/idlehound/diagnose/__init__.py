@@ -1,41 +1,41 @@
 """Diagnosis: one small rule per cause; each reads an Analysis and returns Findings.
 
-diagnose() runs them all, sets each one's recoverable time to the gain the replay predicts for its fix,
-drops findings that would give back too little, and ranks the rest by that gain.
+diagnose() runs every rule whose data the trace holds (the others are listed in `Analysis.not_checked`),
+sets each finding's recoverable time to the gain the replay predicts for its fix, drops findings that would
+give back too little, and ranks the rest by that gain.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Optional
 
 from ..analysis import Analysis
-from . import copies, cudnn, dataloader, host, launch, memory, precision, sync
+from . import copies, cudnn, dataloader, frameworks, host, launch, memory, precision, sync
 from ._finding import DEFAULT, Finding, Thresholds, grade
 from ._predict import predict
-from .frameworks import annotate as _framework_fixes
+from ._registry import CAUSES, Cause, Kind, Severity
+from ._rule import Need, Rule
 
-Rule = Callable[[Analysis, Thresholds], list[Finding]]
-RULES: dict[str, Rule] = {
-    "data_loading": dataloader.check,
-    "sync": sync.check,
-    "pageable_copy": copies.check,
-    "launch_bound": launch.check,
-    "host_bound": host.check,
-    "fp32_math": precision.check,
-    "cudnn_benchmark": cudnn.check,
-    "memory": memory.check,
-}
+# Finding rules, then the rules that refine their findings (frameworks: phrase the fix as the framework's setting).
+RULES: dict[str, Rule] = {r.name: r for r in [
+    dataloader.RULE, sync.RULE, copies.RULE, launch.RULE, host.RULE, precision.RULE, cudnn.RULE,
+    memory.CHURN_RULE, memory.NEAR_OOM_RULE, frameworks.RULE,
+]}
 
 
 def diagnose(a: Analysis, thresholds: Optional[Thresholds] = None) -> list[Finding]:
     """Findings that explain real lost time in this analysis, most recoverable first."""
     t = thresholds or DEFAULT
-    found = [f for rule in RULES.values() for f in rule(a, t)]
+    a.not_checked = [nc for nc in (r.not_checked(a) for r in RULES.values()) if nc is not None]
+    found = [f for r in RULES.values() for f in r.report(a, t)]
     a.prediction = predict(a, found)
     out = [g for g in (grade(f, t) for f in found) if g is not None]
-    out = _framework_fixes(a, out)
-    out.sort(key=lambda f: (f.kind == "risk", -f.recoverable_ms))
+    for r in RULES.values():
+        if r.refine is not None and not r.skip(a):
+            out = r.refine(a, out)
+    out.sort(key=lambda f: (f.kind == Kind.RISK, -f.recoverable_ms))
     return out
 
 
-__all__ = ["DEFAULT", "RULES", "Finding", "Thresholds", "diagnose"]
+__all__ = ["CAUSES", "DEFAULT", "RULES", "Cause", "Finding", "Kind", "Need", "Rule", "Severity", "Thresholds",
+           "diagnose"]

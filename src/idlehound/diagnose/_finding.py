@@ -6,28 +6,24 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..analysis import Analysis, SourceLoc
+from ..analysis._core import OBSERVER_RATE
+from ..analysis._replay import FP32_SPEEDUP, PAGEABLE_SPEEDUP
+from ._registry import Kind, Severity
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    """When a cause is worth reporting, and the ideal/problem bands of the headline metrics."""
+    """When a cause is worth reporting. (The metrics' ideal/problem bands are in metrics.METRICS.)"""
 
     min_share: float = 0.05  # recoverable time must be at least this share of the step...
     min_ms: float = 0.02  # ...and at least this many ms per step
     high_share: float = 0.30
     medium_share: float = 0.10
     conv_share_for_cudnn: float = 0.20  # cudnn.benchmark advice only when convolutions are this much of a step
-    gpu_util_ideal: float = 90.0
-    gpu_util_problem: float = 70.0
-    sm_eff_ideal: float = 80.0
-    sm_eff_problem: float = 50.0
-    dataloader_ideal: float = 10.0
-    dataloader_problem: float = 30.0
-    kernel_ideal: float = 60.0
-    kernel_problem: float = 40.0
     near_oom_share: float = 0.90
-    fp32_speedup: float = 2.0  # TF32 or bf16 on tensor cores vs fp32 CUDA-core GEMM (conservative)
-    pageable_speedup: float = 2.0  # pinned vs pageable host-to-device bandwidth (conservative)
+    fp32_speedup: float = FP32_SPEEDUP  # TF32 or bf16 on tensor cores vs fp32 CUDA-core GEMM (the replay's)
+    pageable_speedup: float = PAGEABLE_SPEEDUP  # pinned vs pageable host-to-device bandwidth (the replay's)
+    observer_rate: float = OBSERVER_RATE  # evidence notes the observer when the fitted host rate is below this
 
 
 DEFAULT = Thresholds()
@@ -37,7 +33,7 @@ DEFAULT = Thresholds()
 class Finding:
     """One cause of lost GPU time, with the evidence for it and what to change."""
 
-    cause: str
+    cause: str  # a Cause (diagnose/_registry.py)
     title: str
     recoverable_ms: float  # per step, estimated
     step_ms: float
@@ -45,8 +41,8 @@ class Finding:
     fix: str
     code: str = ""
     location: Optional[SourceLoc] = None
-    severity: str = ""
-    kind: str = "idle"  # "idle": explains idle time; "slow": slow GPU work; "risk": no time lost yet
+    severity: str = ""  # a Severity, set by grade()
+    kind: str = Kind.IDLE  # IDLE: explains idle time; SLOW: slow GPU work; RISK: no time lost yet
     details: dict[str, Any] = field(default_factory=dict)
     basis_ms: Optional[float] = None  # for "slow" findings: the measured time the estimate is taken from
 
@@ -56,7 +52,7 @@ class Finding:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "cause": self.cause, "title": self.title, "severity": self.severity, "kind": self.kind,
+            "cause": str(self.cause), "title": self.title, "severity": str(self.severity), "kind": str(self.kind),
             "recoverable_ms_per_step": round(self.recoverable_ms, 4),
             "recoverable_share_of_step": round(self.share, 4),
             "location": self.location.to_json() if self.location else None,
@@ -66,13 +62,14 @@ class Finding:
 
 def grade(f: Finding, t: Thresholds) -> Optional[Finding]:
     """Set the severity, or drop the finding when it explains too little to matter."""
-    if f.kind == "risk":
-        f.severity = "medium"
+    if f.kind == Kind.RISK:
+        f.severity = Severity.MEDIUM
         return f
     basis = f.basis_ms if f.basis_ms is not None else f.recoverable_ms
     if f.recoverable_ms < t.min_ms or (basis / f.step_ms if f.step_ms > 0 else 0.0) < t.min_share:
         return None
-    f.severity = "high" if f.share >= t.high_share else "medium" if f.share >= t.medium_share else "low"
+    f.severity = (Severity.HIGH if f.share >= t.high_share else Severity.MEDIUM if f.share >= t.medium_share
+                  else Severity.LOW)
     return f
 
 

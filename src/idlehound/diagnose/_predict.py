@@ -8,6 +8,7 @@ from typing import Any
 from ..analysis import Analysis
 from ..analysis._replay import FIXES, Fix
 from ._finding import Finding
+from ._registry import Cause, Kind
 
 
 def predict(a: Analysis, found: list[Finding]) -> dict[str, Any]:
@@ -22,9 +23,9 @@ def predict(a: Analysis, found: list[Finding]) -> dict[str, Any]:
         fix = reduce(Fix.merged, (FIXES[c] for c in causes), Fix())
         return rp.play(fix, rate).step_ns
 
-    fixable = [f for f in found if f.kind != "risk" and f.cause in FIXES]
+    fixable = [f for f in found if f.kind != Kind.RISK and f.cause in FIXES]
     alone = {f.cause: base - step([f.cause]) for f in fixable}
-    stack = sorted((c for c, g in alone.items() if g > 0), key=lambda c: -alone[c])
+    stack = sorted((str(c) for c, g in alone.items() if g > 0), key=lambda c: -alone[c])  # plain strings for JSON
     all_ns = step(stack)
     for f in fixable:
         others = [c for c in stack if c != f.cause]
@@ -37,7 +38,7 @@ def predict(a: Analysis, found: list[Finding]) -> dict[str, Any]:
 def _apply(f: Finding, base: float, gain: float, on_top: float, has_others: bool) -> None:
     gain = max(gain, 0.0)
     f.recoverable_ms, f.step_ms = gain / 1e6, base / 1e6
-    if f.cause != "cudnn_benchmark":  # its 10% of convolution time is a guess the replay cannot check
+    if f.cause != Cause.CUDNN_BENCHMARK:  # its 10% of convolution time is a guess the replay cannot check
         f.basis_ms = None
     f.details["replay"] = {"predicted_step_ms": (base - gain) / 1e6, "gain_ms": gain / 1e6,
                            "gain_with_other_fixes_ms": max(on_top, 0.0) / 1e6}

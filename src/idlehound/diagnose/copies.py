@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ..analysis import Analysis
 from ._finding import Finding, Thresholds, ms
+from ._registry import CAUSES, Cause
+from ._rule import GPU_EVENTS, Rule
 
 
 def check(a: Analysis, t: Thresholds) -> list[Finding]:
@@ -24,12 +26,15 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
     ]
     if idle > 0:
         evidence.append(f"each copy blocks the host until it is done: GPU idle {idle:.3f} ms per step after them")
-    fix = ("Copy from pinned (page-locked) memory with non_blocking=True: the copy runs faster, "
-           "does not block the host, and can overlap compute.")
+    fix = CAUSES[Cause.PAGEABLE_COPY].fix
     code = ("loader = DataLoader(..., pin_memory=True)\n"
             "x = x.to(device, non_blocking=True)\n"
             "# tensors you create yourself: torch.empty(..., pin_memory=True) or t.pin_memory()")
-    return [Finding("pageable_copy", "Pageable host-to-device copies", idle + saved_copy, a.step_ms, evidence,
+    return [Finding(Cause.PAGEABLE_COPY, CAUSES[Cause.PAGEABLE_COPY].title, idle + saved_copy, a.step_ms, evidence,
                     fix, code, location=loc,
                     details={"pageable_bytes_per_step": h2d.pageable_bytes / a.n_steps,
                              "idle_after_ms": idle, "estimated_copy_saving_ms": saved_copy})]
+
+
+RULE = Rule(Cause.PAGEABLE_COPY.value, "host-to-device copies from pageable memory", (Cause.PAGEABLE_COPY,),
+            needs=(GPU_EVENTS,), match=check)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from ..analysis import Analysis
+from ..analysis._replay import CONV_GAIN
 from ._finding import Finding, Thresholds, ms, pct
+from ._registry import CAUSES, Cause, Kind
+from ._rule import GPU_EVENTS, RUN_JSON, Rule
 
-TYPICAL_GAIN = 0.10  # share of convolution time benchmark mode typically saves; measure with the ladder
+TYPICAL_GAIN = CONV_GAIN  # share of convolution time benchmark mode typically saves; measure with the ladder
 
 
 def check(a: Analysis, t: Thresholds) -> list[Finding]:
@@ -18,8 +21,12 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
     evidence = [f"convolution kernels ran {conv_ms:.2f} ms per step ({pct(conv_ms / a.step_ms)} of the step) "
                 "with torch.backends.cudnn.benchmark = False (recorded by idlehound run)",
                 f"estimate: {100 * TYPICAL_GAIN:.0f}% of convolution time; the real gain depends on the shapes"]
-    fix = "With fixed input shapes, let cuDNN time its algorithms once and keep the fastest."
+    fix = CAUSES[Cause.CUDNN_BENCHMARK].fix
     code = "torch.backends.cudnn.benchmark = True"
-    return [Finding("cudnn_benchmark", "cudnn.benchmark is off", TYPICAL_GAIN * conv_ms, a.step_ms, evidence,
-                    fix, code, location=a.kernels.conv_location, kind="slow", basis_ms=conv_ms,
+    return [Finding(Cause.CUDNN_BENCHMARK, CAUSES[Cause.CUDNN_BENCHMARK].title, TYPICAL_GAIN * conv_ms, a.step_ms, evidence,
+                    fix, code, location=a.kernels.conv_location, kind=Kind.SLOW, basis_ms=conv_ms,
                     details={"conv_ms": conv_ms})]
+
+
+RULE = Rule(Cause.CUDNN_BENCHMARK.value, "convolutions run with cudnn.benchmark off", (Cause.CUDNN_BENCHMARK,),
+            needs=(GPU_EVENTS, RUN_JSON), match=check)

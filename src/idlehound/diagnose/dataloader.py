@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+from typing import Optional
 
 from ..analysis import Analysis
 from ._finding import Finding, Thresholds, ms, pct
+from ._registry import CAUSES, Cause
+from ._rule import Rule
 
 
 def check(a: Analysis, t: Thresholds) -> list[Finding]:
@@ -29,23 +32,39 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
     else:
         evidence.append("batches are loaded in the main process (num_workers=0)")
         fix, code = _start_workers()
-    title = "Data loading starves the GPU" if a.gpu_recorded else "Data loading takes a large share of the step"
+    title = CAUSES[Cause.DATA_LOADING].title if a.gpu_recorded else "Data loading takes a large share of the step"
     if not a.gpu_recorded:
         evidence[0] = (f"{exposed:.2f} ms per step ({pct(exposed / a.step_ms)} of the step) spent in DataLoader "
                        f"__next__ ({dl.calls} calls)")
-    return [Finding("data_loading", title, exposed, a.step_ms, evidence, fix, code,
+    return [Finding(Cause.DATA_LOADING, title, exposed, a.step_ms, evidence, fix, code,
                     location=dl.location, details={"num_workers": workers, "iterator": dl.iterator})]
 
 
-def _suggested_workers() -> int:
-    cores = os.cpu_count() or 4
-    return max(2, min(16, int(cores * 0.6)))
+MIN_WORKERS, MAX_WORKERS = 2, 16  # fewer gives no overlap; more rarely helps one GPU and costs memory
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity), not the machine's count."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def suggested_workers(cores: Optional[int] = None) -> int:
+    """The DataLoader worker count idlehound suggests: half the usable cores, from 2 to 16.
+
+    The one answer the diagnosis, lint's advice, `tune` and `ladder` start from (they measure around it)."""
+    n = usable_cores() if cores is None else cores
+    return max(MIN_WORKERS, min(MAX_WORKERS, n // 2))
+
+
+def worker_sweep(cores: int) -> list[int]:
+    """The worker counts `tune` and `ladder` measure: a quarter and three quarters of the cores around the
+    suggestion, at least 2."""
+    return sorted({max(MIN_WORKERS, cores // 4), suggested_workers(cores), max(MIN_WORKERS, cores * 3 // 4)})
 
 
 def _start_workers() -> tuple[str, str]:
-    n = _suggested_workers()
-    fix = ("Load batches in worker processes so they are ready before the GPU needs them, pin host memory "
-           "and copy asynchronously.")
+    n = suggested_workers()
+    fix = CAUSES[Cause.DATA_LOADING].fix
     code = (f"loader = DataLoader(dataset, batch_size=..., num_workers={n}, pin_memory=True,\n"
             "                    persistent_workers=True, prefetch_factor=4)\n"
             "x = x.to(device, non_blocking=True)")
@@ -53,7 +72,7 @@ def _start_workers() -> tuple[str, str]:
 
 
 def _more_workers(workers, cfg: dict) -> tuple[str, str]:
-    n = max(_suggested_workers(), (workers or 0) * 2)
+    n = max(suggested_workers(), (workers or 0) * 2)  # workers that cannot keep up: at least double
     fix = ("The workers are too slow for the GPU. Add workers, keep them alive between epochs, prefetch more, "
            "and move per-sample work (decode, resize, augmentation) off the CPU: resize and normalise batches "
            "on the GPU, or store pre-decoded uint8 tensors.")
@@ -65,3 +84,7 @@ def _more_workers(workers, cfg: dict) -> tuple[str, str]:
     if cfg and not cfg.get("pin_memory"):
         fix += " pin_memory is off: turn it on."
     return fix, code
+
+
+# Without GPU events it reads the host's DataLoader time instead of exposed idle: it needs nothing more.
+RULE = Rule(Cause.DATA_LOADING.value, "the loop waits for the next batch", (Cause.DATA_LOADING,), match=check)

@@ -19,11 +19,15 @@ from ..analysis import Analysis, SourceLoc, SourceMap
 from ..analysis import _roles as roles
 from ..analysis._source import parse_frame
 from ._finding import Finding
+from ._registry import Cause, Kind, Severity
+from ._rule import PYTHON_STACKS, Rule
 from .frameworks_table import ENTRIES, FrameworkEntry
 
 # Collectives as the calling thread records them (gloo and NCCL alike): a per-step one is a wait for every rank.
 _COLLECTIVES = ("c10d::allreduce_", "c10d::barrier", "c10d::allgather", "c10d::_allgather_base", "c10d::broadcast_")
 _OWN_FRAMES = ("idlehound/capture/", "torch/profiler/")  # the profiler's own syncs (window start/stop)
+MAX_STACK_DEPTH = 200  # frames walked up from a sync point (a recursion in a trace cannot loop forever)
+EVIDENCE_MATCHES = 4  # framework matches named in the evidence (all are in details)
 
 
 @dataclass
@@ -170,9 +174,9 @@ def annotate(a: Analysis, findings: list[Finding]) -> list[Finding]:
         return findings
     top = matches[0]
     lines = [f"{m.library_str()}: {m.entry.title}, {m.count / a.n_steps:.1f}/step"
-             + (f", reached from {m.user}" if m.user else "") for m in matches[:4]]
+             + (f", reached from {m.user}" if m.user else "") for m in matches[:EVIDENCE_MATCHES]]
     details = [m.to_json(a.n_steps) for m in matches]
-    sync = next((f for f in findings if f.cause == "sync"), None)
+    sync = next((f for f in findings if f.cause == Cause.SYNC), None)
     if sync is not None:
         sync.details.update(framework=details, generic_fix={"fix": sync.fix, "code": sync.code})
         sync.evidence.extend(lines)
@@ -181,10 +185,10 @@ def annotate(a: Analysis, findings: list[Finding]) -> list[Finding]:
         return findings
     if a.gpu_recorded:
         return findings  # the GPU did not wait on these reads long enough to matter
-    risk = Finding("framework_sync", f"On a GPU this would wait: {top.entry.title}", 0.0, a.step_ms,
+    risk = Finding(Cause.FRAMEWORK_SYNC, f"On a GPU this would wait: {top.entry.title}", 0.0, a.step_ms,
                    ["no GPU timeline in this trace: these host reads of tensor values (and collectives) make the "
                     "host wait for the GPU once it runs on one"] + lines, top.entry.fix, top.entry.code, location=top.user,
-                   severity="medium", kind="risk", details={"framework": details})
+                   severity=Severity.MEDIUM, kind=Kind.RISK, details={"framework": details})
     return [*findings, risk]
 
 
@@ -208,3 +212,7 @@ def _library_evidence(a: Analysis, sync: Optional[Finding]) -> None:
                          + (f", reached from {user}" if user else "") for (lib, user), n in top)
     sync.details["library_lines"] = [{"library": _loc_json(lib), "user": user.to_json() if user else None,
                                       "count_per_step": n / a.n_steps} for (lib, user), n in top]
+
+
+RULE = Rule(Cause.FRAMEWORK_SYNC.value, "a framework's own code reads tensor values (names the setting that fixes it)",
+            (Cause.FRAMEWORK_SYNC,), needs=(PYTHON_STACKS,), refine=annotate)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from ..analysis import Analysis
 from ._finding import Finding, Thresholds, ms
+from ._registry import CAUSES, Cause
+from ._rule import GPU_EVENTS, Rule
+
+EVIDENCE_LINES = 3  # source lines named in the evidence
 
 
 def check(a: Analysis, t: Thresholds) -> list[Finding]:
@@ -15,14 +19,17 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
     lines = [ln for ln in a.idle_lines if ln.cause in ("cpu_ops", "python") and ln.location]
     evidence = [f"GPU idle {idle:.2f} ms per step while the host ran Python ({py:.2f} ms) "
                 f"or CPU-side ops that launch no GPU work ({cpu:.2f} ms)"]
-    evidence += [f"{ln.location}: {ms(a, ln.idle_ns):.2f} ms per step" for ln in lines[:3]]
+    evidence += [f"{ln.location}: {ms(a, ln.idle_ns):.2f} ms per step" for ln in lines[:EVIDENCE_LINES]]
     rate = a.observer.get("host_rate", 1.0)
-    if rate < 0.8:
+    if rate < t.observer_rate:
         evidence.append(f"unprofiled steps run host work at {rate:.2f}x its profiled time: part of this is the "
                         "observer (the gain is predicted for the unprofiled step)")
-    fix = ("Move host work out of the step: precompute on the GPU, avoid per-sample Python loops and CPU tensor "
-           "math inside the loop, and let torch.compile remove Python overhead.")
+    fix = CAUSES[Cause.HOST_BOUND].fix
     code = "model = torch.compile(model)   # fewer Python and dispatcher round-trips per step"
-    return [Finding("host_bound", "Host-bound: Python/CPU work between GPU launches", idle, a.step_ms, evidence,
+    return [Finding(Cause.HOST_BOUND, CAUSES[Cause.HOST_BOUND].title, idle, a.step_ms, evidence,
                     fix, code, location=lines[0].location if lines else None,
                     details={"python_ms": py, "cpu_ops_ms": cpu})]
+
+
+RULE = Rule(Cause.HOST_BOUND.value, "Python or CPU-only ops keep the host busy while the GPU has nothing queued",
+            (Cause.HOST_BOUND,), needs=(GPU_EVENTS,), match=check)

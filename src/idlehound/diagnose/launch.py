@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ..analysis import Analysis
 from ._finding import Finding, Thresholds, ms, pct
+from ._registry import CAUSES, Cause
+from ._rule import GPU_EVENTS, Rule
 
 
 def check(a: Analysis, t: Thresholds) -> list[Finding]:
@@ -21,11 +23,14 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
                         "(first launch or code-object load)")
     if k.shorter_than_launch is not None:
         evidence.append(f"{pct(k.shorter_than_launch)} of kernels ran shorter than the call that launched them")
-    fix = ("Give the GPU more work per launch: a larger batch, fused ops (torch.compile), CUDA graphs to "
-           "replay a whole step with one launch, and foreach/fused optimizers.")
+    fix = CAUSES[Cause.LAUNCH_BOUND].fix
     code = ("model = torch.compile(model, mode=\"reduce-overhead\")   # fuses ops and replays CUDA graphs\n"
             "opt = torch.optim.AdamW(model.parameters(), fused=True)  # one kernel for all parameters")
     loc = next((ln.location for ln in a.idle_lines if ln.cause == "launch" and ln.location), None)
-    return [Finding("launch_bound", "Launch-bound: many tiny kernels", idle, a.step_ms, evidence, fix, code,
+    return [Finding(Cause.LAUNCH_BOUND, CAUSES[Cause.LAUNCH_BOUND].title, idle, a.step_ms, evidence, fix, code,
                     location=loc, details={"kernels_per_step": k.count / a.n_steps, "median_kernel_us": k.p50_us,
                                            "shorter_than_launch": k.shorter_than_launch})]
+
+
+RULE = Rule(Cause.LAUNCH_BOUND.value, "kernels so short the GPU finishes each before the next is launched",
+            (Cause.LAUNCH_BOUND,), needs=(GPU_EVENTS,), match=check)

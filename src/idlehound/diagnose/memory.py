@@ -4,10 +4,22 @@ from __future__ import annotations
 
 from ..analysis import Analysis
 from ._finding import Finding, Thresholds, ms
+from ._registry import CAUSES, Cause, Kind
+from ._rule import GPU_EVENTS, MEMORY_EVENTS, Rule
 
 
 def check(a: Analysis, t: Thresholds) -> list[Finding]:
     return [f for f in (_churn(a), _near_oom(a, t)) if f is not None]
+
+
+def check_churn(a: Analysis, t: Thresholds) -> list[Finding]:
+    f = _churn(a)
+    return [f] if f is not None else []
+
+
+def check_near_oom(a: Analysis, t: Thresholds) -> list[Finding]:
+    f = _near_oom(a, t)
+    return [f] if f is not None else []
 
 
 def _churn(a: Analysis):
@@ -34,12 +46,11 @@ def _churn(a: Analysis):
                "tensor shapes stable so cached blocks are reused.")
         code = "# delete: torch.cuda.empty_cache()\n# optional: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
     else:
-        fix = ("Let the caching allocator reuse its memory: keep tensor shapes stable so cached blocks fit, and "
-               "let segments grow instead of allocating new ones.")
+        fix = CAUSES[Cause.MEMORY_CHURN].fix
         code = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
     where = "in the loop" if a.step_source == "ProfilerStep" else "in the profiled window"
     loc = next((s.location for s in sites if s.location), None)
-    return Finding("memory_churn", f"Memory churn: allocator calls {where}", idle, a.step_ms, evidence, fix,
+    return Finding(Cause.MEMORY_CHURN, f"Memory churn: allocator calls {where}", idle, a.step_ms, evidence, fix,
                    code, location=loc, details={"drained_ms": drained, "inside_calls_ms": inside})
 
 
@@ -52,7 +63,13 @@ def _near_oom(a: Analysis, t: Thresholds):
         return None
     evidence = [f"peak reserved {m.peak_reserved / 2**30:.1f} GiB of {m.capacity / 2**30:.1f} GiB "
                 f"({100 * share:.0f}%); peak allocated {m.peak_allocated / 2**30:.1f} GiB"]
-    fix = ("Memory is nearly full: one larger batch or a fragmented cache will OOM. Use bf16 autocast, "
-           "activation checkpointing, or a smaller batch with gradient accumulation.")
+    fix = CAUSES[Cause.NEAR_OOM].fix
     code = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True   # less fragmentation"
-    return Finding("near_oom", "Near out of memory", 0.0, a.step_ms, evidence, fix, code, kind="risk")
+    return Finding(Cause.NEAR_OOM, CAUSES[Cause.NEAR_OOM].title, 0.0, a.step_ms, evidence, fix, code,
+                   kind=Kind.RISK)
+
+
+CHURN_RULE = Rule(Cause.MEMORY_CHURN.value, "allocator calls and empty_cache() in the loop synchronize",
+                  (Cause.MEMORY_CHURN,), needs=(GPU_EVENTS,), match=check_churn)
+NEAR_OOM_RULE = Rule(Cause.NEAR_OOM.value, "peak reserved memory near the device's size", (Cause.NEAR_OOM,),
+                     needs=(MEMORY_EVENTS,), match=check_near_oom)

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from ..analysis import Analysis
 from ._finding import Finding, Thresholds, ms, pct
+from ._registry import CAUSES, Cause, Kind
+from ._rule import GPU_EVENTS, Rule
+
+TF32_CAPABILITY = (8, 0)  # Ampere: the first GPUs whose tensor cores run fp32 matmuls as TF32
 
 
 def check(a: Analysis, t: Thresholds) -> list[Finding]:
     k = a.kernels
     cc = a.device.compute_capability
-    if k.fp32_matmul_ns <= 0 or (cc is not None and cc < (8, 0)):
+    if k.fp32_matmul_ns <= 0 or (cc is not None and cc < TF32_CAPABILITY):
         return []
     fp32 = ms(a, k.fp32_matmul_ns)
     saved = fp32 * (1 - 1 / t.fp32_speedup)
@@ -19,12 +23,15 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
         f"({pct(fp32 / a.step_ms)} of the step), from {ops}",
         f"tensor-core kernels ran {ms(a, k.tensor_core_ns):.2f} ms per step",
     ]
-    fix = ("Let matrix math use tensor cores: bf16 autocast (best), or at least TF32 for fp32 matmuls and "
-           "convolutions.")
+    fix = CAUSES[Cause.FP32_MATH].fix
     code = ("torch.backends.cuda.matmul.allow_tf32 = True   # or torch.set_float32_matmul_precision('high')\n"
             "torch.backends.cudnn.allow_tf32 = True\n"
             "with torch.autocast('cuda', dtype=torch.bfloat16):\n"
             "    loss = loss_fn(model(x), y)")
-    return [Finding("fp32_math", "fp32 math without tensor cores", saved, a.step_ms, evidence, fix, code,
-                    location=k.fp32_location, kind="slow", basis_ms=fp32,
+    return [Finding(Cause.FP32_MATH, CAUSES[Cause.FP32_MATH].title, saved, a.step_ms, evidence, fix, code,
+                    location=k.fp32_location, kind=Kind.SLOW, basis_ms=fp32,
                     details={"fp32_matmul_ms": fp32, "ops": k.fp32_matmul_ops})]
+
+
+RULE = Rule(Cause.FP32_MATH.value, "fp32 matrix math on CUDA cores on a GPU with tensor cores", (Cause.FP32_MATH,),
+            needs=(GPU_EVENTS,), match=check)

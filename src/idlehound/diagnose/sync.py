@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from ..analysis import Analysis, SyncSite
 from ._finding import Finding, Thresholds, ms
+from ._registry import CAUSES, Cause
+from ._rule import GPU_EVENTS, Rule
 
 _HANDLED_ELSEWHERE = {"pageable_h2d", "allocator"}
+EVIDENCE_SITES = 4  # sync sites named in the evidence (all are in details)
 
 _WHAT = {
     "scalar_read": ".item() / print(tensor) / `if tensor:` reads a GPU value on the host",
@@ -49,10 +52,10 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
     calls = sum(s.count for s in a.sync_sites if s.kind not in _HANDLED_ELSEWHERE) / a.n_steps
     evidence = [f"{calls:.1f} blocking host reads per step; GPU idle {idle:.3f} ms per step while the host "
                 "waited for them and then caught up"]
-    evidence += [_site_line(a, s) for s in sites[:4]]
+    evidence += [_site_line(a, s) for s in sites[:EVIDENCE_SITES]]
     top = sites[0]
-    fix, code = _FIX.get(top.kind, ("Move the host read out of the training loop.", ""))
-    return [Finding("sync", "CPU-GPU sync points in the loop", idle, a.step_ms, evidence, fix, code,
+    fix, code = _FIX.get(top.kind, (CAUSES[Cause.SYNC].fix, ""))
+    return [Finding(Cause.SYNC, CAUSES[Cause.SYNC].title, idle, a.step_ms, evidence, fix, code,
                     location=top.location,
                     details={"sites": [_site_json(a, s) for s in sites], "calls_per_step": calls})]
 
@@ -68,3 +71,7 @@ def _site_json(a: Analysis, s: SyncSite) -> dict:
     return {"kind": s.kind, "op": s.op, "call": s.call, "python": s.python,
             "location": s.location.to_json() if s.location else None,
             "count_per_step": s.count / a.n_steps, "idle_ms_per_step": ms(a, s.idle_after_ns)}
+
+
+RULE = Rule(Cause.SYNC.value, "blocking host reads of GPU values drain the GPU queue", (Cause.SYNC,), needs=(GPU_EVENTS,),
+            match=check)

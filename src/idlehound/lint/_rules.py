@@ -53,7 +53,8 @@ RULES: dict[str, Rule] = {r.id: r for r in [
     Rule("IH009", "empty-cache-in-loop", "`torch.cuda.empty_cache()` returns cached memory, so the next step "
          "must cudaMalloc again (and cudaFree synchronizes)", "remove it from the loop"),
     Rule("IH010", "dataloader-no-workers", "a DataLoader without `num_workers` loads every batch in the training "
-         "process while the GPU waits", "DataLoader(..., num_workers=N, persistent_workers=True), N ~ half the cores"),
+         "process while the GPU waits",  # N: the count diagnose.dataloader.suggested_workers() gives
+         "DataLoader(..., num_workers=N, persistent_workers=True), N = half the cores, 2 to 16"),
     Rule("IH011", "dataloader-no-pin-memory", "without `pin_memory=True` host-to-device copies come from pageable "
          "memory: slower, and they block the host", "DataLoader(..., pin_memory=True) and .to(device, non_blocking=True)"),
     Rule("IH012", "blocking-to", "`.to(device)` without `non_blocking=True` after a pinned loader blocks the host "

@@ -13,7 +13,8 @@ from .. import __version__
 from ..analysis import Analysis, SourceLoc
 from ..analysis import Step as StepInfo
 from ..diagnose import Finding
-from ..metrics import IDLE_CAUSES, MAX_COPY_GBPS, MAX_STEP_MS, METRICS, status
+from ..diagnose._registry import IDLE_CAUSE_DEFINITIONS, IDLE_CAUSE_INFO, IDLE_CAUSE_LABELS, IdleCause
+from ..metrics import MAX_COPY_GBPS, MAX_STEP_MS, METRICS, status
 from . import model as m
 from .model import as_data, encode, rnd
 
@@ -110,6 +111,7 @@ def build_model(a: Analysis, findings: list[Finding]) -> m.Report:
         timeline=m.Timeline(**a.timeline),
         utilization_curve=_curve(a.run_info.get("utilization_curve")),
         findings=[finding_model(f) for f in findings],
+        not_checked=[m.NotChecked(**n) for n in a.not_checked],  # rules not run: the trace lacks their data
         replay=_replay(a),
         notes=a.notes,
         run={k: v for k, v in a.run_info.items() if k != "utilization_curve"},
@@ -195,12 +197,7 @@ def _memory(a: Analysis) -> m.Memory:
         curve=[(int(t), rnd(b / gib, 4)) for t, b in mem.curve])
 
 
-CAUSE_WORDS = {
-    "data_loading": "waiting for data", "allocator": "memory allocation", "sync": "CPU-GPU syncs", "launch": "kernel launch overhead",
-    "cpu_ops": "CPU-side ops", "python": "Python on the host",
-}
-_WHILE = {"data_loading": "waiting for data", "allocator": "in memory allocation", "sync": "around CPU-GPU syncs",
-          "launch": "in kernel launch overhead", "cpu_ops": "in CPU-side ops", "python": "in Python on the host"}
+CAUSE_WORDS = IDLE_CAUSE_LABELS  # kept for the renderers that import it from here
 
 
 def headline(a: Analysis, findings: list[Finding]) -> str:
@@ -221,7 +218,7 @@ def headline(a: Analysis, findings: list[Finding]) -> str:
             return f"GPU busy {busy:.1f}% of each {step} ms step: no significant idle time."
         cause = max(a.idle_ns, key=lambda c: a.idle_ns[c])  # the idle table's largest row
         return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms), mostly "
-                f"{_WHILE[cause]} ({_ms(a.per_step_ms(a.idle_ns[cause]))} ms), yet the replay predicts no single "
+                f"{IDLE_CAUSE_INFO[IdleCause(cause)].during} ({_ms(a.per_step_ms(a.idle_ns[cause]))} ms), yet the replay predicts no single "
                 "fix gives back 5% of the step: the host's own work sets the pace.")
     where = f" at {top.location}" if top.location else ""
     return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms); top fix: "
@@ -247,8 +244,16 @@ def _replay(a: Analysis) -> Optional[m.Replay]:
         best_stack_gain_ms=rnd(pred.get("stack_gain_ms")))
 
 
+def not_checked_by_need(doc: dict[str, Any]) -> dict[str, list[str]]:
+    """The rules not checked, grouped by what they need (one line each in the renderers)."""
+    out: dict[str, list[str]] = {}
+    for n in doc.get("not_checked") or []:
+        out.setdefault(n["needs"], []).append(n["rule"])
+    return out
+
+
 def idle_cause_definition(cause: str) -> str:
-    return IDLE_CAUSES.get(cause, "")
+    return IDLE_CAUSE_DEFINITIONS.get(cause, "")
 
 
 # The range every figure of the document can take. A figure outside it cannot be right: the analysis

@@ -13,7 +13,9 @@ from typing import Any, Optional
 import jinja2
 from markupsafe import Markup
 
-from ..metrics import BREAKDOWN_DEFINITION, IDLE_CAUSES, METRICS
+from ..analysis import location_text
+from ..diagnose._registry import IDLE_CAUSE_DEFINITIONS
+from ..metrics import BREAKDOWN_DEFINITION, METRICS
 from ._data import CAUSE_WORDS
 from ._format import metric_text, num
 
@@ -103,7 +105,7 @@ def _breakdown(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
         "definition": BREAKDOWN_DEFINITION, "width": w + 170, "height": len(steps) * (bar_h + gap) + 10,
         "bar_h": bar_h, "bars": bars, "legend": _legend([k for k, v in doc["breakdown_ms"].items() if v]),
         "table": [{"key": k, "ms": f"{v:.3f}"} for k, v in doc["breakdown_ms"].items() if v],
-        "idle": [{"key": k, "label": CAUSE_WORDS.get(k, k), "definition": IDLE_CAUSES.get(k, ""), "ms": f"{v:.3f}"}
+        "idle": [{"key": k, "label": CAUSE_WORDS.get(k, k), "definition": IDLE_CAUSE_DEFINITIONS.get(k, ""), "ms": f"{v:.3f}"}
                  for k, v in doc["idle_by_cause_ms"].items() if v],
     }
 
@@ -119,7 +121,7 @@ def _timeline(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
               f"GPU busy {(t - s) / 1e3:.1f} µs") for s, t in tl.get("busy", [])]
     rects += [(f"{w * s / span:.2f}", f"{max(w * (t - s) / span, 0.3):.2f}", COLORS.get(cause, "#bbb"), True,
                f"idle {(t - s) / 1e3:.1f} µs: {CAUSE_WORDS.get(cause, cause)}") for s, t, cause in tl.get("gaps", [])]
-    return {"w": w, "h": 34, "rects": rects, "span": f"{span / 1e6:.2f}", "legend": _legend(list(IDLE_CAUSES))}
+    return {"w": w, "h": 34, "rects": rects, "span": f"{span / 1e6:.2f}", "legend": _legend(list(IDLE_CAUSE_DEFINITIONS))}
 
 
 def _curve(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
@@ -141,7 +143,7 @@ def _findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
         loc = f["location"]
         where = None
         if loc:
-            where = {"text": f"{loc['file']}:{loc['line']}", "function": None if loc["exact"] else loc["function"],
+            where = {"text": location_text(loc, approx=False), "function": None if loc["exact"] else loc["function"],
                      "snippet": snippet_text(loc)}
         gain = None if f["kind"] == "risk" else {"ms": f"{f['recoverable_ms_per_step']:.3f}",
                                                  "share": f"{100 * f['recoverable_share_of_step']:.1f}"}
@@ -167,7 +169,7 @@ def snippet_text(loc: dict[str, Any], around: int = 3) -> str:
 
 
 def _lines(doc: dict[str, Any], key: str = "idle_by_line") -> list[dict[str, Any]]:
-    return [{"where": f"{r['location']['file']}:{r['location']['line']}" if r["location"] else "(no user frame)",
+    return [{"where": location_text(r["location"], approx=False),
              "cause": CAUSE_WORDS.get(r["cause"], r["cause"]), "ms": f"{r['idle_ms_per_step']:.3f}", "gaps": r["gaps"]}
             for r in doc.get(key, [])]
 
@@ -205,6 +207,8 @@ def render_compare_html(c: dict[str, Any]) -> str:
                 for title, key in _COMPARE_SECTIONS if c[key]]
     items = [f"gone: {f['title']} ({f['ms']:.3f} ms per step in A)" for f in c["findings_gone"]]
     items += [f"new: {f['title']} ({f['ms']:.3f} ms per step in B)" for f in c["findings_new"]]
+    items += [f"not checked in {f['not_checked_in']}: {f['title']} ({f['ms']:.3f} ms per step in {f['in']}; "
+              f"{f['not_checked_in']} lacks the data to check it)" for f in c.get("findings_unchecked", [])]
     items += [f"still there: {f['title']} ({f['a_ms']:.3f} → {f['b_ms']:.3f} ms per step)"
               for f in c["findings_kept"]]
     return render_page("compare.html", a=c["a"], b=c["b"], sections=sections, findings=items)

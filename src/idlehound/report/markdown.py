@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._data import CAUSE_WORDS
+from ..analysis._source import NO_USER_FRAME, location_text
+from ._data import CAUSE_WORDS, not_checked_by_need
 from ._escape import md_code, md_fence, md_text
 from ._format import metric_text
 
@@ -30,11 +31,16 @@ def render_markdown(doc: dict[str, Any]) -> str:
         out.append("No findings: nothing explains a significant share of the step.")
     for i, f in enumerate(doc["findings"], 1):
         out += _finding(i, f)
+    if doc.get("not_checked"):
+        out += ["", "**Not checked** (the trace lacks the data these rules need):", ""]
+        out += [f"- {', '.join(md_code(r) for r in rules)}: needs {md_text(needs)}"
+                for needs, rules in not_checked_by_need(doc).items()]
+        out.append("")
     if doc["idle_by_line"]:
         out += ["## GPU idle by source line", "", "| line | cause | ms per step |", "|---|---|---:|"]
         for row in doc["idle_by_line"]:
             loc = row["location"]
-            where = md_code(f"{loc['file']}:{loc['line']}") if loc else "(no user frame)"
+            where = md_code(location_text(loc, approx=False)) if loc else NO_USER_FRAME
             out.append(f"| {where} | {md_text(CAUSE_WORDS.get(row['cause'], row['cause']))} | "
                        f"{row['idle_ms_per_step']:.3f} |")
     if doc.get("idle_by_library_line"):
@@ -52,7 +58,7 @@ def _finding(i: int, f: dict[str, Any]) -> list[str]:
     loc = f["location"]
     where = ""
     if loc:
-        where = " at " + md_code(f"{loc['file']}:{loc['line']}") + ("" if loc["exact"] else " (def line, approximate)")
+        where = " at " + md_code(location_text(loc, approx=False)) + ("" if loc["exact"] else " (def line, approximate)")
     out = [f"### {i}. [{md_text(f['severity'])}] {md_text(f['title'])}{where}"]
     if f["kind"] != "risk":
         out.append(f"Up to **{f['recoverable_ms_per_step']:.3f} ms per step** "

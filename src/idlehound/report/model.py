@@ -200,6 +200,15 @@ class Replay(_Doc):
     best_stack_gain_ms: Optional[float]
 
 
+class NotChecked(_Doc):
+    """A rule that did not run: the trace lacks the data it needs (docs/metrics.md)."""
+
+    rule: str
+    causes: list[str]
+    needs: str
+    missing: list[str]
+
+
 class Report(_Doc):
     """`idlehound analyze --json` and every run folder's report.json (docs/json-schema.md)."""
 
@@ -224,6 +233,7 @@ class Report(_Doc):
     timeline: Timeline
     utilization_curve: Optional[UtilizationCurve]
     findings: list[Finding]
+    not_checked: list[NotChecked]
     replay: Optional[Replay]
     notes: list[str]
     run: dict[str, Any]
@@ -251,6 +261,16 @@ class FindingBrief(_Doc):
     ms: float
 
 
+class FindingUnchecked(_Doc):
+    """A finding of one side whose rule the other side could not run: neither gone nor new."""
+
+    cause: str
+    title: str
+    ms: float
+    in_: str = msgspec.field(name="in")
+    not_checked_in: str = ""
+
+
 class FindingKept(_Doc):
     cause: str
     title: str
@@ -270,6 +290,7 @@ class Compare(_Doc):
     memory: list[CompareRow]
     findings_gone: list[FindingBrief]
     findings_new: list[FindingBrief]
+    findings_unchecked: list[FindingUnchecked]
     findings_kept: list[FindingKept]
 
 
@@ -355,6 +376,7 @@ class Rung(_Doc):
     reason: str
     tried: list[dict[str, Any]]
     trace: str
+    change: str = ""  # what the rung changes on top of the best so far (absent in earlier ladder.json)
 
 
 class Ladder(_Doc):

@@ -14,7 +14,8 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from ._data import CAUSE_WORDS
+from ..analysis import location_text
+from ._data import CAUSE_WORDS, not_checked_by_need
 from ._escape import inert
 from ._format import metric_text
 
@@ -38,6 +39,8 @@ def render(doc: dict[str, Any], console: Optional[Console] = None) -> None:
     if doc["trace"]["gpu_recorded"]:
         c.print(_idle(doc))
     _findings(c, doc["findings"])
+    for needs, rules in not_checked_by_need(doc).items():
+        c.print(Text(f"not checked: {', '.join(rules)} (needs {needs})", style="dim"))
     if doc["idle_by_line"]:
         c.print(_lines(doc["idle_by_line"]))
     if doc.get("idle_by_library_line"):
@@ -113,7 +116,7 @@ def _findings(c: Console, findings: list[dict[str, Any]]) -> None:
         if f["location"]:
             loc = f["location"]
             exact = "" if loc["exact"] else f" (in {loc['function']}, def line: approximate)"
-            parts.append(Text(f"   at {loc['file']}:{loc['line']}{exact}", style="magenta"))
+            parts.append(Text(f"   at {location_text(loc, approx=False)}{exact}", style="magenta"))
         parts += [Text(f"   • {e}") for e in f["evidence"]]
         parts.append(Text(f"   Fix: {f['fix']}", style="green"))
         c.print(Group(*parts))
@@ -130,7 +133,7 @@ def _lines(rows: list[dict[str, Any]], title: str = "GPU idle by source line") -
     tab.add_column("gaps", justify="right")
     for row in rows:
         loc = row["location"]
-        where = "(no user frame)" if loc is None else f"{loc['file']}:{loc['line']}" + ("" if loc["exact"] else " ~")
+        where = location_text(loc, approx=False) + ("" if loc is None or loc["exact"] else " ~")
         tab.add_row(Text(where), Text(CAUSE_WORDS.get(row["cause"], row["cause"])), f"{row['idle_ms_per_step']:.3f}",
                     Text(str(row["gaps"])))
     return tab

@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..diagnose.dataloader import worker_sweep
+
+FUSED_OPTIMIZERS = ("Adam", "AdamW", "SGD")  # torch.optim classes that take fused=True (CUDA)
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -20,8 +24,8 @@ class Candidate:
 
 
 def worker_counts(cores: int) -> list[int]:
-    """A small sweep: 25%, 50% and 75% of the cores, at least 2 (the refinement tries counts in between)."""
-    return sorted({max(2, cores // 4), max(2, cores // 2), max(2, cores * 3 // 4)})
+    """A small sweep around the suggested count (the refinement tries counts in between)."""
+    return worker_sweep(cores)
 
 
 def refine_workers(tried: list[int], best: int, cores: int) -> list[int]:
@@ -132,7 +136,7 @@ def not_applicable(cand: Candidate, facts: dict[str, Any]) -> str:
         (s.get("cudnn_benchmark") and facts.get("cudnn_benchmark"), "the script sets cudnn.benchmark already"),
         (s.get("tf32") and facts.get("tf32"), "the script allows TF32 matmuls already"),
         (s.get("autocast") and facts.get("autocast"), "the script runs its model under autocast already"),
-        (s.get("fused_optimizer") and facts.get("optimizer") not in (None, "Adam", "AdamW", "SGD"),
+        (s.get("fused_optimizer") and facts.get("optimizer") not in (None, *FUSED_OPTIMIZERS),
          f"its optimizer ({facts.get('optimizer')}) is not Adam, AdamW or SGD"),
         (s.get("fused_optimizer") and facts.get("optimizer_fused_or_foreach"),
          "the script's optimizer is fused or foreach already"),

@@ -441,8 +441,10 @@ def graph_module(module, args: tuple, make_graphed) -> list[dict[str, Any]]:
 def _fused_optimizers() -> None:
     import torch
 
+    from ._candidates import FUSED_OPTIMIZERS
+
     cuda = torch.cuda.is_available()
-    for name in ("Adam", "AdamW", "SGD"):
+    for name in FUSED_OPTIMIZERS:
         cls = getattr(torch.optim, name)
         original = cls.__init__
 

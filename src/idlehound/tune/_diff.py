@@ -7,6 +7,8 @@ import difflib
 from pathlib import Path
 from typing import Any
 
+from ._candidates import FUSED_OPTIMIZERS
+
 
 def _kw_text(v: Any) -> str:
     return repr(v)
@@ -265,7 +267,7 @@ def changed_source(source: str, settings: dict[str, Any],
             if not calls:
                 snippets.append(f"{what}(..., " + ", ".join(f"{k}={v!r}" for k, v in settings[key].items()) + ")")
     if settings.get("fused_optimizer"):
-        for c in _calls(tree, ("Adam", "AdamW", "SGD")):
+        for c in _calls(tree, FUSED_OPTIMIZERS):
             if not any(k.arg in ("fused", "foreach") for k in c.keywords):
                 edits.append(_rewrite_call(source, c, {"fused": True}))
     if settings.get("non_blocking"):
