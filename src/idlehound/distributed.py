@@ -7,16 +7,14 @@ rank with the most step time outside communication; the others wait for it insid
 from __future__ import annotations
 
 import os
-import re
 import statistics
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Optional, Union
 
 from .errors import IdlehoundError
+from .runfolder import rank_of
 from .trace import list_traces
-
-_RANK_RE = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)  # idlehound's rank0_..., HTA's rank-0 / inference_rank_0
 
 
 def rank_traces(path: Union[str, Path]) -> list[Path]:
@@ -33,8 +31,8 @@ def rank_traces(path: Union[str, Path]) -> list[Path]:
 
 
 def _rank_of(worker: str, default: int) -> int:
-    m = _RANK_RE.search(worker)
-    return int(m.group(1)) if m else default
+    rank = rank_of(worker)
+    return default if rank is None else rank
 
 
 def _one(path: str) -> dict[str, Any]:

@@ -214,7 +214,7 @@ def _measure(cfg: TrainConfig, opts: LadderOptions, res: RungResult, run_dir: Pa
 
 def _measure_trainer(trainer: Trainer, cfg: TrainConfig, opts: LadderOptions, res: RungResult, run_dir: Path,
                      progress: Callable[[str], None], profile: Optional[bool]) -> None:
-    from .capture._sampler import Sampler, summarize
+    from .sampler import Sampler, summarize
 
     cuda = cfg.device != "cpu"
     if cuda:

@@ -79,7 +79,7 @@ def sync_stacks(a: Analysis) -> tuple[SourceMap, list[tuple[int, int, int]]]:
 def _sidecar(a: Analysis) -> Optional[dict]:
     """The capture sidecar beside the trace (exact user lines), as the pipeline loads it; None without one."""
     from ..analysis import load_sidecar
-    from ..pipeline import sidecar_path
+    from ..runfolder import sidecar_path
 
     path = sidecar_path(a.trace.path)
     base = a.trace.metadata.get("baseTimeNanoseconds")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import IdlehoundError
+from ..runfolder import is_trace_name
 
 Renderers = dict[str, Callable[[dict[str, Any]], str]]
 
@@ -35,7 +36,7 @@ def check_output(path: Path, force: bool, inputs: Iterable[Path] = ()) -> None:
             return
         if path.is_dir():
             raise IdlehoundError(f"{path}: is a folder; give a file name for the report")
-        if any(p.exists() and path.samefile(p) for p in inputs) or ".pt.trace." in path.name:
+        if any(p.exists() and path.samefile(p) for p in inputs) or is_trace_name(path.name):
             raise IdlehoundError(f"{path}: is the input trace; write the report elsewhere")
     except OSError as e:  # a name too long, a component that is a file, no permission
         raise IdlehoundError(f"{path}: cannot write the report ({e.strerror or e})") from None

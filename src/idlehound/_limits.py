@@ -21,7 +21,7 @@ from typing import Any, BinaryIO, Optional, Union
 
 import numpy as np
 
-from ..errors import TraceError
+from .errors import TraceError
 
 ENV_MAX_BYTES = "IDLEHOUND_MAX_TRACE_BYTES"
 DEFAULT_MAX_BYTES = 4 * 2**30  # uncompressed JSON; a real trace of this size already needs ~8 GB to analyse
