@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from .report import ladder_markdown, render_ladder_html, write_ladder_scalars
 from .workloads.resnet import TrainConfig, Trainer, baseline, cpu_count, default_device, time_steps
 
 RUNGS = ["baseline", "loader", "amp", "channels_last", "gpu_preprocess", "compile", "cuda_graphs"]
@@ -66,7 +67,7 @@ def _labels() -> dict[str, str]:
 
 def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: sys.stderr.write(m + "\n")):
     """Run the chosen rungs in order; returns (results, run_dir)."""
-    from .capture import new_run_dir
+    from .runfolder import new_run_dir
 
     device = opts.device or default_device()
     run_dir = new_run_dir(Path(opts.logdir), "ladder")
@@ -118,11 +119,7 @@ def _save(results: list[RungResult], device: str, run_dir: Path) -> None:
     doc = ladder_doc(results, device)
     (run_dir / "ladder.json").write_text(json.dumps(doc, indent=2))
     (run_dir / "ladder.md").write_text(ladder_markdown(doc))
-    from .report.html import render_ladder_html
-
     (run_dir / "ladder.html").write_text(render_ladder_html(doc), encoding="utf-8")
-    from .report.tensorboard import write_ladder_scalars
-
     for old in run_dir.glob("events.out.tfevents.*"):  # rewritten whole after each rung
         old.unlink()
     write_ladder_scalars(run_dir, doc)
@@ -290,12 +287,3 @@ def ladder_doc(results: list[RungResult], device: str) -> dict[str, Any]:
             "rungs": [asdict(r) for r in results], "best": best.name if best else None}
 
 
-def ladder_markdown(doc: dict[str, Any]) -> str:
-    from .report._escape import md_text
-    from .report.ladder import ladder_table_rows
-
-    head = ("| rung | samples/s | ms/step | GPU busy | NVML util | peak GiB | speed-up | % of ceiling | "
-            "top remaining finding |")
-    rows = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-    rows += ["| " + " | ".join(map(md_text, row)) + " |" for row in ladder_table_rows(doc)]
-    return "\n".join(rows) + "\n"

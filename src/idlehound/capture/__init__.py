@@ -2,7 +2,9 @@
 
 from .. import sampler as _sampler  # noqa: F401 - moved to idlehound.sampler; tests/unit/test_sampler.py
 from ._api import profile
-from ._runner import RunResult, run_script
+from ._runner import RunResult, run_distributed, run_script, wait_for_ranks
 from ._session import CaptureOptions, Session, new_run_dir
+from ._signals import EXIT_SIGINT, EXIT_SIGTERM, Terminated, sigterm_raises
 
-__all__ = ["CaptureOptions", "RunResult", "Session", "new_run_dir", "profile", "run_script"]
+__all__ = ["EXIT_SIGINT", "EXIT_SIGTERM", "CaptureOptions", "RunResult", "Session", "Terminated", "new_run_dir",
+           "profile", "run_distributed", "run_script", "sigterm_raises", "wait_for_ranks"]

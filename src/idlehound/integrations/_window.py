@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
-from ..capture import profile
+from ..app import profile
 
 LogFn = Callable[[dict[str, float], int], None]
 

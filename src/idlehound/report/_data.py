@@ -10,7 +10,7 @@ import math
 import re
 from typing import Any, Optional
 
-from .. import __version__
+from .._version import __version__
 from ..analysis import Analysis
 from ..diagnose import Finding
 from ..metrics import IDLE_CAUSES, MAX_COPY_GBPS, MAX_STEP_MS, METRICS, status

@@ -43,6 +43,7 @@ from ._stats import (
     mean_ms,
     measure_interleaved,
 )
+from .report import render_tune, tune_html, tune_markdown
 
 # Precision changes: a different rounding makes two training runs drift apart step by step, so the check is on
 # the smoothed curve: the mean of the last SMOOTH losses within 10% (+ 0.02) of the baseline's, at every step.
@@ -82,7 +83,7 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
     join was measured with everything kept, and that run is the combination. Every comparison interleaves the
     arms with their reference in rounds (_stats) and reports a 95% interval.
     """
-    from ..capture import new_run_dir
+    from ..runfolder import new_run_dir
 
     if not Path(script).is_file():
         raise IdlehoundError(f"{script}: no such script")
@@ -123,8 +124,6 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
                     lambda new: _runs_changed(script, args, opts, run_dir, new))
     progress("done", lab.done + 1, lab.done + 1)
     (run_dir / "tune.json").write_text(json.dumps(doc, indent=2))
-    from .report import tune_html, tune_markdown
-
     (run_dir / "tune.md").write_text(tune_markdown(doc))
     (run_dir / "tune.html").write_text(tune_html(doc), encoding="utf-8")
     return doc
@@ -529,4 +528,5 @@ def _runs_changed(script: str, args: list[str], opts: TuneOptions, run_dir: Path
     return "" if r["status"] in ("ok", "short") else f"failed when run: {_failure(r)}"
 
 
-__all__ = ["Progress", "TuneOptions", "print_progress", "check_losses", "run_tune"]
+__all__ = ["Progress", "TuneOptions", "print_progress", "check_losses", "render_tune", "run_tune", "tune_html",
+           "tune_markdown"]
