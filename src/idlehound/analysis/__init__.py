@@ -1,5 +1,6 @@
 """Analysis of a loaded trace: steps, time breakdown, idle gaps by cause, per-metric figures."""
 
+from . import _roles as roles  # event roles (kernel, memcpy, sync...), read by the diagnosis too
 from ._core import Analysis, analyze
 from ._model import (
     BREAKDOWN,
@@ -14,10 +15,11 @@ from ._model import (
     Step,
     SyncSite,
 )
-from ._source import SourceLoc, SourceMap, load_sidecar
+from ._replay import FIXES, Fix
+from ._source import SourceLoc, SourceMap, load_sidecar, parse_frame
 
 __all__ = [
-    "BREAKDOWN", "IDLE_CAUSES", "Analysis", "CopyStats", "DataLoaderStats", "DeviceInfo", "IdleLine",
+    "BREAKDOWN", "FIXES", "IDLE_CAUSES", "Analysis", "CopyStats", "DataLoaderStats", "DeviceInfo", "Fix", "IdleLine",
     "KernelGroup", "KernelStats", "MemoryStats", "SourceLoc", "SourceMap", "Step", "SyncSite", "analyze",
-    "load_sidecar",
+    "load_sidecar", "parse_frame", "roles",
 ]

@@ -84,7 +84,7 @@ def _caller(node: Any) -> Any:
 
 
 def _parse(name: str) -> Optional[tuple[str, int]]:
-    from ..analysis._source import parse_frame
+    from ..analysis import parse_frame
 
     p = parse_frame(name)
     return (p[0], p[1]) if p else None

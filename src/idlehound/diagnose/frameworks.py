@@ -14,9 +14,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..analysis import Analysis, SourceLoc, SourceMap
-from ..analysis import _roles as roles
-from ..analysis._source import parse_frame
+from ..analysis import Analysis, SourceLoc, SourceMap, parse_frame, roles
 from ._finding import Finding
 from .frameworks_table import ENTRIES, FrameworkEntry
 

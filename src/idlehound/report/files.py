@@ -58,7 +58,7 @@ def write_report(doc: dict[str, Any], path: Path, force: bool = False, inputs: I
 
 
 def write_compare(doc: dict[str, Any], path: Path, force: bool = False, inputs: Iterable[Path] = ()) -> Path:
-    from ..compare import render_compare_markdown
+    from .compare import render_compare_markdown
     from .html import render_compare_html
 
     return _write(doc, path, {".json": _json, ".md": render_compare_markdown,
@@ -67,7 +67,7 @@ def write_compare(doc: dict[str, Any], path: Path, force: bool = False, inputs: 
 
 
 def write_ranks(doc: dict[str, Any], path: Path, force: bool = False, inputs: Iterable[Path] = ()) -> Path:
-    from ..distributed import render_ranks_html
+    from .ranks import render_ranks_html
 
     return _write(doc, path, {".json": _json, ".html": render_ranks_html, ".htm": render_ranks_html},
                   force, inputs)
