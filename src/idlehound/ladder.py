@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .report import ladder_markdown, render_ladder_html, write_ladder_scalars
+from .runfolder import document_files
 from .workloads.resnet import TrainConfig, Trainer, baseline, cpu_count, default_device, time_steps
 
 RUNGS = ["baseline", "loader", "amp", "channels_last", "gpu_preprocess", "compile", "cuda_graphs"]
@@ -117,9 +118,10 @@ def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: 
 def _save(results: list[RungResult], device: str, run_dir: Path) -> None:
     _relative(results)
     doc = ladder_doc(results, device)
-    (run_dir / "ladder.json").write_text(json.dumps(doc, indent=2))
-    (run_dir / "ladder.md").write_text(ladder_markdown(doc))
-    (run_dir / "ladder.html").write_text(render_ladder_html(doc), encoding="utf-8")
+    json_file, md_file, html_file = document_files(run_dir, "ladder")
+    json_file.write_text(json.dumps(doc, indent=2))
+    md_file.write_text(ladder_markdown(doc))
+    html_file.write_text(render_ladder_html(doc), encoding="utf-8")
     for old in run_dir.glob("events.out.tfevents.*"):  # rewritten whole after each rung
         old.unlink()
     write_ladder_scalars(run_dir, doc)

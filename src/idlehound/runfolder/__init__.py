@@ -22,6 +22,7 @@ from ._layout import (
     RUN,
     SAMPLES,
     TRACE_GLOB,
+    document_files,
     is_trace_name,
     match_trace,
     rank_of,
@@ -35,7 +36,7 @@ from ._layout import (
 
 __all__ = [
     "MAX_RUN_FILE_BYTES", "RANKS_HTML", "RANKS_JSON", "RANK_RUN_GLOB", "REPORTS", "RUN",
-    "RUN_FIELDS", "SAMPLES", "TRACE_GLOB", "check_run_name", "is_trace_name", "launch_tag", "make_dir",
+    "RUN_FIELDS", "SAMPLES", "TRACE_GLOB", "check_run_name", "document_files", "is_trace_name", "launch_tag", "make_dir",
     "match_trace", "new_run_dir", "rank_of", "read_json", "read_run_info", "read_samples", "run_file",
     "run_info_rank", "shared_run_dir", "sidecar_file", "sidecar_path", "trace_file", "update_run_json",
     "usable_logdir", "worker_name", "write_run_file", "write_text",

@@ -6,6 +6,7 @@ A run folder (what `idlehound run`, `idlehound.profile()`, `tune` and `ladder` w
     run.json, samples.json                  what capture knew and the whole-run utilisation curve
     run.rankN.json, samples.rankN.json      the same per rank of a multi-process job (worker rankN_<host>_<pid>)
     report.json/.md/.html, ranks.json/.html the reports written after the capture
+    tune.json/.md/.html, ladder.json/.md/.html  what `idlehound tune` / `idlehound ladder` write in their folders
 Traces named as Holistic Trace Analysis users name them (rank-0.json.gz, inference_rank_0.json) are read too.
 """
 
@@ -22,6 +23,7 @@ SIDECAR_SUFFIX = ".sidecar.json.gz"
 TRACE_GLOB = "*" + TRACE_SUFFIX
 RANK_RUN_GLOB = f"{RUN}.rank*.json"
 REPORTS = ("report.json", "report.md", "report.html")
+DOCUMENT_SUFFIXES = (".json", ".md", ".html")  # each document a folder holds: report, tune, ladder
 RANKS_JSON = "ranks.json"
 RANKS_HTML = "ranks.html"
 
@@ -56,6 +58,12 @@ def trace_file(run_dir: Path, worker: str, stamp: int) -> Path:
 
 def sidecar_file(run_dir: Path, worker: str, stamp: int) -> Path:
     return run_dir / f"{worker}.{stamp}{SIDECAR_SUFFIX}"
+
+
+def document_files(run_dir: Path, stem: str) -> tuple[Path, Path, Path]:
+    """The JSON, markdown and HTML files of one document (stem 'report', 'tune' or 'ladder') in a folder."""
+    json_file, md_file, html_file = (run_dir / (stem + s) for s in DOCUMENT_SUFFIXES)
+    return json_file, md_file, html_file
 
 
 def sidecar_path(trace_path: Path) -> Path:

@@ -83,7 +83,7 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
     join was measured with everything kept, and that run is the combination. Every comparison interleaves the
     arms with their reference in rounds (_stats) and reports a 95% interval.
     """
-    from ..runfolder import new_run_dir
+    from ..runfolder import document_files, new_run_dir
 
     if not Path(script).is_file():
         raise IdlehoundError(f"{script}: no such script")
@@ -123,9 +123,10 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
     doc = _document(script, opts, causes, [lab.baseline_outcome()] + outcomes, run_dir, lab.noise(), lab.drift(),
                     lambda new: _runs_changed(script, args, opts, run_dir, new))
     progress("done", lab.done + 1, lab.done + 1)
-    (run_dir / "tune.json").write_text(json.dumps(doc, indent=2))
-    (run_dir / "tune.md").write_text(tune_markdown(doc))
-    (run_dir / "tune.html").write_text(tune_html(doc), encoding="utf-8")
+    json_file, md_file, html_file = document_files(run_dir, "tune")
+    json_file.write_text(json.dumps(doc, indent=2))
+    md_file.write_text(tune_markdown(doc))
+    html_file.write_text(tune_html(doc), encoding="utf-8")
     return doc
 
 
