@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..errors import IdlehoundError
 from ._after import analyze_run, report_ranks
+
+if TYPE_CHECKING:
+    from ..capture import RunResult
 
 
 def profile(*args: Any, **kwargs: Any) -> Any:
@@ -46,8 +49,11 @@ def run(module: Optional[str], logdir: Path, run_name: Optional[str], skip: int,
     return res.exit_code, None
 
 
-def capture(module, logdir, run_name, skip, warmup, active, step_on, stop_after, no_stack, profile_memory,
-            nproc, max_window_seconds, max_window_mb, run_dir, script_and_args):
+def capture(module: Optional[str], logdir: Path, run_name: Optional[str], skip: int, warmup: int, active: int,
+            step_on: str, stop_after: bool, no_stack: bool, profile_memory: bool, nproc: Optional[int],
+            max_window_seconds: float, max_window_mb: float, run_dir: Optional[Path],
+            script_and_args: tuple[str, ...]) -> RunResult:
+    """Run the script (or module) under the profiler, on nproc processes through torchrun when nproc > 1."""
     from ..capture import CaptureOptions, run_distributed, run_script
     from ..runfolder import check_run_name
 
@@ -72,7 +78,8 @@ def capture(module, logdir, run_name, skip, warmup, active, step_on, stop_after,
     return run_script(target, args, module=module is not None, opts=opts)
 
 
-def report_capture(res, nproc: Optional[int], run_dir: Optional[Path], no_report: bool) -> None:
+def report_capture(res: RunResult, nproc: Optional[int], run_dir: Optional[Path], no_report: bool) -> None:
+    """Print (and write) what was captured: the ranks compared, the one run analysed, or why nothing was."""
     import click
 
     from ..capture import wait_for_ranks

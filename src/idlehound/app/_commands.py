@@ -9,8 +9,9 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import click
 
@@ -87,7 +88,8 @@ def compare(a: Path, b: Path, as_json: bool, output: Optional[Path], force: bool
     click.echo(json.dumps(doc, indent=2) if as_json else render_compare_markdown(doc))
 
 
-def ladder(device, rungs, steps, warmup, batch_sizes, workers, data, logdir, no_ceiling, as_json) -> None:
+def ladder(device: Optional[str], rungs: Optional[str], steps: int, warmup: int, batch_sizes: str,
+           workers: Optional[str], data: Optional[Path], logdir: Path, no_ceiling: bool, as_json: bool) -> None:
     """`idlehound ladder`: run the rungs, print the table, name the folder."""
     from ..ladder import RUNGS, LadderOptions, ladder_doc, run_ladder
     from ..report import render_ladder
@@ -135,7 +137,7 @@ def lint(paths: tuple[Path, ...], as_json: bool, trace: Optional[Path]) -> int:
 
 
 @contextlib.contextmanager
-def _tune_progress():
+def _tune_progress() -> Iterator[Callable[[str, int, int], None]]:
     """A progress bar on stderr naming the variant that runs; plain lines when stderr is not a terminal."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -154,8 +156,8 @@ def _tune_progress():
                                                       total=total or None)
 
 
-def tune(steps, skip, try_, skip_candidate, no_diagnose, min_rounds, max_rounds, child_timeout, logdir, as_json,
-         script_and_args) -> None:
+def tune(steps: int, skip: int, try_: str, skip_candidate: str, no_diagnose: bool, min_rounds: int, max_rounds: int,
+         child_timeout: int, logdir: Path, as_json: bool, script_and_args: tuple[str, ...]) -> None:
     """`idlehound tune`: try the fixes on the script, print the table and the diff, name the folder."""
     from ..tune import TuneOptions, render_tune, run_tune
 
