@@ -10,14 +10,13 @@ Public API (every function works without the CLI):
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from typing import Optional
 
-from typing import Optional  # noqa: E402
-
-from .analysis import Analysis  # noqa: E402
-from .diagnose import Finding, Thresholds, diagnose  # noqa: E402
-from .errors import CaptureError, IdlehoundError, TraceError  # noqa: E402
-from .trace import Trace, load_trace  # noqa: E402
+from ._version import __version__
+from .analysis import Analysis
+from .diagnose import Finding, Thresholds, diagnose
+from .errors import CaptureError, IdlehoundError, TraceError
+from .trace import Trace, load_trace
 
 
 def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = None,
@@ -34,14 +33,14 @@ def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = 
 
 def report_data(result: Analysis, findings: list[Finding]) -> dict:
     """The versioned JSON report (schema in docs/json-schema.md)."""
-    from .report._data import build
+    from .report import build
 
     return build(result, findings)
 
 
 def profile(*args, **kwargs):
-    """Profile a block of training code: see idlehound.capture.profile."""
-    from .capture import profile as _profile
+    """Profile a block of training code (idlehound.capture.profile), then analyse and report it (idlehound.app)."""
+    from .app import profile as _profile
 
     return _profile(*args, **kwargs)
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .diagnose.dataloader import worker_sweep
-from .report import model
+from .report import ladder_markdown, model, render_ladder_html, write_ladder_scalars
+from .runfolder import document_files
 from .workloads.resnet import TrainConfig, Trainer, baseline, cpu_count, default_device, time_steps
 
 
@@ -114,7 +115,7 @@ class LadderOptions:
 
 def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: sys.stderr.write(m + "\n")):
     """Run the chosen rungs in order; returns (results, run_dir)."""
-    from .capture import new_run_dir
+    from .runfolder import new_run_dir
 
     device = opts.device or default_device()
     run_dir = new_run_dir(Path(opts.logdir), "ladder")
@@ -164,13 +165,10 @@ def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: 
 def _save(results: list[RungResult], device: str, run_dir: Path) -> None:
     _relative(results)
     doc = ladder_doc(results, device)
-    (run_dir / "ladder.json").write_text(model.encode(doc))
-    (run_dir / "ladder.md").write_text(ladder_markdown(doc))
-    from .report.html import render_ladder_html
-
-    (run_dir / "ladder.html").write_text(render_ladder_html(doc), encoding="utf-8")
-    from .report.tensorboard import write_ladder_scalars
-
+    json_file, md_file, html_file = document_files(run_dir, "ladder")
+    json_file.write_text(model.encode(doc))
+    md_file.write_text(ladder_markdown(doc))
+    html_file.write_text(render_ladder_html(doc), encoding="utf-8")
     for old in run_dir.glob("events.out.tfevents.*"):  # rewritten whole after each rung
         old.unlink()
     write_ladder_scalars(run_dir, doc)
@@ -228,7 +226,7 @@ def _measure(cfg: TrainConfig, opts: LadderOptions, res: RungResult, run_dir: Pa
 
 def _measure_trainer(trainer: Trainer, cfg: TrainConfig, opts: LadderOptions, res: RungResult, run_dir: Path,
                      progress: Callable[[str], None], profile: Optional[bool]) -> None:
-    from .capture._sampler import Sampler, summarize
+    from .sampler import Sampler, summarize
 
     cuda = cfg.device != "cpu"
     if cuda:
@@ -305,12 +303,3 @@ def ladder_doc(results: list[RungResult], device: str) -> dict[str, Any]:
                                       best=best.name if best else None))
 
 
-def ladder_markdown(doc: dict[str, Any]) -> str:
-    from .report._escape import md_text
-    from .report.ladder import ladder_table_rows
-
-    head = ("| rung | samples/s | ms/step | GPU busy | NVML util | peak GiB | speed-up | % of ceiling | "
-            "top remaining finding |")
-    rows = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-    rows += ["| " + " | ".join(map(md_text, row)) + " |" for row in ladder_table_rows(doc)]
-    return "\n".join(rows) + "\n"

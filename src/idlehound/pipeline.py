@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
@@ -11,9 +10,8 @@ from .analysis import Analysis, analyze, load_sidecar
 from .diagnose import Finding, Thresholds, diagnose
 from .errors import IdlehoundError
 from .report import build
+from .runfolder import read_run_info, run_info_rank, sidecar_path
 from .trace import Trace, load_trace
-
-_TRACE_SUFFIX = re.compile(r"\.pt\.trace\.json(\.gz)?$")
 
 
 @dataclass
@@ -21,12 +19,6 @@ class Result:
     analysis: Analysis
     findings: list[Finding]
     doc: dict[str, Any]
-
-
-def sidecar_path(trace_path: Path) -> Path:
-    stem = _TRACE_SUFFIX.sub("", trace_path.name)
-    gz = trace_path.with_name(stem + ".sidecar.json.gz")
-    return gz if gz.exists() else trace_path.with_name(stem + ".sidecar.json")
 
 
 def analyze_path(path: Union[str, Path], run: Optional[str] = None, worker: Optional[str] = None,
@@ -59,23 +51,12 @@ def analyze_run_folder(trace: Trace, step: Optional[int] = None, sidecar: Option
         if sidecar is None and sc.is_file():
             notes.append(f"{sc.name} is not a readable capture sidecar: exact lines and stored source not used")
     if run_info is None and from_file:
-        run_info = _run_info(trace.path.parent, _worker_rank(trace.worker))
+        run_info = read_run_info(trace.path.parent, run_info_rank(trace.path.parent, trace.worker))
     a = analyze(trace, sidecar=sidecar, step=step, run_info=run_info)
     if not sidecar and trace.with_stack:
         notes.append("source lines are function def lines (approximate); `idlehound run` records exact lines")
     a.notes += notes
     return a
-
-
-def _worker_rank(worker: str) -> Optional[int]:
-    m = re.match(r"rank(\d+)_", worker)
-    return int(m.group(1)) if m else None
-
-
-def _run_info(folder: Path, rank: Optional[int] = None) -> dict[str, Any]:
-    from .analysis._runfiles import read_run_info
-
-    return read_run_info(folder, rank)
 
 
 def parse_gates(specs: tuple[str, ...]) -> dict[str, float]:

@@ -1,6 +1,10 @@
 """Analysis of a loaded trace: steps, time breakdown, idle gaps by cause, per-metric figures."""
 
-from ._core import Analysis, analyze
+import sys as _sys
+
+from .. import runfolder
+from . import _roles as roles  # event roles (kernel, memcpy, sync...), read by the diagnosis too
+from ._core import OBSERVER_RATE, Analysis, analyze
 from ._model import (
     BREAKDOWN,
     IDLE_CAUSES,
@@ -13,12 +17,19 @@ from ._model import (
     KernelStats,
     MemoryStats,
     Step,
+    StrEnum,
     SyncSite,
 )
-from ._source import SourceLoc, SourceMap, load_sidecar, location_text
+from ._replay import CONV_GAIN, FIXES, FP32_SPEEDUP, PAGEABLE_SPEEDUP, Fix
+from ._source import NO_USER_FRAME, SourceLoc, SourceMap, load_sidecar, location_text, parse_frame
+
+# Moved to idlehound.runfolder (git mv, so merges follow the file); the old name stays importable for
+# tests/unit/test_sampler.py without a file at the old path.
+_sys.modules.setdefault(__name__ + "._runfiles", runfolder)
 
 __all__ = [
-    "BREAKDOWN", "IDLE_CAUSES", "Analysis", "CopyStats", "DataLoaderStats", "DeviceInfo", "IdleCause", "IdleLine",
-    "KernelGroup", "KernelStats", "MemoryStats", "SourceLoc", "SourceMap", "Step", "SyncSite", "analyze",
-    "load_sidecar", "location_text",
+    "BREAKDOWN", "CONV_GAIN", "FIXES", "FP32_SPEEDUP", "IDLE_CAUSES", "NO_USER_FRAME", "OBSERVER_RATE", "PAGEABLE_SPEEDUP",
+    "StrEnum", "Analysis", "CopyStats", "DataLoaderStats", "DeviceInfo", "Fix", "IdleCause",
+    "IdleLine", "KernelGroup", "KernelStats", "MemoryStats", "SourceLoc", "SourceMap", "Step", "SyncSite", "analyze",
+    "load_sidecar", "location_text", "parse_frame", "roles",
 ]

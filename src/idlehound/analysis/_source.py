@@ -337,7 +337,7 @@ def load_sidecar(path: Path, base_ns: int = 0) -> Optional[dict]:
     Malformed entries are skipped: the sidecar only refines what the trace says.
     """
     from ..errors import TraceError
-    from ._runfiles import read_json
+    from ..runfolder import read_json
 
     try:
         data = read_json(path, MAX_SIDECAR_BYTES)  # bounded decompression and nesting, as for run.json

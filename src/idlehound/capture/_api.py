@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from ._session import CaptureOptions, Session
 from ._signals import EXIT_SIGTERM, Terminated
@@ -21,18 +21,24 @@ class profile:  # noqa: N801 - used like torch.profiler.profile
                 p.step()                    # or mark steps yourself
 
     On exit the trace, sidecar and run.json are in `p.run_dir`, and `p.result` holds the analysis.
+
+    Capture sits below analysis and reporting: what happens after the capture is `on_finish(run_dir,
+    print_report)`, whose return value becomes `p.result`. `idlehound.profile` (idlehound.app.profile) passes
+    the application's analyse-and-report step; without one, only the run folder is written.
     """
 
     def __init__(self, logdir: Union[str, Path] = "log", run_name: Optional[str] = None, skip: int = 10,
                  warmup: int = 2, active: int = 5, step_on: str = "optimizer", with_stack: bool = True,
                  record_shapes: bool = True, profile_memory: bool = False, analyze: bool = True,
-                 print_report: bool = True, progress: bool = True, sample_hz: float = 15.0) -> None:
+                 print_report: bool = True, progress: bool = True, sample_hz: float = 15.0,
+                 on_finish: Optional[Callable[[Path, bool], Any]] = None) -> None:
         self.opts = CaptureOptions(logdir=Path(logdir), run_name=run_name, skip=skip, warmup=warmup,
                                    active=active, step_on=step_on, with_stack=with_stack,
                                    record_shapes=record_shapes, profile_memory=profile_memory,
                                    progress=progress, sample_hz=sample_hz)
         self.analyze = analyze
         self.print_report = print_report
+        self.on_finish = on_finish
         self.session: Optional[Session] = None
         self.result: Any = None
         self.run_dir: Optional[Path] = None
@@ -55,10 +61,8 @@ class profile:  # noqa: N801 - used like torch.profiler.profile
         code = 0 if exc_type is None else 130 if issubclass(exc_type, KeyboardInterrupt) else \
             EXIT_SIGTERM if issubclass(exc_type, Terminated) else 1
         self.session.stop(code, f"{exc_type.__name__}: {exc}" if exc_type else None)
-        if self.analyze and self.session.traces:
-            from .report_run import analyze_run
-
-            self.result = analyze_run(self.session.run_dir, print_report=self.print_report)
+        if self.analyze and self.session.traces and self.on_finish is not None:
+            self.result = self.on_finish(self.session.run_dir, self.print_report)
         if exc_type is not None and issubclass(exc_type, Terminated):
             raise SystemExit(EXIT_SIGTERM) from None  # SIGTERM inside the block: end as the signal would
         return False

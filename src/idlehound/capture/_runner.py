@@ -150,10 +150,9 @@ def _exit_code(c) -> int:
 def run_distributed(target: str, args: list[str], nproc: int, module: bool, opts: CaptureOptions,
                     inner_flags: list[str]) -> RunResult:
     """Launch target on nproc processes through torchrun; every rank profiles itself into one run folder."""
-    import json
     import subprocess
 
-    from ._session import new_run_dir
+    from ..runfolder import RANK_RUN_GLOB, RUN, TRACE_GLOB, new_run_dir, write_run_file
 
     label = Path(target).stem if not module else target.rsplit(".", 1)[-1]
     run_dir = new_run_dir(Path(opts.logdir), opts.run_name or label)
@@ -161,10 +160,10 @@ def run_distributed(target: str, args: list[str], nproc: int, module: bool, opts
            "-m", "idlehound", "run", "--run-dir", str(run_dir), "--no-report", *inner_flags,
            *(["-m", target] if module else [target]), *args]
     code = subprocess.call(cmd)
-    traces = sorted(p.name for p in run_dir.glob("*.pt.trace.json.gz"))
-    (run_dir / "run.json").write_text(json.dumps({
+    traces = sorted(p.name for p in run_dir.glob(TRACE_GLOB))
+    write_run_file(run_dir, None, RUN, {
         "idlehound_run": 1, "status": "done", "command": cmd, "nproc": nproc, "exit_code": code,
-        "traces": traces, "rank_runs": sorted(p.name for p in run_dir.glob("run.rank*.json"))}, indent=2))
+        "traces": traces, "rank_runs": sorted(p.name for p in run_dir.glob(RANK_RUN_GLOB))})
     return RunResult(run_dir, code, traces)
 
 
@@ -173,10 +172,12 @@ def wait_for_ranks(run_dir: Path, world_size: int, timeout_s: float = 120.0) -> 
     import json
     import time
 
+    from ..runfolder import RANK_RUN_GLOB
+
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         done = 0
-        for p in run_dir.glob("run.rank*.json"):
+        for p in run_dir.glob(RANK_RUN_GLOB):
             with contextlib.suppress(OSError, ValueError):  # a rank may be writing it right now
                 done += json.loads(p.read_text()).get("status") == "done"
         if done >= world_size:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import _thread
 import contextlib
 import datetime as _dt
-import json
 import os
 import platform
 import signal
@@ -18,11 +17,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from .. import sampler as _sampler
 from ..errors import CaptureError
-from . import _sampler
+from ..runfolder import (
+    RUN,
+    SAMPLES,
+    make_dir,
+    new_run_dir,
+    shared_run_dir,
+    sidecar_file,
+    trace_file,
+    worker_name,
+    write_run_file,
+)
 from ._budget import Watchdog
 from ._dataloader import record_dataloaders
-from ._folders import make_dir, new_run_dir, shared_run_dir
 from ._quiet import kineto_quiet
 from ._sidecar import write_sidecar
 from ._signals import EXIT_SIGINT, EXIT_SIGTERM, call_previous
@@ -321,7 +330,7 @@ class Session:
             if self.opts.progress:
                 sys.stderr.write("\n" if _isatty() else "")
             samples = self.sampler.stop() if self.sampler else {"source": "none", "samples": []}
-            _write_text(run_file(self.run_dir, self.rank, "samples"), json.dumps(samples))
+            write_run_file(self.run_dir, self.rank, SAMPLES, samples)
             self._write_run_json(status="done", exit_code=exit_code, error=error, samples=samples)
         self._restore_signals()
         return self.run_dir
@@ -369,9 +378,9 @@ class Session:
     # ---- output
     def _on_trace(self, prof) -> None:
         stamp = time.time_ns()
-        path = self.run_dir / f"{self.worker}.{stamp}.pt.trace.json.gz"
+        path = trace_file(self.run_dir, self.worker, stamp)
         prof.export_chrome_trace(str(path))
-        side = self.run_dir / f"{self.worker}.{stamp}.sidecar.json.gz"
+        side = sidecar_file(self.run_dir, self.worker, stamp)
         try:
             write_sidecar(prof, side, script=self.command[0] if self.command else "", cwd=self._cwd)
         except Exception as e:  # exact lines are a bonus; the trace itself is saved
@@ -454,14 +463,7 @@ class Session:
                 info["sampler"]["note"] = samples["note"]
         info["window"] = self.window_info
         info["script_facts"] = self.facts
-        _write_text(run_file(self.run_dir, self.rank, "run"), json.dumps(info, indent=2, default=str))
-
-
-def _write_text(path: Path, text: str) -> None:
-    """Write whole or not at all: a reader never sees half a run.json."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+        write_run_file(self.run_dir, self.rank, RUN, info)
 
 
 def _ended_by(exit_code: Optional[int], error: Optional[str]) -> str:
@@ -492,11 +494,6 @@ def _session_dir(opts: CaptureOptions, label: str, rank: Optional[int]) -> Path:
     return new_run_dir(Path(opts.logdir), opts.run_name or label)
 
 
-def run_file(run_dir: Path, rank: Optional[int], stem: str) -> Path:
-    """run.json / samples.json, or run.rank3.json for rank 3 of a multi-process job."""
-    return run_dir / (f"{stem}.json" if rank is None else f"{stem}.rank{rank}.json")
-
-
 def _teardown_cupti_after(torch) -> None:
     """Ask Kineto to release CUPTI when the window closes, so steps after it run at full speed.
 
@@ -516,7 +513,7 @@ def _teardown_cupti_after(torch) -> None:
 def _worker_name() -> str:
     rank = os.environ.get("RANK")
     base = f"{socket.gethostname()}_{os.getpid()}"
-    return f"rank{rank}_{base}" if rank is not None else base
+    return worker_name(base, rank)
 
 
 def _isatty() -> bool:

@@ -96,7 +96,7 @@ def _python_nodes(prof: Any) -> tuple[list, list]:
 
 def _is_idle_point(name: str) -> bool:
     """Where the host waits: the ops analysis counts as sync points, and DataLoader waits."""
-    from ..analysis import _roles as roles
+    from ..analysis import roles
 
     return (roles.sync_kind("", name, "") in ("scalar_read", "data_dependent_shape") or roles.is_sync_call(name)
             or name.startswith(COLLECTIVES) or roles.is_dataloader(name))
@@ -171,7 +171,7 @@ def _caller(node: Any) -> Any:
 
 
 def _parse(name: str) -> Optional[tuple[str, int]]:
-    from ..analysis._source import parse_frame
+    from ..analysis import parse_frame
 
     p = parse_frame(name)
     return (p[0], p[1]) if p else None

@@ -13,7 +13,16 @@ from ..analysis import Analysis
 from . import copies, cudnn, dataloader, frameworks, host, launch, memory, precision, sync
 from ._finding import DEFAULT, Finding, Thresholds, grade
 from ._predict import predict
-from ._registry import CAUSES, Cause, Kind, Severity
+from ._registry import (
+    CAUSES,
+    IDLE_CAUSE_DEFINITIONS,
+    IDLE_CAUSE_INFO,
+    IDLE_CAUSE_LABELS,
+    Cause,
+    IdleCause,
+    Kind,
+    Severity,
+)
 from ._rule import Need, Rule
 
 # Finding rules, then the rules that refine their findings (frameworks: phrase the fix as the framework's setting).
@@ -37,5 +46,5 @@ def diagnose(a: Analysis, thresholds: Optional[Thresholds] = None) -> list[Findi
     return out
 
 
-__all__ = ["CAUSES", "DEFAULT", "RULES", "Cause", "Finding", "Kind", "Need", "Rule", "Severity", "Thresholds",
+__all__ = ["CAUSES", "DEFAULT", "IDLE_CAUSE_DEFINITIONS", "IDLE_CAUSE_INFO", "IDLE_CAUSE_LABELS", "IdleCause", "RULES", "Cause", "Finding", "Kind", "Need", "Rule", "Severity", "Thresholds",
            "diagnose"]

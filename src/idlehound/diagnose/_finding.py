@@ -5,9 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..analysis import Analysis, SourceLoc
-from ..analysis._core import OBSERVER_RATE
-from ..analysis._replay import FP32_SPEEDUP, PAGEABLE_SPEEDUP
+from ..analysis import FP32_SPEEDUP, OBSERVER_RATE, PAGEABLE_SPEEDUP, Analysis, SourceLoc
 from ._registry import Kind, Severity
 
 

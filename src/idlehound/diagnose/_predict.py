@@ -5,8 +5,7 @@ from __future__ import annotations
 from functools import reduce
 from typing import Any
 
-from ..analysis import Analysis
-from ..analysis._replay import FIXES, Fix
+from ..analysis import FIXES, Analysis, Fix
 from ._finding import Finding
 from ._registry import Cause, Kind
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..analysis._model import IdleCause, StrEnum
+from ..analysis import IdleCause, StrEnum
 
 
 class Cause(StrEnum):

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ..analysis import Analysis
-from ..analysis._replay import CONV_GAIN
+from ..analysis import CONV_GAIN, Analysis
 from ._finding import Finding, Thresholds, ms, pct
 from ._registry import CAUSES, Cause, Kind
 from ._rule import GPU_EVENTS, RUN_JSON, Rule

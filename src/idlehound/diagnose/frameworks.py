@@ -15,9 +15,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..analysis import Analysis, SourceLoc, SourceMap
-from ..analysis import _roles as roles
-from ..analysis._source import parse_frame
+from ..analysis import Analysis, SourceLoc, SourceMap, parse_frame, roles
 from ._finding import Finding
 from ._registry import Cause, Kind, Severity
 from ._rule import PYTHON_STACKS, Rule
@@ -110,7 +108,7 @@ def sync_stacks(a: Analysis) -> tuple[SourceMap, list[tuple[int, int, int]]]:
 def _sidecar(a: Analysis) -> Optional[dict]:
     """The capture sidecar beside the trace (exact user lines), as the pipeline loads it; None without one."""
     from ..analysis import load_sidecar
-    from ..pipeline import sidecar_path
+    from ..runfolder import sidecar_path
 
     path = sidecar_path(a.trace.path)
     base = a.trace.metadata.get("baseTimeNanoseconds")

@@ -13,3 +13,5 @@ from __future__ import annotations
 from ._window import Window, headline, profile_steps
 
 __all__ = ["Window", "headline", "profile_steps"]
+
+__all__ = ["Window", "headline", "profile_steps"]

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
-from ..capture import profile
+from ..app import profile
 
 LogFn = Callable[[dict[str, float], int], None]
 
@@ -45,7 +45,7 @@ class Window:
     def start(self) -> None:
         if self.started or self.deferred_to is not None:
             return
-        from ..capture._session import active_session
+        from ..capture import active_session
 
         self.deferred_to = _running_profiler()
         self._host_dir = getattr(active_session(), "run_dir", None)  # the window that stays
@@ -84,7 +84,7 @@ class Window:
 def _running_profiler() -> Optional[str]:
     """Who profiles this process already: an idlehound capture (`idlehound run`, another callback) or a
     torch.profiler started elsewhere; None when nobody does."""
-    from ..capture._session import active_session
+    from ..capture import active_session
 
     host = active_session()
     if host is not None:

@@ -48,7 +48,7 @@ class IdlehoundCallback(TrainerCallback):
             return
         state.log_history.append({**figures, "step": state.global_step})
         if _reports_to_tensorboard(args):
-            from ..report.tensorboard import write_scalars
+            from ..report import write_scalars
 
             write_scalars(tensorboard_dir(args), figures, step=state.global_step)
 

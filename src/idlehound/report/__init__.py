@@ -1,10 +1,40 @@
 """Reports: terminal (rich), JSON, markdown, HTML and TensorBoard, all from one report document.
 
 report/model.py types every output document (msgspec Structs); `encode` writes their JSON text and `validate`
-reads it back strictly.
+reads it back strictly. Every renderer of every document (report, compare, ranks, ladder; tune's renderers use these helpers) lives
+here, and other packages use only the names in __all__. The renderers load on first use (PEP 562), so
+building a document does not import rich or jinja2.
 """
 
-from ._data import SCHEMA, SCHEMA_VERSION, build, build_model, headline
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from ._data import SCHEMA, SCHEMA_VERSION, build, build_model, check_document, headline, r, to_json
 from .model import DOCUMENTS, encode, validate
 
-__all__ = ["DOCUMENTS", "SCHEMA", "SCHEMA_VERSION", "build", "build_model", "encode", "headline", "validate"]
+_LAZY = {  # public name -> the module of this package that defines it
+    "render": "terminal", "render_markdown": "markdown",
+    "render_html": "html", "render_compare_html": "html", "render_ladder_html": "html", "render_page": "html",
+    "fmt_metric": "html", "render_compare_markdown": "compare",
+    "ranks_title": "ranks", "render_ranks": "ranks", "render_ranks_html": "ranks",
+    "render_ladder": "ladder", "ladder_markdown": "ladder", "ladder_table_rows": "ladder",
+    "check_output": "files", "write_report": "files", "write_compare": "files", "write_ranks": "files",
+    "scalars_of": "tensorboard", "write_scalars": "tensorboard", "write_ladder_scalars": "tensorboard",
+    "inert": "_escape", "visible": "_escape", "md_code": "_escape", "md_fence": "_escape", "md_text": "_escape",
+    "num": "_format", "metric_text": "_format",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = ["DOCUMENTS", "SCHEMA", "SCHEMA_VERSION", "build", "build_model", "check_document", "encode", "headline",
+           "r", "to_json", "validate", *_LAZY]

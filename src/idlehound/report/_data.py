@@ -9,11 +9,10 @@ import math
 import re
 from typing import Any, Literal, Optional
 
-from .. import __version__
+from .._version import __version__
 from ..analysis import Analysis, SourceLoc
 from ..analysis import Step as StepInfo
-from ..diagnose import Finding
-from ..diagnose._registry import IDLE_CAUSE_DEFINITIONS, IDLE_CAUSE_INFO, IDLE_CAUSE_LABELS, IdleCause
+from ..diagnose import IDLE_CAUSE_DEFINITIONS, IDLE_CAUSE_INFO, IDLE_CAUSE_LABELS, Finding, IdleCause
 from ..metrics import MAX_COPY_GBPS, MAX_STEP_MS, METRICS, status
 from . import model as m
 from .model import as_data, encode, rnd

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import IdlehoundError
+from ..runfolder import is_trace_name
 from .model import encode
 
 Renderers = dict[str, Callable[[dict[str, Any]], str]]
@@ -35,7 +36,7 @@ def check_output(path: Path, force: bool, inputs: Iterable[Path] = ()) -> None:
             return
         if path.is_dir():
             raise IdlehoundError(f"{path}: is a folder; give a file name for the report")
-        if any(p.exists() and path.samefile(p) for p in inputs) or ".pt.trace." in path.name:
+        if any(p.exists() and path.samefile(p) for p in inputs) or is_trace_name(path.name):
             raise IdlehoundError(f"{path}: is the input trace; write the report elsewhere")
     except OSError as e:  # a name too long, a component that is a file, no permission
         raise IdlehoundError(f"{path}: cannot write the report ({e.strerror or e})") from None
@@ -57,7 +58,7 @@ def write_report(doc: dict[str, Any], path: Path, force: bool = False, inputs: I
 
 
 def write_compare(doc: dict[str, Any], path: Path, force: bool = False, inputs: Iterable[Path] = ()) -> Path:
-    from ..compare import render_compare_markdown
+    from .compare import render_compare_markdown
     from .html import render_compare_html
 
     return _write(doc, path, {".json": _json, ".md": render_compare_markdown,
@@ -66,7 +67,7 @@ def write_compare(doc: dict[str, Any], path: Path, force: bool = False, inputs: 
 
 
 def write_ranks(doc: dict[str, Any], path: Path, force: bool = False, inputs: Iterable[Path] = ()) -> Path:
-    from ..distributed import render_ranks_html
+    from .ranks import render_ranks_html
 
     return _write(doc, path, {".json": _json, ".html": render_ranks_html, ".htm": render_ranks_html},
                   force, inputs)

@@ -14,7 +14,7 @@ import jinja2
 from markupsafe import Markup
 
 from ..analysis import location_text
-from ..diagnose._registry import IDLE_CAUSE_DEFINITIONS
+from ..diagnose import IDLE_CAUSE_DEFINITIONS
 from ..metrics import BREAKDOWN_DEFINITION, METRICS
 from ._data import CAUSE_WORDS
 from ._format import metric_text, num

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ._escape import visible
+from ._escape import md_text, visible
 from ._format import num as _n
 
 
@@ -40,3 +40,11 @@ def ladder_table_rows(doc: dict[str, Any]) -> list[list[str]]:
                      _n(r["nvml_util"], 0, "%"), _n(r["peak_mem_gib"], 2), _n(r["speedup"], 2, "×"),
                      _n(r["pct_of_ceiling"], 1, "%"), r["top_finding"]])
     return rows
+
+
+def ladder_markdown(doc: dict[str, Any]) -> str:
+    head = ("| rung | samples/s | ms/step | GPU busy | NVML util | peak GiB | speed-up | % of ceiling | "
+            "top remaining finding |")
+    rows = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    rows += ["| " + " | ".join(map(md_text, row)) + " |" for row in ladder_table_rows(doc)]
+    return "\n".join(rows) + "\n"

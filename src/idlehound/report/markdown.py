@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..analysis._source import NO_USER_FRAME, location_text
+from ..analysis import NO_USER_FRAME, location_text
 from ._data import CAUSE_WORDS, not_checked_by_need
 from ._escape import md_code, md_fence, md_text
 from ._format import metric_text

@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from ..errors import TraceError
-
-# As torch's tensorboard_trace_handler names files: <worker>.<time_ns>.pt.trace.json[.gz]
-TRACE_RE = re.compile(r"^(?P<worker>.*?)(?:\.(?P<stamp>\d+))?\.pt\.trace\.json(?:\.gz)?$")
-# As Holistic Trace Analysis users name them: rank-0.json.gz, rank1.json, inference_rank_0.json.gz
-RANK_FILE_RE = re.compile(r"^(?P<worker>(?:.*[-_])?rank[-_]?\d+)(?:\.(?P<stamp>\d+))?\.json(?:\.gz)?$",
-                          re.IGNORECASE)
-
-
-def _match(name: str):
-    return TRACE_RE.match(name) or RANK_FILE_RE.match(name)
+from ..runfolder import match_trace as _match
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,9 @@ from typing import Any, Optional, Union
 
 import msgspec
 
+from .. import _limits
 from ..errors import TraceError
-from . import _decode, _limits, _parallel
+from . import _decode, _parallel
 from ._files import TraceFile, resolve
 from ._table import EventTable, TableBuilder
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from .._limits import trim
 from ._decode import NO_ARGS, NO_ID
-from ._limits import trim
 
 PH_CODES = {"X": 0, "i": 1, "I": 1, "s": 2, "f": 3, "M": 4, "C": 5, "B": 6, "E": 7}
 PH_X, PH_I, PH_M = 0, 1, 4

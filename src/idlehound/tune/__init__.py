@@ -44,6 +44,7 @@ from ._stats import (
     mean_ms,
     measure_interleaved,
 )
+from .report import render_tune, tune_html, tune_markdown
 
 # Precision changes: a different rounding makes two training runs drift apart step by step, so the check is on
 # the smoothed curve: the mean of the last SMOOTH losses within 10% (+ 0.02) of the baseline's, at every step.
@@ -83,7 +84,7 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
     join was measured with everything kept, and that run is the combination. Every comparison interleaves the
     arms with their reference in rounds (_stats) and reports a 95% interval.
     """
-    from ..capture import new_run_dir
+    from ..runfolder import document_files, new_run_dir
 
     if not Path(script).is_file():
         raise IdlehoundError(f"{script}: no such script")
@@ -123,11 +124,10 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
     doc = _document(script, opts, causes, [lab.baseline_outcome()] + outcomes, run_dir, lab.noise(), lab.drift(),
                     lambda new: _runs_changed(script, args, opts, run_dir, new))
     progress("done", lab.done + 1, lab.done + 1)
-    (run_dir / "tune.json").write_text(encode(doc))
-    from .report import tune_html, tune_markdown
-
-    (run_dir / "tune.md").write_text(tune_markdown(doc))
-    (run_dir / "tune.html").write_text(tune_html(doc), encoding="utf-8")
+    json_file, md_file, html_file = document_files(run_dir, "tune")
+    json_file.write_text(encode(doc))
+    md_file.write_text(tune_markdown(doc))
+    html_file.write_text(tune_html(doc), encoding="utf-8")
     return doc
 
 
@@ -532,4 +532,5 @@ def _runs_changed(script: str, args: list[str], opts: TuneOptions, run_dir: Path
     return "" if r["status"] in ("ok", "short") else f"failed when run: {_failure(r)}"
 
 
-__all__ = ["Progress", "TuneOptions", "print_progress", "check_losses", "run_tune"]
+__all__ = ["Progress", "TuneOptions", "print_progress", "check_losses", "render_tune", "run_tune", "tune_html",
+           "tune_markdown"]

@@ -458,7 +458,7 @@ def _fused_optimizers() -> None:
 
 def _timed_util(samples: dict[str, Any], wall: list[float]) -> float | None:
     """Mean NVML utilisation over the timed steps only (start-up and warm-up excluded)."""
-    from ..capture._sampler import summarize
+    from ..sampler import summarize
 
     if len(wall) < 2:
         return None
@@ -493,7 +493,7 @@ def main() -> None:
     torch.Tensor.backward = backward
     sampler = None
     try:
-        from ..capture._sampler import Sampler
+        from ..sampler import Sampler
 
         sampler = Sampler(hz=10).start() if rec.cuda else None
     except Exception:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..report._escape import md_code, md_fence, md_text
-from ..report._format import num as _n
+from ..report import md_code, md_fence, md_text
+from ..report import num as _n
 
 _COLS = ("candidate", "samples/s", "steps/s", "speed-up", "gain on top", "GPU busy", "loss check", "verdict")
 # schema version 2: each speed-up with its 95% interval and the runs behind it
@@ -109,7 +109,7 @@ def render_tune(doc: dict[str, Any], console=None) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..report._escape import inert
+    from ..report import inert
 
     c = console or Console()
     doc = inert(doc)  # script names, errors and code from the run: shown as text, control characters visible
@@ -158,7 +158,7 @@ def tune_markdown(doc: dict[str, Any]) -> str:
 
 
 def tune_html(doc: dict[str, Any]) -> str:
-    from ..report.html import render_page
+    from ..report import render_page
 
     return render_page("tune.html", script=doc["script"], head=columns(doc), rows=rows(doc), noise=noise_line(doc),
                        best=best_line(doc), diff_check=doc.get("diff_check") or "", diff=doc["diff"],

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from ..errors import CaptureError
+from ._layout import run_file
 
 MAX_NAME = 100  # a run name is one folder name; long enough for any label, short of NAME_MAX (255)
 
@@ -84,6 +85,6 @@ def shared_run_dir(logdir: Path, label: str, rank: int) -> Path:
     """The folder all local ranks of one torchrun launch share; refused when this rank's files are already there."""
     stamp = _dt.datetime.now().strftime("%Y%m%d")
     p = make_dir(usable_logdir(logdir) / f"{check_run_name(label)}-{stamp}-{launch_tag()}", exist_ok=True)
-    if (p / f"run.rank{rank}.json").exists():
+    if run_file(p, rank).exists():
         raise CaptureError(f"{p}: already holds rank {rank} of another launch; not overwriting it")
     return p

@@ -21,7 +21,7 @@ from typing import Any, BinaryIO, Optional, Union
 
 import numpy as np
 
-from ..errors import TraceError
+from .errors import TraceError
 
 try:  # the same API as zlib, 1.5-3x faster to inflate; optional (pip install idlehound[fast])
     from zlib_ng import zlib_ng as _zlib

@@ -11,8 +11,7 @@ from typing import Optional
 def run_demo(device: Optional[str] = None, data: Optional[Path] = None, logdir: Path = Path("log"),
              steps: Optional[int] = None, batch_size: Optional[int] = None, print_report: bool = True):
     """Train the baseline under idlehound.profile and return (result, run_dir, throughput)."""
-    from .capture import profile
-    from .workloads.resnet import Trainer, baseline, default_device
+    from ..workloads.resnet import Trainer, baseline, default_device
 
     device = device or default_device()
     cfg = baseline(device)
@@ -31,6 +30,8 @@ def run_demo(device: Optional[str] = None, data: Optional[Path] = None, logdir: 
     if trainer.synthetic:
         say("  data: synthetic CIFAR10 written in torchvision's on-disk format (give --data DIR for the real "
             "set); model: random weights (pretrained weights cannot be downloaded here)\n")
+    from ._capture import profile
+
     with profile(logdir=logdir, run_name="demo", skip=skip, warmup=warmup, active=active, step_on="manual",
                  print_report=print_report) as p:
         p.session.opts.extra["workload"] = {"name": "resnet18-cifar10", "config": cfg.to_json()}

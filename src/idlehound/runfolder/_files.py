@@ -1,4 +1,4 @@
-"""Readers for the files `idlehound run` writes beside a trace: run.json and samples.json (the sidecar: _source.py).
+"""Reading and writing run.json and samples.json, the files `idlehound run` writes beside a trace.
 
 They come from the same untrusted folder as the trace. Each field the analysis uses is checked for its
 type and range; a file that is not what capture writes stops the analysis with a one-line TraceError
@@ -7,14 +7,17 @@ naming the file and the field (exit 2), rather than failing later inside the ana
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from pathlib import Path
 from typing import Any, Optional
 
 import msgspec
 
+from .. import _limits
 from ..errors import TraceError
-from ..trace import _limits
+from ._layout import RUN, SAMPLES, run_file
 
 MAX_RUN_FILE_BYTES = 64 * 2**20  # run.json and samples.json are a few KB; the sidecar a few MB
 MAX_SIDECAR_BYTES = 512 * 2**20
@@ -62,8 +65,7 @@ def read_json(path: Path, limit: int = MAX_RUN_FILE_BYTES) -> Any:
 
 def read_run_info(folder: Path, rank: Optional[int] = None) -> dict[str, Any]:
     """run.json (with samples.json as `utilization_curve`) of a capture folder; {} when there is none."""
-    suffix = "" if rank is None else f".rank{rank}"
-    p = folder / f"run{suffix}.json"
+    p = run_file(folder, rank, RUN)
     if not p.is_file():
         return {}
     data = read_json(p)
@@ -72,7 +74,7 @@ def read_run_info(folder: Path, rank: Optional[int] = None) -> dict[str, Any]:
     for key, (types, lo, hi) in RUN_FIELDS.items():
         _check_field(p, data, key, types, lo, hi)
     _check_finite(p, data, "")
-    samples = folder / f"samples{suffix}.json"
+    samples = run_file(folder, rank, SAMPLES)
     if samples.is_file():
         data["utilization_curve"] = read_samples(samples)
     return data
@@ -102,6 +104,29 @@ def read_samples(path: Path, max_rows: int = 20000) -> dict[str, Any]:
     if cpu_cap > 100:
         rows = [[t, min(util, 100), mem] for t, util, mem in rows]
     return {"source": source, "samples": rows}
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write whole or not at all: a reader never sees half a run.json."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def write_run_file(run_dir: Path, rank: Optional[int], stem: str, data: Any) -> Path:
+    """run.json / samples.json (run.rankN.json for a rank), written whole."""
+    path = run_file(run_dir, rank, stem)
+    write_text(path, json.dumps(data, indent=2 if stem == RUN else None, default=str))
+    return path
+
+
+def update_run_json(run_dir: Path, **fields: Any) -> None:
+    """Add what only the traces know to the launcher's run.json, when there is one."""
+    path = run_file(run_dir, None)
+    if path.exists():
+        info = json.loads(path.read_text())
+        info.update(fields)
+        path.write_text(json.dumps(info, indent=2))
 
 
 # Earlier versions' CPU sampler could read a short interval above 100% of the machine (CPU time counts in clock

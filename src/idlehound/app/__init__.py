@@ -1,0 +1,12 @@
+"""The application layer: what each command and `idlehound.profile()` do end to end.
+
+The CLI parses options and calls these; capture calls back into `analyze_run` only through the hook that
+`profile` hands it. See docs/architecture.md for the layers.
+"""
+
+from ._after import analyze_run, report_ranks
+from ._capture import capture, profile, report_capture, run, why_no_trace
+from ._commands import analyze, analyze_ranks, compare, demo, doctor, ladder, lint, report, tune
+
+__all__ = ["analyze", "analyze_ranks", "analyze_run", "capture", "compare", "demo", "doctor", "ladder", "lint",
+           "profile", "report", "report_capture", "report_ranks", "run", "tune", "why_no_trace"]

@@ -1,0 +1,194 @@
+"""What `analyze`, `report`, `compare`, `ladder`, `lint`, `tune`, `demo` and `doctor` do, end to end.
+
+Each takes the parsed options, does the work, prints to stdout/stderr as the command does, and returns the
+exit code. Typed errors (IdlehoundError) go up to the caller, which prints them on one line (exit 2).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Callable, Optional
+
+import click
+
+from ..errors import IdlehoundError
+from ..report import model
+from ..report.model import encode
+
+
+def analyze(path: Path, as_json: bool, step: Optional[int], run: Optional[str], worker: Optional[str],
+            fail_under: tuple[str, ...], output: Optional[Path], ranks: bool, force: bool = False) -> int:
+    """`idlehound analyze`: 1 when a --fail-under gate failed, else 0."""
+    from ..pipeline import analyze_path, failed_gates, parse_gates
+    from ..report import check_output
+
+    if ranks:
+        analyze_ranks(path, as_json, output, force)
+        return 0
+    gates = parse_gates(fail_under)
+    if output is not None:
+        check_output(output, force, [path])  # before the analysis: a refused -o costs nothing
+    res = analyze_path(path, run=run, worker=worker, step=step)
+    if output is not None:
+        from ..report import write_report
+
+        write_report(res.doc, output, force, [path])
+    if as_json:
+        click.echo(encode(res.doc))
+    else:
+        from ..report import render
+
+        render(res.doc)
+    failed = failed_gates(res.doc, gates)
+    if failed:
+        click.echo("idlehound: gate failed: " + "; ".join(failed), err=True)
+        return 1
+    return 0
+
+
+def analyze_ranks(path: Path, as_json: bool, output: Optional[Path], force: bool = False) -> None:
+    """`idlehound analyze --ranks`: every rank of a distributed run, the straggler and why."""
+    from ..distributed import analyze_ranks as _analyze_ranks
+    from ..report import check_output, render_ranks, write_ranks
+
+    if output is not None:
+        check_output(output, force, [path])
+    doc = _analyze_ranks(path)
+    if output is not None:
+        write_ranks(doc, output, force, [path])
+    if as_json:
+        click.echo(encode(doc))
+    else:
+        render_ranks(doc)
+
+
+def report(path: Path, output: Path, run: Optional[str], worker: Optional[str], force: bool = False) -> Path:
+    """`idlehound report`: the report file written."""
+    from ..pipeline import analyze_path
+    from ..report import check_output, write_report
+
+    check_output(output, force, [path])
+    res = analyze_path(path, run=run, worker=worker)
+    return write_report(res.doc, output, force, [path])
+
+
+def compare(a: Path, b: Path, as_json: bool, output: Optional[Path], force: bool = False) -> None:
+    """`idlehound compare A B`."""
+    from ..compare import compare_docs
+    from ..pipeline import analyze_path
+    from ..report import check_output, render_compare_markdown, write_compare
+
+    if output is not None:
+        check_output(output, force, [a, b])
+    doc = compare_docs(analyze_path(a).doc, analyze_path(b).doc)
+    if output is not None:
+        write_compare(doc, output, force, [a, b])
+    click.echo(encode(doc) if as_json else render_compare_markdown(doc))
+
+
+def ladder(device: Optional[str], rungs: Optional[str], steps: int, warmup: int, batch_sizes: str,
+           workers: Optional[str], data: Optional[Path], logdir: Path, no_ceiling: bool, as_json: bool) -> None:
+    """`idlehound ladder`: run the rungs, print the table, name the folder."""
+    from ..ladder import RUNGS, LadderOptions, ladder_doc, run_ladder
+    from ..report import render_ladder
+
+    chosen = [r.strip() for r in rungs.split(",")] if rungs else list(RUNGS)
+    bad = [r for r in chosen if r not in RUNGS]
+    if bad:
+        raise IdlehoundError(f"ladder: unknown rung(s) {', '.join(bad)} (rungs: {', '.join(RUNGS)})")
+    try:
+        bs = tuple(int(b) for b in batch_sizes.split(","))
+        ws = [int(w) for w in workers.split(",")] if workers else None
+    except ValueError:
+        raise IdlehoundError("ladder: --batch-sizes and --workers take comma-separated integers") from None
+    opts = LadderOptions(device=device or "", rungs=chosen, steps=steps, warmup=warmup, batch_sizes=bs,
+                         workers=ws, data=str(data) if data else None, logdir=logdir, ceiling=not no_ceiling)
+    results, run_dir = run_ladder(opts)
+    doc = ladder_doc(results, opts.device)
+    if as_json:
+        click.echo(encode(doc))
+    else:
+        render_ladder(doc)
+    click.echo(f"idlehound: ladder folder {run_dir}", err=True)
+
+
+def lint(paths: tuple[Path, ...], as_json: bool, trace: Optional[Path]) -> int:
+    """`idlehound lint`: 1 when anything was found."""
+    from ..lint import join_costs, lint_paths, measured_doc
+
+    found = lint_paths(list(paths))
+    doc = measured_doc(trace)
+    costs = join_costs(found, doc) if doc else {}
+    if as_json:
+        rows = [model.LintRow(**f.to_json(), measured_idle_ms_per_step=costs.get((f.file, f.line))) for f in found]
+        click.echo(encode(model.Lint(schema="idlehound/lint", schema_version=1, findings=rows)))
+    else:
+        for f in found:
+            cost = costs.get((f.file, f.line))
+            measured = f" [measured: {cost:.3f} ms GPU idle per step]" if cost is not None else ""
+            click.echo(f"{f.file}:{f.line}:{f.col + 1}: {f.rule} {f.info.name}: {f.info.why}{measured}")
+            click.echo(f"    {f.text}\n    fix: {f.info.fix}")
+        sys.stdout.flush()
+        click.echo(f"{len(found)} finding(s) in {len({f.file for f in found})} file(s)" if found else
+                   "no findings", err=True)
+    return 1 if found else 0
+
+
+@contextlib.contextmanager
+def _tune_progress() -> Iterator[Callable[[str, int, int], None]]:
+    """A progress bar on stderr naming the variant that runs; plain lines when stderr is not a terminal."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..tune import print_progress
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield print_progress
+        return
+    bar = Progress(TextColumn("idlehound tune"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("{task.description}"), console=console, transient=True)
+    task = bar.add_task("", total=None)
+    with bar:
+        yield lambda message, done, total: bar.update(task, description=message, completed=done,
+                                                      total=total or None)
+
+
+def tune(steps: int, skip: int, try_: str, skip_candidate: str, no_diagnose: bool, min_rounds: int, max_rounds: int,
+         child_timeout: int, logdir: Path, as_json: bool, script_and_args: tuple[str, ...]) -> None:
+    """`idlehound tune`: try the fixes on the script, print the table and the diff, name the folder."""
+    from ..tune import TuneOptions, render_tune, run_tune
+
+    if steps < 2 or skip < 1:
+        raise IdlehoundError("tune: --steps must be >= 2 and --skip >= 1")
+    if not 2 <= min_rounds <= max_rounds or child_timeout < 1:
+        raise IdlehoundError("tune: need 2 <= --min-rounds <= --max-rounds and --child-timeout >= 1")
+    opts = TuneOptions(steps=steps, skip=skip, try_=[t for t in try_.split(",") if t],
+                       skip_candidates=[t for t in skip_candidate.split(",") if t], logdir=logdir,
+                       diagnose=not no_diagnose, timeout_s=child_timeout, min_rounds=min_rounds,
+                       max_rounds=max_rounds)
+    with _tune_progress() as progress:
+        doc = run_tune(script_and_args[0], list(script_and_args[1:]), opts, progress)
+    if as_json:
+        click.echo(encode(doc))
+    else:
+        render_tune(doc)
+    click.echo(f"idlehound: tune folder {doc['run_dir']}", err=True)
+
+
+def demo(device: Optional[str], data: Optional[Path], logdir: Path, steps: Optional[int],
+         batch_size: Optional[int]) -> None:
+    """`idlehound demo`: the built-in baseline under capture."""
+    from ._demo import run_demo
+
+    run_demo(device=device, data=data, logdir=logdir, steps=steps, batch_size=batch_size)
+
+
+def doctor() -> int:
+    """`idlehound doctor`: 1 when a check failed."""
+    from ..doctor import run_checks
+
+    return 0 if run_checks() else 1
