@@ -8,7 +8,10 @@ Public API (every function works without the CLI):
     report = idlehound.report_data(result, findings)   # the JSON document
 """
 
-from __future__ import annotations
+# First, before anything slow is imported: Ctrl-C while the CLI starts exits 130 quietly.
+from ._startup import quiet_interrupts
+
+quiet_interrupts()
 
 __version__ = "0.1.0"
 
