@@ -134,8 +134,8 @@ class TableBuilder:
     def _compact(self) -> None:
         """Join the columns of the latest pieces. Piece-sized arrays live on the malloc heap, which keeps their
         pages after they are freed; joined ones are mapped on their own and given back when build() joins them."""
-        for v in self._cols.values():
-            v[self._big:] = [np.concatenate(v[self._big:])]
+        for k, v in self._cols.items():  # compacted: a table of millions of events waits here until build()
+            v[self._big:] = [_compact(k, np.concatenate(v[self._big:]))]
         self._big += 1
 
     def _id_col(self, events: list, key: str) -> np.ndarray:
@@ -189,7 +189,7 @@ class TableBuilder:
 
     def parts(self) -> tuple:
         """What merge() needs, as plain picklable values (sent back from worker processes)."""
-        cols = {k: (np.concatenate(v) if v else np.zeros(0, dtype=_COLS[k])) for k, v in self._cols.items()}
+        cols = {k: _pack(k, np.concatenate(v) if v else np.zeros(0, dtype=_COLS[k])) for k, v in self._cols.items()}
         return (cols, list(self._name_ix), list(self._cat_ix), list(self._str_ix), self.extra, self.n,
                 self.bad_times, self.negative_durs)
 
@@ -198,6 +198,8 @@ class TableBuilder:
         cols, names, cats, str_ids, extra, n, bad_times, negative_durs = parts
         c = self._cols
         for k, v in cols.items():
+            if v.ndim == 0:  # one value for all n events (_pack)
+                v = np.broadcast_to(v.reshape(1), (n,))
             if k == "name":
                 v = _remap(v, names, self._name_ix)
             elif k == "cat":
@@ -230,6 +232,7 @@ class TableBuilder:
             self.bad_times += int((~keep).sum())
             cols = {k: v[keep] for k, v in cols.items()}
             extra = _keep_extras(extra, keep)
+        cols = {k: _compact(k, v) for k, v in cols.items()}
         return EventTable(
             names=list(self._name_ix), cats=list(self._cat_ix), extra=extra,
             str_ids=list(self._str_ix), **cols)
@@ -296,6 +299,32 @@ def _arg_ids(events: list, f: str) -> np.ndarray:
 def _missing_ids(x: np.ndarray) -> np.ndarray:
     """Absent ids and ids beyond +-2**62 (not real Kineto ids) become NONE."""
     return np.where((x == NO_ID) | (np.abs(x) >= 2**62), NONE, x)
+
+
+_NARROW = ("pid", "tid", "ext", "corr", "py_id", "py_parent")  # ids: compared, sorted, looked up; never summed
+_I32 = np.iinfo(np.int32)
+
+
+def _compact(key: str, col: np.ndarray) -> np.ndarray:
+    """The same values in less memory: a column of one value becomes a read-only view of that value (no bytes per
+    event: ids a trace does not have, args it never sets), and id columns that fit become int32. Times stay int64.
+    Columns are read, never written in place (a change makes a new array), so a read-only view is safe."""
+    if col.size < 2 or key == "ts":
+        return col
+    first = col[:1]
+    same = np.isnan(col).all() if col.dtype.kind == "f" and np.isnan(first[0]) else not (col != first[0]).any()
+    if same:
+        return np.broadcast_to(first.copy(), col.shape)
+    if key in _NARROW and col.dtype == np.int64 and _I32.min <= col.min() and col.max() <= _I32.max:
+        return col.astype(np.int32)
+    return col
+
+
+def _pack(key: str, col: np.ndarray) -> np.ndarray:
+    """A compacted column to send between processes: a column of one value as that value (a 0-d array; a
+    broadcast view would be pickled at full length)."""
+    col = _compact(key, col)
+    return col[0].reshape(()).copy() if col.size > 1 and col.strides == (0,) else col
 
 
 def _join(pieces: list[np.ndarray], dtype) -> np.ndarray:
