@@ -124,7 +124,11 @@ def parse_trace_bytes(buf: _limits.Buffer, path: Union[str, Path] = "<bytes>") -
     gc.disable()
     try:
         if _parallel.worth_it(len(memoryview(raw_events))):
-            _parallel.fill(builder, raw_events, stats)  # pieces decoded on several cores
+            _parallel.RELEASE = lambda lo, hi, b=buf: _limits.release(b, at + lo - 1, at + hi)
+            try:
+                _parallel.fill(builder, raw_events, stats)  # pieces decoded on several cores
+            finally:
+                _parallel.RELEASE = None
         else:
             for piece in _limits.slices(raw_events, cuts, buf, at):  # about 1 MB of events decoded at a time
                 _parallel.add_piece(builder, piece, stats)

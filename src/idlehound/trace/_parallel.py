@@ -14,7 +14,7 @@ import multiprocessing
 import os
 import re
 import threading
-from typing import Optional
+from typing import Callable, Optional
 
 import msgspec
 
@@ -25,6 +25,8 @@ PIECE_BYTES = 2 * 2**20  # one piece of events decoded at a time (about 8k event
 PARALLEL_MIN = 48 * 2**20  # below this, starting worker processes costs more than it saves
 _CUT = re.compile(rb",\s*\{")
 _SHARED: Optional[memoryview] = None  # the events array, inherited by forked workers (no copy)
+# Set by the loader when the array lies in a mapped file: drops the pages of [lo, hi) once decoded.
+RELEASE: Optional[Callable[[int, int], None]] = None
 
 
 class BadCut(Exception):
@@ -119,6 +121,8 @@ def _decode_range(mv: memoryview, lo: int, hi: int, builder: TableBuilder, stats
                 builder.add(batch)
         except msgspec.DecodeError:
             raise BadCut from None
+        if RELEASE is not None:
+            RELEASE(a, b)
 
 
 def _fill_parallel(builder: TableBuilder, mv: memoryview, stats: dict[str, int], n_jobs: int) -> None:

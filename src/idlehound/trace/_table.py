@@ -16,6 +16,7 @@ PH_CODES = {"X": 0, "i": 1, "I": 1, "s": 2, "f": 3, "M": 4, "C": 5, "B": 6, "E":
 PH_X, PH_I, PH_M = 0, 1, 4
 NONE = -1  # missing integer argument
 COMPACT_EVERY = 16  # pieces (of about 8k events) between joins of their columns
+COMPACT_EVENTS = 2**17  # or events (~10 MB of full-width columns)
 MAX_TS_US = 9.0e15  # |ts| in µs beyond which int64 ns would overflow
 EPOCH_NS = 10**18  # 2001-09-09 as Unix-epoch ns: times above are absolute, not relative to a base time
 
@@ -83,6 +84,7 @@ class TableBuilder:
         self._str_ix: dict[str, int] = {}
         self._shared: dict = {}
         self._big = 0  # leading entries of each self._cols list that are already joined
+        self._pending = 0  # events in the pieces not joined yet
         self._id_codes = _IdCodes(self._id)  # pid/tid value -> int64 code (few distinct values: a small dict)
         self._cols: dict[str, list[np.ndarray]] = {k: [] for k in _COLS}
         self.extra: dict[str, dict[int, Any]] = {
@@ -128,7 +130,9 @@ class TableBuilder:
         c["nbytes"].append(np.where(np.isnan(nbytes), _float_col(events, "args.mem_bytes"), nbytes))
         self._extras(events)
         self.n += n
-        if len(c["ts"]) - self._big >= COMPACT_EVERY:
+        self._pending += n
+        # Also by events: a slice of tiny events ({} is 3 bytes) makes 80 bytes of columns an event until joined.
+        if len(c["ts"]) - self._big >= COMPACT_EVERY or self._pending >= COMPACT_EVENTS:
             self._compact()
 
     def _compact(self) -> None:
@@ -137,6 +141,7 @@ class TableBuilder:
         for k, v in self._cols.items():  # compacted: a table of millions of events waits here until build()
             v[self._big:] = [_compact(k, np.concatenate(v[self._big:]))]
         self._big += 1
+        self._pending = 0
 
     def _id_col(self, events: list, key: str) -> np.ndarray:
         try:
@@ -223,7 +228,7 @@ class TableBuilder:
     def build(self) -> EventTable:
         cols = {}
         for k in list(self._cols):  # each column's pieces dropped once joined: at most one column held twice
-            cols[k] = _join(self._cols.pop(k), _COLS[k])
+            cols[k] = _compact(k, _join(self._cols.pop(k), _COLS[k]))
             trim()  # hand the pieces' heap memory back before the next column is allocated
         self.epoch_base_ns = _rebase_epoch(cols)
         keep = cols.pop("_keep", None)
@@ -309,7 +314,7 @@ def _compact(key: str, col: np.ndarray) -> np.ndarray:
     """The same values in less memory: a column of one value becomes a read-only view of that value (no bytes per
     event: ids a trace does not have, args it never sets), and id columns that fit become int32. Times stay int64.
     Columns are read, never written in place (a change makes a new array), so a read-only view is safe."""
-    if col.size < 2 or key == "ts":
+    if col.size < 2:
         return col
     first = col[:1]
     same = np.isnan(col).all() if col.dtype.kind == "f" and np.isnan(first[0]) else not (col != first[0]).any()
