@@ -64,6 +64,9 @@ def fuzz(n: int, seed: int, names: list[str] | None) -> dict[str, int]:
             for p in path.parent.iterdir():
                 p.unlink()
             path.parent.rmdir()
+            if (i + 1) % 250 == 0:  # progress, for long runs
+                print(f"  ... {i + 1} cases: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+                      + (f", max memory {max(ratios)[0]:.2f}x" if ratios else ""), flush=True)
     dt = time.perf_counter() - t0
     print(f"{n} mutated real traces ({len(sources)} recorded runs, seed {seed}) in {dt:.0f} s")
     print(f"  clean errors    {counts['error']}")
