@@ -1,12 +1,17 @@
 """Ctrl-C and SIGTERM at random moments of a real `idlehound run` start-up (fresh interpreter, torch imported).
 
-    python benchmarks/bench_startup_signals.py [--trials 24] [--max-delay 4] [--seed 1]
+    python benchmarks/bench_startup_signals.py [--trials 24] [--max-delay 4] [--seed 1] [--cli-only]
 
 Each trial starts `python -m idlehound run` on a script that trains until signalled, sends the signal after a
 uniform random delay in [0, max-delay] s (most land while torch is imported and the session starts), and prints
 the tally: exit codes, click's "Aborted!", tracebacks, run.json states. Target: every SIGINT ends 130 (or -2 while
 python itself starts), every SIGTERM 143 (or -15 before idlehound's handler is installed), no "Aborted!", no
 traceback, no run.json left at "running".
+
+A second part sends SIGINT during plain CLI start-up (`python -m idlehound analyze` and the `idlehound` console
+script, whose imports run before main() can catch anything), at a uniform random delay within that start-up.
+Target: exit 130 with one line, or an interruption of Python's own start-up (before idlehound's first line runs;
+tallied apart), never a traceback through idlehound's code.
 """
 
 from __future__ import annotations
@@ -37,13 +42,47 @@ def trial(sig: int, delay: float, logdir: Path) -> dict:
             "run_json": states[0] if states else "none"}
 
 
+def cli_trial(cmd: list[str], delay: float) -> dict:
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=300)
+    ours = any(line.strip().startswith("File ") and "idlehound" in line and "/bin/idlehound" not in line
+               for line in err.splitlines())
+    return {"code": p.returncode, "traceback": "Traceback" in err, "idlehound_traceback": ours}
+
+
+def cli_start_up(trials: int, rng: random.Random) -> None:
+    trace = Path(__file__).resolve().parents[1] / "tests" / "traces" / "demo"
+    cmds = {"python -m idlehound": [sys.executable, "-m", "idlehound", "analyze", str(trace)]}
+    script = Path(sys.executable).parent / "idlehound"
+    if script.exists():
+        cmds["console script"] = [str(script), "analyze", str(trace)]
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "idlehound", "--version"], capture_output=True)
+    start = time.perf_counter() - t0
+    for label, cmd in cmds.items():
+        tally: Counter = Counter()
+        for _ in range(trials):
+            r = cli_trial(cmd, rng.uniform(0, start))
+            tally[f"exit {r['code']}"] += 1
+            tally["traceback (python start-up)"] += r["traceback"] and not r["idlehound_traceback"]
+            tally["traceback through idlehound"] += r["idlehound_traceback"]
+        print(f"SIGINT in {label} start-up ({start:.2f} s): {trials} trials: "
+              + ", ".join(f"{k}: {v}" for k, v in sorted(tally.items())))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=24)
     ap.add_argument("--max-delay", type=float, default=4.0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cli-only", action="store_true", help="only the plain CLI start-up part")
     a = ap.parse_args()
     rng = random.Random(a.seed)
+    cli_start_up(a.trials, rng)
+    if a.cli_only:
+        return
     for sig in (signal.SIGINT, signal.SIGTERM):
         tally: Counter = Counter()
         for _ in range(a.trials):

@@ -37,6 +37,7 @@ def fuzz(n: int, seed: int, names: list[str] | None) -> dict[str, int]:
     rng = random.Random(seed)
     sources = load_sources(names)
     counts: collections.Counter = collections.Counter()
+    ratios: list[tuple[float, str]] = []
     examples: dict[str, list[str]] = collections.defaultdict(list)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -44,9 +45,14 @@ def fuzz(n: int, seed: int, names: list[str] | None) -> dict[str, int]:
             src = rng.choice(sources)
             case = mutate(src, rng)
             path = case.write(Path(tmp) / f"case{i}")
+            size = len(gzip.decompress(path.read_bytes())) if path.suffix == ".gz" else path.stat().st_size
+            before = _status("VmRSS:")
+            _reset_peak()
             out = run_case(path)
+            if out.kind == "analysed":  # peak growth of this process over the uncompressed trace
+                ratios.append(((_status("VmHWM:") - before) / max(size, 1), label_of(case)))
             counts[out.kind] += 1
-            label = f"{case.source} {' '.join(case.ops)}"
+            label = label_of(case)
             if out.kind == "internal":
                 examples["internal error"].append(f"{label}: {out.message}")
             if out.problems:
@@ -58,6 +64,9 @@ def fuzz(n: int, seed: int, names: list[str] | None) -> dict[str, int]:
             for p in path.parent.iterdir():
                 p.unlink()
             path.parent.rmdir()
+            if (i + 1) % 250 == 0:  # progress, for long runs
+                print(f"  ... {i + 1} cases: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+                      + (f", max memory {max(ratios)[0]:.2f}x" if ratios else ""), flush=True)
     dt = time.perf_counter() - t0
     print(f"{n} mutated real traces ({len(sources)} recorded runs, seed {seed}) in {dt:.0f} s")
     print(f"  clean errors    {counts['error']}")
@@ -65,11 +74,35 @@ def fuzz(n: int, seed: int, names: list[str] | None) -> dict[str, int]:
     print(f"  internal errors {counts['internal']}")
     print(f"  impossible      {counts['impossible']}")
     print(f"  invalid JSON    {counts['invalid_json']}")
+    if ratios:
+        worst, which = max(ratios)
+        print(f"  peak memory per analysed case (growth over the uncompressed trace): median "
+              f"{sorted(r for r, _ in ratios)[len(ratios) // 2]:.2f}x, max {worst:.2f}x ({which[:120]})")
     for what, ex in examples.items():
         print(f"  {what}, first of {len(ex)}:")
         for line in ex[:5]:
             print(f"    {line[:300]}")
     return counts
+
+
+def label_of(case) -> str:
+    return f"{case.source} {' '.join(case.ops)}"
+
+
+def _status(key: str) -> int:
+    """kB -> bytes, from /proc (0 where there is none)."""
+    try:
+        return next(int(x.split()[1]) * 1024 for x in open("/proc/self/status") if x.startswith(key))
+    except (OSError, StopIteration):
+        return 0
+
+
+def _reset_peak() -> None:
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # the peak (VmHWM) starts again from the current RSS
+    except OSError:
+        pass
 
 
 CHILD = r"""

@@ -12,7 +12,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 # Lowest first. A module may import from its own package, from anything in a lower layer, and from nothing in
 # its own layer's other packages or above: packages that share a layer stand beside each other.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("base", {"errors", "_version", "metrics"}),
+    ("base", {"errors", "_version", "metrics", "_startup"}),
     ("base helpers", {"_paths", "_limits", "sampler"}),
     ("run folder", {"runfolder"}),
     ("trace", {"trace"}),
@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("python -m idlehound", {"__main__"}),
 ]
 # Modules of the idlehound package itself that every layer may use although their names start with "_".
-SHARED_BASE = {"_version", "_paths", "_limits"}
+SHARED_BASE = {"_version", "_paths", "_limits", "_startup"}
 
 
 def _rank(unit: str, layers: list[tuple[str, set[str]]]) -> Optional[int]:

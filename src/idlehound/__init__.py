@@ -8,15 +8,18 @@ Public API (every function works without the CLI):
     report = idlehound.report_data(result, findings)   # the JSON document
 """
 
-from __future__ import annotations
+# First, before anything slow is imported: Ctrl-C while the CLI starts exits 130 quietly.
+from ._startup import quiet_interrupts
 
-from typing import Optional
+quiet_interrupts()
 
-from ._version import __version__
-from .analysis import Analysis
-from .diagnose import Finding, Thresholds, diagnose
-from .errors import CaptureError, IdlehoundError, TraceError
-from .trace import Trace, load_trace
+from typing import Optional  # noqa: E402  (after the interrupt guard, on purpose)
+
+from ._version import __version__  # noqa: E402
+from .analysis import Analysis  # noqa: E402
+from .diagnose import Finding, Thresholds, diagnose  # noqa: E402
+from .errors import CaptureError, IdlehoundError, TraceError  # noqa: E402
+from .trace import Trace, load_trace  # noqa: E402
 
 
 def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = None,

@@ -2,7 +2,7 @@
 
 A trace is data from someone else. Before it is parsed, its size is capped (a small gzip file can
 hold gigabytes) and its nesting depth is checked (deep JSON exhausts the decoder's recursion). The
-JSON is memory-mapped rather than read, and the event array is cut at top-level commas into slices
+JSON is copied into a private temporary file and memory-mapped rather than read, and the event array is cut at top-level commas into slices
 of about 1 MiB: decoding holds one slice of event objects at a time, and each slice's pages are
 released once decoded, so the JSON and the event table are not both in memory in full.
 """
@@ -83,29 +83,61 @@ Buffer = Union[bytes, bytearray, mmap.mmap]
 def read_limited(f: BinaryIO, path: Path, limit: int, gz: bool) -> Buffer:
     """The file's bytes (gunzipped when gz); stops with a TraceError past `limit` bytes.
 
-    A plain file is mapped, not read; a gzip file is decompressed in pieces into a temporary file that is then
-    mapped. Mapped pages can be dropped once parsed (release()), so the JSON need not stay in memory while the
-    event table grows. Where mapping fails, the bytes are read into memory instead.
+    Either way the bytes are first copied into an unlinked temporary file that is then mapped (a plain file is
+    copied in the kernel): mapped pages can be dropped once parsed (release()), so the JSON need not stay in
+    memory while the event table grows, and no other process can shrink that copy under the mapping (the
+    file itself could be truncated while read, and a vanished mapped page kills the process with SIGBUS).
+    Where no temporary file or mapping can be had, the bytes are read into memory instead.
     """
     if not gz:
         size = os.fstat(f.fileno()).st_size
         if size > limit:
             raise _too_big(path, limit, f"the file ({_size(size)})")
-        with contextlib.suppress(OSError, ValueError):  # ValueError: an empty file cannot be mapped
-            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        out = bytearray(size)
-        del out[f.readinto(out):]
-        return out
     spool = _spool()
     if spool is None:
-        return _gunzip(f, path, limit, bytearray())
+        return _read_whole(f, path, size) if not gz else _gunzip(f, path, limit, bytearray())
     with spool:
-        size = _gunzip(f, path, limit, spool)
+        if not gz:
+            _copy(f, spool, path, size)
+        else:
+            size = _gunzip(f, path, limit, spool)
         if size:
             with contextlib.suppress(OSError, ValueError):
                 return mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ)
         spool.seek(0)
         return spool.read()
+
+
+def _changed(path: Path) -> TraceError:
+    return TraceError(path, "the file changed while it was read (truncated or still being written?)")
+
+
+def _read_whole(f: BinaryIO, path: Path, size: int) -> bytearray:
+    out = bytearray(size)
+    got = f.readinto(out)
+    if got != size or os.fstat(f.fileno()).st_size != size:
+        raise _changed(path)
+    return out
+
+
+def _copy(f: BinaryIO, spool: BinaryIO, path: Path, size: int) -> None:
+    """Copy the file's `size` bytes into spool (in the kernel where it can); TraceError if the file changes."""
+    src, dst, done = f.fileno(), spool.fileno(), 0
+    try:
+        while done < size:
+            n = os.copy_file_range(src, dst, min(size - done, 2**30), done, done)
+            if n == 0:
+                raise _changed(path)
+            done += n
+    except (AttributeError, OSError):  # no copy_file_range (not Linux, old kernel, some file systems)
+        while done < size:
+            piece = os.pread(src, min(size - done, _READ_BYTES), done)
+            if not piece:
+                raise _changed(path) from None
+            os.pwrite(dst, piece, done)
+            done += len(piece)
+    if os.fstat(src).st_size != size:
+        raise _changed(path)
 
 
 def _spool() -> Optional[BinaryIO]:

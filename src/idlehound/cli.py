@@ -11,7 +11,7 @@ from typing import Optional
 
 import click
 
-from . import app
+from . import _startup, app
 from ._version import __version__
 from .errors import IdlehoundError
 
@@ -46,6 +46,7 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context):
         """A Ctrl-C anywhere in a command exits 130, as a shell expects, not click's "Aborted!" and 1."""
         try:
+            _startup.restore()
             return super().invoke(ctx)
         except KeyboardInterrupt:
             _fail("interrupted", 130)

@@ -21,26 +21,33 @@ def _breakdown(ctx: _Context, steps: list[Step], device: Optional[int]) -> None:
     comm = ctx.is_comm[gsel]
     memcpy = np.isin(ev.cat[g], [ev.cat_id("gpu_memcpy"), ev.cat_id("Memcpy")])
     memset = np.isin(ev.cat[g], [ev.cat_id("gpu_memset"), ev.cat_id("Memset")])
-    step_like = ev.mask_names(lambda n: roles.step_number(n) is not None)
-    host_cpu = ctx.x_cpu[~step_like[ctx.x_cpu] & ~np.isin(ctx.x_cpu, ctx.runtime)
-                         & ~np.isin(ctx.x_cpu, ctx.dataloader)]
-    sets = {
-        "Kernel": ctx.spans(g[kcat & ~comm]),
-        "Memcpy": ctx.spans(g[memcpy]),
-        "Memset": ctx.spans(g[memset]),
-        "Communication": ctx.spans(np.concatenate([g[comm], ctx.comm_ops])),
-        "Runtime": ctx.spans(ctx.runtime),
-        "DataLoader": ctx.spans(ctx.dataloader),
-        "CPU Exec": ctx.spans(host_cpu),
+    host = np.zeros(len(ev), bool)  # masks over the events, not np.isin of event lists (sorted copies of each)
+    host[ctx.x_cpu] = True
+    host &= ~ev.mask_names(lambda n: roles.step_number(n) is not None)
+    host[ctx.runtime] = False
+    host[ctx.dataloader] = False
+    host_cpu = np.flatnonzero(host)
+    del host
+    members = {  # each category's span set is built when its turn comes and dropped after (one at a time)
+        "Kernel": lambda: g[kcat & ~comm],
+        "Memcpy": lambda: g[memcpy],
+        "Memset": lambda: g[memset],
+        "Communication": lambda: np.concatenate([g[comm], ctx.comm_ops]),
+        "Runtime": lambda: ctx.runtime,
+        "DataLoader": lambda: ctx.dataloader,
+        "CPU Exec": lambda: host_cpu,
     }
     s0 = np.array([s.start_ns for s in steps], np.int64)
     s1 = np.array([s.end_ns for s in steps], np.int64)
     remaining = iv.union(s0, s1)
     per = {}
     for name in BREAKDOWN[:-1]:
-        claimed = iv.intersect(remaining, sets[name])
+        spans = ctx.spans(members[name]())
+        claimed = iv.intersect(remaining, spans)
         per[name] = iv.measure_in(claimed, s0, s1)
-        remaining = iv.subtract(remaining, sets[name])
+        del claimed
+        remaining = iv.subtract(remaining, spans)
+        del spans
     per["Other"] = iv.measure_in(remaining, s0, s1)
     for i, s in enumerate(steps):
         s.breakdown_ns = {k: int(per[k][i]) for k in BREAKDOWN}

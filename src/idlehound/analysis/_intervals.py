@@ -16,18 +16,33 @@ def union(starts: np.ndarray, ends: np.ndarray) -> Set:
     s = np.asarray(starts, dtype=np.int64)
     e = np.asarray(ends, dtype=np.int64)
     keep = e > s
-    s, e = s[keep], e[keep]
+    if not keep.all():
+        s, e = s[keep], e[keep]
+    del keep
     if s.size == 0:
         return EMPTY
-    order = np.argsort(s, kind="stable")
-    s, e = s[order], e[order]
+    if not _sorted(s):
+        order = np.argsort(s, kind="stable")
+        s, e = s[order], e[order]
+        del order
     run_end = np.maximum.accumulate(e)
-    new = np.empty(s.size, dtype=bool)
+    new = np.empty(s.size, dtype=bool)  # an interval that starts a group (masks: 1 byte where indices took 8)
     new[0] = True
-    new[1:] = s[1:] > run_end[:-1]
-    group_starts = np.flatnonzero(new)
-    group_ends = np.append(group_starts[1:], s.size) - 1
-    return s[group_starts], run_end[group_ends]
+    np.greater(s[1:], run_end[:-1], out=new[1:])
+    last = np.empty(s.size, dtype=bool)  # the last interval of its group
+    last[:-1] = new[1:]
+    last[-1] = True
+    return s[new], run_end[last]
+
+
+def _sorted(x: np.ndarray) -> bool:
+    """Whether x is in order (often so: events of one thread, every sweep's output); checked in chunks."""
+    step = 2**20
+    for i in range(0, x.size - 1, step):
+        chunk = x[i:i + step + 1]
+        if (chunk[1:] < chunk[:-1]).any():
+            return False
+    return True
 
 
 def total(a: Set) -> int:
@@ -35,18 +50,24 @@ def total(a: Set) -> int:
 
 
 def _combine(a: Set, b: Set, want: int) -> Set:
-    # Sweep: a contributes 1, b contributes 2; coverage value `want` selects the result.
+    # Sweep: a contributes 1, b contributes 2; coverage value `want` selects the result. Coverage stays in
+    # 0..3 (each set is disjoint), so the deltas and levels fit int8: 2 bytes a point where int64 took 16.
     pos = np.concatenate([a[0], a[1], b[0], b[1]])
-    delta = np.concatenate([np.ones_like(a[0]), -np.ones_like(a[1]),
-                            np.full_like(b[0], 2), np.full_like(b[1], -2)])
     if pos.size == 0:
         return EMPTY
-    order = np.lexsort((delta, pos))
+    na, nb = a[0].size, b[0].size
+    delta = np.empty(pos.size, np.int8)
+    delta[:na], delta[na:2 * na], delta[2 * na:2 * na + nb], delta[2 * na + nb:] = 1, -1, 2, -2
+    # Points at one position may come in any order: the segments between them are empty and dropped below.
+    order = np.argsort(pos, kind="stable")  # four sorted runs: a merge, and no second key to sort by
     pos, delta = pos[order], delta[order]
-    level = np.cumsum(delta)
-    seg_s, seg_e, seg_v = pos[:-1], pos[1:], level[:-1]
-    keep = (seg_v == want) & (seg_e > seg_s)
-    return union(seg_s[keep], seg_e[keep])
+    del order
+    level = np.cumsum(delta, dtype=np.int8)
+    del delta
+    keep = level[:-1] == want
+    del level
+    keep &= pos[1:] > pos[:-1]
+    return union(pos[:-1][keep], pos[1:][keep])
 
 
 def intersect(a: Set, b: Set) -> Set:

@@ -68,10 +68,23 @@ def _window_end(ev: EventTable):
 
 
 def _window(ev: EventTable, ctx: _Context, exclude: np.ndarray = np.zeros(0, np.int64)) -> tuple[int, int]:
-    idx = np.setdiff1d(np.concatenate([ctx.x_cpu, ctx.gpu]), exclude)
-    if idx.size == 0:
+    m = np.zeros(len(ev), bool)  # a mask, not a merged index list: 1 byte an event, not 3 sorted copies of 8
+    m[ctx.x_cpu] = True
+    m[ctx.gpu] = True
+    m[exclude] = False
+    if not m.any():
         return 0, 0
-    return int(ev.ts[idx].min()), int((ev.ts[idx] + ev.dur[idx]).max())
+    lo, hi = None, None
+    for a in range(0, len(ev), _CHUNK):  # start and end of the chosen events, a chunk at a time
+        sel = np.flatnonzero(m[a:a + _CHUNK]) + a
+        if sel.size:
+            ts = ev.ts[sel]
+            c_lo, c_hi = int(ts.min()), int((ts + ev.dur[sel]).max())
+            lo, hi = (c_lo, c_hi) if lo is None else (min(lo, c_lo), max(hi, c_hi))
+    return lo, hi
+
+
+_CHUNK = 2**20
 
 
 def _extend_to_gpu(ev: EventTable, ctx: _Context, steps: list[Step], notes: list[str]) -> None:

@@ -16,6 +16,7 @@ PH_CODES = {"X": 0, "i": 1, "I": 1, "s": 2, "f": 3, "M": 4, "C": 5, "B": 6, "E":
 PH_X, PH_I, PH_M = 0, 1, 4
 NONE = -1  # missing integer argument
 COMPACT_EVERY = 16  # pieces (of about 8k events) between joins of their columns
+COMPACT_EVENTS = 2**17  # or events (~10 MB of full-width columns)
 MAX_TS_US = 9.0e15  # |ts| in µs beyond which int64 ns would overflow
 EPOCH_NS = 10**18  # 2001-09-09 as Unix-epoch ns: times above are absolute, not relative to a base time
 
@@ -83,6 +84,7 @@ class TableBuilder:
         self._str_ix: dict[str, int] = {}
         self._shared: dict = {}
         self._big = 0  # leading entries of each self._cols list that are already joined
+        self._pending = 0  # events in the pieces not joined yet
         self._id_codes = _IdCodes(self._id)  # pid/tid value -> int64 code (few distinct values: a small dict)
         self._cols: dict[str, list[np.ndarray]] = {k: [] for k in _COLS}
         self.extra: dict[str, dict[int, Any]] = {
@@ -128,15 +130,18 @@ class TableBuilder:
         c["nbytes"].append(np.where(np.isnan(nbytes), _float_col(events, "args.mem_bytes"), nbytes))
         self._extras(events)
         self.n += n
-        if len(c["ts"]) - self._big >= COMPACT_EVERY:
+        self._pending += n
+        # Also by events: a slice of tiny events ({} is 3 bytes) makes 80 bytes of columns an event until joined.
+        if len(c["ts"]) - self._big >= COMPACT_EVERY or self._pending >= COMPACT_EVENTS:
             self._compact()
 
     def _compact(self) -> None:
         """Join the columns of the latest pieces. Piece-sized arrays live on the malloc heap, which keeps their
         pages after they are freed; joined ones are mapped on their own and given back when build() joins them."""
-        for v in self._cols.values():
-            v[self._big:] = [np.concatenate(v[self._big:])]
+        for k, v in self._cols.items():  # compacted: a table of millions of events waits here until build()
+            v[self._big:] = [_compact(k, np.concatenate(v[self._big:]))]
         self._big += 1
+        self._pending = 0
 
     def _id_col(self, events: list, key: str) -> np.ndarray:
         try:
@@ -192,7 +197,7 @@ class TableBuilder:
 
     def parts(self) -> tuple:
         """What merge() needs, as plain picklable values (sent back from worker processes)."""
-        cols = {k: (np.concatenate(v) if v else np.zeros(0, dtype=_COLS[k])) for k, v in self._cols.items()}
+        cols = {k: _pack(k, np.concatenate(v) if v else np.zeros(0, dtype=_COLS[k])) for k, v in self._cols.items()}
         return (cols, list(self._name_ix), list(self._cat_ix), list(self._str_ix), self.extra, self.n,
                 self.bad_times, self.negative_durs)
 
@@ -201,6 +206,8 @@ class TableBuilder:
         cols, names, cats, str_ids, extra, n, bad_times, negative_durs = parts
         c = self._cols
         for k, v in cols.items():
+            if v.ndim == 0:  # one value for all n events (_pack)
+                v = np.broadcast_to(v.reshape(1), (n,))
             if k == "name":
                 v = _remap(v, names, self._name_ix)
             elif k == "cat":
@@ -224,7 +231,7 @@ class TableBuilder:
     def build(self) -> EventTable:
         cols = {}
         for k in list(self._cols):  # each column's pieces dropped once joined: at most one column held twice
-            cols[k] = _join(self._cols.pop(k), _COLS[k])
+            cols[k] = _compact(k, _join(self._cols.pop(k), _COLS[k]))
             trim()  # hand the pieces' heap memory back before the next column is allocated
         self.epoch_base_ns = _rebase_epoch(cols)
         keep = cols.pop("_keep", None)
@@ -233,6 +240,7 @@ class TableBuilder:
             self.bad_times += int((~keep).sum())
             cols = {k: v[keep] for k, v in cols.items()}
             extra = _keep_extras(extra, keep)
+        cols = {k: _compact(k, v) for k, v in cols.items()}
         return EventTable(
             names=list(self._name_ix), cats=list(self._cat_ix), extra=extra,
             str_ids=list(self._str_ix), **cols)
@@ -299,6 +307,32 @@ def _arg_ids(events: list, f: str) -> np.ndarray:
 def _missing_ids(x: np.ndarray) -> np.ndarray:
     """Absent ids and ids beyond +-2**62 (not real Kineto ids) become NONE."""
     return np.where((x == NO_ID) | (np.abs(x) >= 2**62), NONE, x)
+
+
+_NARROW = ("pid", "tid", "ext", "corr", "py_id", "py_parent")  # ids: compared, sorted, looked up; never summed
+_I32 = np.iinfo(np.int32)
+
+
+def _compact(key: str, col: np.ndarray) -> np.ndarray:
+    """The same values in less memory: a column of one value becomes a read-only view of that value (no bytes per
+    event: ids a trace does not have, args it never sets), and id columns that fit become int32. Times stay int64.
+    Columns are read, never written in place (a change makes a new array), so a read-only view is safe."""
+    if col.size < 2:
+        return col
+    first = col[:1]
+    same = np.isnan(col).all() if col.dtype.kind == "f" and np.isnan(first[0]) else not (col != first[0]).any()
+    if same:
+        return np.broadcast_to(first.copy(), col.shape)
+    if key in _NARROW and col.dtype == np.int64 and _I32.min <= col.min() and col.max() <= _I32.max:
+        return col.astype(np.int32)
+    return col
+
+
+def _pack(key: str, col: np.ndarray) -> np.ndarray:
+    """A compacted column to send between processes: a column of one value as that value (a 0-d array; a
+    broadcast view would be pickled at full length)."""
+    col = _compact(key, col)
+    return col[0].reshape(()).copy() if col.size > 1 and col.strides == (0,) else col
 
 
 def _join(pieces: list[np.ndarray], dtype) -> np.ndarray:

@@ -1,0 +1,186 @@
+"""Peak memory of a whole analysis on hostile trace shapes, over the uncompressed input size.
+
+    python benchmarks/bench_memory.py [--mb 100] [--cases tiny,varied,...] [--gzip] [--jobs N]
+
+Writes each shape at about --mb MiB of JSON (streamed to a temporary file), then analyses it in a fresh
+process as `idlehound analyze` does (load, analyse, diagnose, report document) and prints the process's peak
+RSS net of the interpreter and imports (VmHWM, reset after imports), over the JSON size, and the largest peak
+of a worker process (large files are decoded on several cores; RUSAGE_CHILDREN). Target (issue 14): <= 2x.
+
+Shapes:
+  tiny        the smallest Kineto event repeated (one op name, one thread, back to back)
+  varied      tiny events with 1,000 op names, 64 threads, varied durations and gaps (no two spans touch)
+  ids         cpu_ops with External ids and kernels with correlation ids (every id column in use)
+  python      python_function frames, 24 deep, with Python id / parent id (a with_stack trace)
+  long        names of 100 kB each
+  nested      every event carries args nested 60 deep (the limit is 64)
+  real        the recorded demo trace repeated, times and ids shifted
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CHILD = r"""
+import resource, sys
+import idlehound.pipeline, idlehound.report.terminal
+from idlehound.errors import IdlehoundError
+
+def status(key):  # kB -> bytes
+    return next(int(x.split()[1]) * 1024 for x in open("/proc/self/status") if x.startswith(key))
+
+base = status("VmRSS:")
+open("/proc/self/clear_refs", "w").write("5")  # reset the peak (VmHWM) to the current RSS
+try:
+    r = idlehound.pipeline.analyze_path(sys.argv[1])
+    outcome = f"analysed, {len(r.analysis.trace.events)} events"
+except IdlehoundError as e:
+    outcome = "error: " + str(e)[-90:]
+kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+print("RESULT", base, status("VmHWM:"), kids, outcome)
+"""
+
+
+def _ev(ph="X", cat="cpu_op", name="a", pid=1, tid=1, ts=0, dur=1, args=None) -> str:
+    a = "" if args is None else ',"args":' + args
+    return f'{{"ph":"{ph}","cat":"{cat}","name":"{name}","pid":{pid},"tid":{tid},"ts":{ts},"dur":{dur}{a}}}'
+
+
+def tiny(size: int) -> Iterator[str]:
+    for i in range(size // 70):
+        yield _ev(ts=i)
+
+
+def varied(size: int) -> Iterator[str]:
+    for i in range(size // 80):
+        yield _ev(name=f"op{i % 1000}", tid=1 + i % 64, ts=3 * i, dur=1 + i % 2)
+
+
+def ids(size: int) -> Iterator[str]:
+    yield _ev(name="ProfilerStep#1", ts=0, dur=10**9)
+    for i in range(size // 380):
+        t = 10 + 4 * i
+        yield _ev(name=f"aten::op{i % 100}", ts=t, dur=2, args=f'{{"External id":{i}}}')
+        yield _ev(cat="cuda_runtime", name="cudaLaunchKernel", ts=t + 1, dur=1,
+                  args=f'{{"External id":{i},"correlation":{i}}}')
+        yield _ev(cat="kernel", name=f"k{i % 50}", pid=0, tid=7, ts=t + 2, dur=1,
+                  args=f'{{"External id":{i},"correlation":{i},"device":0,"stream":7}}')
+
+
+def python(size: int) -> Iterator[str]:
+    depth, i, t = 24, 0, 0
+    yield _ev(name="ProfilerStep#1", ts=0, dur=10**9)
+    while i * 150 < size:
+        for d in range(depth):  # a stack of frames, each inside its parent
+            yield _ev(cat="python_function", name=f"train.py({10 + d}): f{d}", ts=t + d, dur=2 * (depth - d),
+                      args=f'{{"Python id":{i + d},"Python parent id":{i + d - 1 if d else -1}}}')
+        yield _ev(name="aten::add", ts=t + depth, dur=1)
+        i += depth
+        t += 2 * depth + 1
+
+
+def long(size: int) -> Iterator[str]:
+    s = "x" * 100_000
+    for i in range(size // 100_080):
+        yield _ev(name=f"{s}{i}", ts=i)
+
+
+def nested(size: int) -> Iterator[str]:
+    deep = '{"x":' * 30 + "[" * 28 + "1" + "]" * 28 + "}" * 30
+    for i in range(size // (len(deep) + 80)):
+        yield _ev(ts=i, args=deep)
+
+
+def real(size: int) -> Iterator[str]:
+    doc = json.loads(gzip.decompress(next((ROOT / "tests/traces/demo").glob("*.pt.trace.json.gz")).read_bytes()))
+    events = doc["traceEvents"]
+    span = max(e.get("ts", 0) + e.get("dur", 0) for e in events) - min(e.get("ts", 0) for e in events) + 1000
+    one = len(json.dumps(events))
+    for k in range(max(1, size // one)):
+        for e in events:
+            if "ts" in e and e.get("ph") != "M":
+                e = dict(e, ts=e["ts"] + k * span)
+                if k and isinstance(e.get("args"), dict):
+                    e["args"] = {a: (v + k * 10**7 if a in ("External id", "correlation") and isinstance(v, int)
+                                     else v) for a, v in e["args"].items()}
+            yield json.dumps(e)
+
+
+SHAPES = {"tiny": tiny, "varied": varied, "ids": ids, "python": python, "long": long, "nested": nested,
+          "real": real}
+
+
+def write(path: Path, events: Iterator[str], gz: bool) -> int:
+    """Stream the events into path; returns the JSON size."""
+    size = 0
+    with (gzip.open(path, "wb", compresslevel=1) if gz else open(path, "wb")) as f:
+        head = b'{"schemaVersion":1,"traceEvents":['
+        f.write(head)
+        size += len(head)
+        batch, first = [], True
+        for e in events:
+            batch.append(e)
+            if len(batch) == 10_000:
+                data = ("" if first else ",") + ",".join(batch)
+                f.write(data.encode())
+                size += len(data)
+                batch, first = [], False
+        data = ("" if first or not batch else ",") + ",".join(batch) + "]}"
+        f.write(data.encode())
+        size += len(data)
+    return size
+
+
+def measure(name: str, path: Path, size: int, jobs: str) -> float:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    if jobs:
+        env["IDLEHOUND_JOBS"] = jobs
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True, env=env,
+                       timeout=3600)
+    dt = time.perf_counter() - t0
+    line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT")), None)
+    if line is None:
+        print(f"  {name:14s} FAILED (exit {r.returncode}): {(r.stderr or r.stdout).strip().splitlines()[-1:]}")
+        return float("nan")
+    _, base, peak, kids, outcome = line.split(" ", 4)
+    ratio = (int(peak) - int(base)) / size
+    print(f"  {name:14s} {size / 2**20:7.0f} MiB  peak {int(peak) / 2**20:7.0f} MiB  net {ratio:4.2f}x  "
+          f"worker peak {int(kids) / size:4.2f}x  {dt:6.1f} s  {outcome}", flush=True)
+    return ratio
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb", type=float, default=100)
+    ap.add_argument("--cases", default=",".join(SHAPES))
+    ap.add_argument("--gzip", action="store_true", help="also each shape gzipped")
+    ap.add_argument("--jobs", default="", help="IDLEHOUND_JOBS for the analysis (default: all cores)")
+    a = ap.parse_args()
+    size = int(a.mb * 2**20)
+    print(f"peak RSS (net of interpreter and imports) over the JSON size, ~{a.mb:g} MiB per shape:")
+    worst = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in a.cases.split(","):
+            for gz in (False, True) if a.gzip else (False,):
+                path = Path(tmp) / ("case.pt.trace.json" + (".gz" if gz else ""))
+                n = write(path, SHAPES[case](size), gz)
+                ratio = measure(case + (" (gz)" if gz else ""), path, n, a.jobs)
+                worst = max(worst, ratio) if ratio == ratio else worst
+                path.unlink()
+    print(f"worst: {worst:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
