@@ -381,12 +381,14 @@ def _tune_progress():
               help="Most runs of each variant while its interval is wider than +-2%.")
 @click.option("--child-timeout", type=int, default=900, show_default=True,
               help="Seconds one run of the script (start-up, warm-up and timed steps) may take.")
+@click.option("--budget", type=float, default=None,
+              help="Seconds for the whole tune: candidates (most promising first) that would not fit are not tried.")
 @click.option("--logdir", type=click.Path(path_type=Path), default=Path("log"), show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.argument("script_and_args", nargs=-1, required=True, type=click.UNPROCESSED)
 @_guard
-def tune(steps, skip, try_, skip_candidate, no_diagnose, min_rounds, max_rounds, child_timeout, logdir, as_json,
-         script_and_args) -> None:
+def tune(steps, skip, try_, skip_candidate, no_diagnose, min_rounds, max_rounds, child_timeout, budget, logdir,
+         as_json, script_and_args) -> None:
     """Apply the fixes to an unmodified script, time each in rounds interleaved with the script as written
     (a 95% interval per speed-up), and check the losses still match."""
     from .tune import TuneOptions, run_tune
@@ -396,10 +398,12 @@ def tune(steps, skip, try_, skip_candidate, no_diagnose, min_rounds, max_rounds,
         raise IdlehoundError("tune: --steps must be >= 2 and --skip >= 1")
     if not 2 <= min_rounds <= max_rounds or child_timeout < 1:
         raise IdlehoundError("tune: need 2 <= --min-rounds <= --max-rounds and --child-timeout >= 1")
+    if budget is not None and budget <= 0:
+        raise IdlehoundError("tune: --budget must be > 0 seconds")
     opts = TuneOptions(steps=steps, skip=skip, try_=[t for t in try_.split(",") if t],
                        skip_candidates=[t for t in skip_candidate.split(",") if t], logdir=logdir,
                        diagnose=not no_diagnose, timeout_s=child_timeout, min_rounds=min_rounds,
-                       max_rounds=max_rounds)
+                       max_rounds=max_rounds, budget_s=budget)
     with _tune_progress() as progress:
         doc = run_tune(script_and_args[0], list(script_and_args[1:]), opts, progress)
     if as_json:

@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -31,6 +32,7 @@ from ._candidates import (
     workers_candidate,
 )
 from ._diff import changed_source, make_diff
+from ._predict import Predictor
 from ._stats import (
     MARGIN,
     Interval,
@@ -62,6 +64,7 @@ class TuneOptions:
     min_rounds: int = 3
     max_rounds: int = 5
     seed: int = 0
+    budget_s: Optional[float] = None  # wall time for the whole tune: candidates that would not fit are not tried
 
 
 Progress = Callable[[str, int, int], None]  # (what runs now, runs done, runs planned; 0 while not yet known)
@@ -74,7 +77,7 @@ def print_progress(message: str, done: int, total: int) -> None:
 
 
 def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress = print_progress) -> dict[str, Any]:
-    """Tune script; returns the tune document (schema idlehound/tune, version 2) and writes it to a run folder.
+    """Tune script; returns the tune document (schema idlehound/tune, version 3) and writes it to a run folder.
 
     Stage 1 times the loader candidates on the script as written. Stage 2 times the others one at a time on top
     of a stack that starts as the best loader setting, because a change that makes the GPU faster cannot show
@@ -91,6 +94,7 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
     cuda = torch.cuda.is_available()
     run_dir = new_run_dir(Path(opts.logdir), f"tune-{Path(script).stem}")
     lab = _Lab(script, args, opts, run_dir, cuda, progress)
+    clock = _Budget(opts.budget_s, lab)
     progress(f"baseline ({opts.skip} warm-up + {opts.steps} timed steps)", 0, 0)
     first = lab.first_baseline()
     if first["status"] != "ok":
@@ -99,28 +103,30 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
     causes: set[str] = set()
     if opts.diagnose:
         progress("diagnosing the baseline (short profile)", lab.done, 0)
-        causes = _diagnosed_causes(script, args, opts, run_dir)
+        causes, lab.predictor = _diagnosed_causes(script, args, opts, run_dir)
     chosen, skipped = _choose(all_candidates(os.cpu_count() or 2, cuda), causes, first, cuda, opts)
+    chosen = lab.predictor.ordered(chosen)
     stage1 = [c for c in chosen if c.needs_loader]
     stage2 = [c for c in chosen if not c.needs_loader]
     lab.plan(len(stage1), len(stage2))
-    outcomes = skipped + lab.experiment(None, stage1)
+    outcomes = skipped + clock.experiment(None, stage1)
     floor = _best(stage1, outcomes)
     extra = _refined(stage1, floor, cuda)
     lab.plan(len(extra), len(stage2))
-    outcomes += lab.experiment(None, extra, " (refining the sweep)")
+    outcomes += clock.experiment(None, extra, " (refining the sweep)")
     stage1 += extra
     stack = _Stack.start(_best(stage1, outcomes))
     for i, cand in enumerate(stage2):
         lab.plan(1, len(stage2) - i - 1)
-        stack = _on_top(lab, stack, cand, cand.name, outcomes)
+        stack = _on_top(clock, stack, cand, cand.name, outcomes)
     for cand in _more_workers(stack, stage1, cuda):
         lab.plan(1, 0)
-        stack = _on_top(lab, stack, cand, cand.name + "_on_stack", outcomes, " (again)")
+        stack = _on_top(clock, stack, cand, cand.name + "_on_stack", outcomes, " (again)")
     lab.last_baseline()
     progress("checking that the changed script runs", lab.done, lab.done + 1)
     doc = _document(script, opts, causes, [lab.baseline_outcome()] + outcomes, run_dir, lab.noise(), lab.drift(),
-                    lambda new: _runs_changed(script, args, opts, run_dir, new))
+                    lambda new: _runs_changed(script, args, opts, run_dir, new), lab.predictor.summary())
+    doc["wall_s"] = round(time.monotonic() - clock.t0, 1)
     progress("done", lab.done + 1, lab.done + 1)
     (run_dir / "tune.json").write_text(json.dumps(doc, indent=2))
     from .report import tune_html, tune_markdown
@@ -144,8 +150,11 @@ class _Lab:
         self.labels: dict[str, str] = {"baseline": "baseline"}
         self.checks: dict[str, tuple[bool, Optional[float], str]] = {}
         self.intervals: dict[str, Interval] = {}  # speed-up over the baseline, per arm
+        self.predicted: dict[str, Optional[float]] = {}  # the replay's speed-up over the arm's reference
         self.done, self.total = 0, 0
         self.sched = Schedule(opts.min_rounds, opts.max_rounds, seed=opts.seed)
+        self.predictor = Predictor(None)
+        self.run_s: list[float] = []  # wall time of each child run, for the budget
 
     def plan(self, arms: int, later: int) -> None:
         """Runs expected from here: this experiment's minimum, and that of the single-arm ones still to come."""
@@ -173,9 +182,11 @@ class _Lab:
             return []
         ref = stack.outcome.candidate if stack and stack.outcome else "baseline"
         names = names or [c.name for c in cands]
+        below = tuple(f for c in (stack.cands if stack else ()) for f in c.fixes)
         for cand, name in zip(cands, names):
             settings, math = stack.plus(cand) if stack else (cand.settings, cand.math)
             self.settings[name], self.math[name], self.labels[name] = settings, math, cand.label + note
+            self.predicted[name] = self.predictor.speedup(cand.fixes, below)
         measure_interleaved(ref, names, self._measure, self.sched, self.runs)
         return [self.outcome(n, ref, stack) for n in names]
 
@@ -184,7 +195,9 @@ class _Lab:
         self.total = max(self.total, self.done + 2)  # a loose interval adds rounds beyond the plan
         self.progress(f"{what} (run {i + 1})", self.done, self.total)
         n = len(self.results.get(arm, []))
+        t0 = time.monotonic()
         r = _run_child(self.script, self.args, self.settings[arm], self.opts, self.run_dir / f"{arm}.{n}.json")
+        self.run_s.append(time.monotonic() - t0)
         self.results.setdefault(arm, []).append(r)
         self.done += 1
         if r["status"] != "ok":
@@ -199,7 +212,7 @@ class _Lab:
     def outcome(self, name: str, ref: str, stack: Optional[_Stack]) -> Outcome:
         on_top = stack.outcome if stack else None
         o = Outcome(name, self.labels[name], settings=self.settings[name],
-                    on_top_of=stack.name if on_top is not None else None)
+                    on_top_of=stack.name if on_top is not None else None, predicted=self.predicted.get(name))
         results = self.results.get(name, [])
         failed = next((r for r in results if r["status"] != "ok"), None)
         if failed is not None:
@@ -235,6 +248,34 @@ class _Lab:
 
     def drift(self) -> Optional[float]:
         return drift_pct(self.runs, "baseline")
+
+
+class _Budget:
+    """The lab's experiments within --budget: one that would not fit (at the runs' mean wall time so far, with
+    the last baseline run and the diff check kept back) is not tried, and no round beyond the minimum starts
+    once the budget is spent."""
+
+    def __init__(self, budget_s: Optional[float], lab: _Lab) -> None:
+        self.budget_s, self.lab, self.t0 = budget_s, lab, time.monotonic()
+        if budget_s is not None:
+            lab.sched.enough = self.spent
+
+    def spent(self) -> bool:
+        return self.budget_s is not None and time.monotonic() - self.t0 + self._per_run() * 2 > self.budget_s
+
+    def _per_run(self) -> float:
+        return sum(self.lab.run_s) / len(self.lab.run_s) if self.lab.run_s else 0.0
+
+    def experiment(self, stack: Optional[_Stack], cands: list[Candidate], note: str = "",
+                   names: Optional[list[str]] = None) -> list[Outcome]:
+        runs = self.lab.sched.min_rounds * (len(cands) + 1) + 1
+        left = None if self.budget_s is None else self.budget_s - (time.monotonic() - self.t0)
+        if left is None or not cands or (runs + 2) * self._per_run() <= left:
+            return self.lab.experiment(stack, cands, note, names)
+        why = f"not tried: {runs} more runs would not fit the --budget of {self.budget_s:g} s"
+        return [Outcome(n, c.label + note, status="skipped", reason=why, settings=c.settings,
+                        on_top_of=stack.name if stack and stack.cands else None)
+                for c, n in zip(cands, names or [c.name for c in cands])]
 
 
 def _failure(r: dict[str, Any]) -> str:
@@ -287,8 +328,8 @@ def _run_child(script: str, args: list[str], settings: dict, opts: TuneOptions, 
     return json.loads(out.read_text())
 
 
-def _diagnosed_causes(script, args, opts, run_dir: Path) -> set[str]:
-    """Profile a short window of the unmodified script and keep the causes the diagnosis found."""
+def _diagnosed_causes(script, args, opts, run_dir: Path) -> tuple[set[str], Predictor]:
+    """Profile a short window of the unmodified script; the causes the diagnosis found, and its replay."""
     from ..pipeline import analyze_path
 
     logdir = run_dir / "profile"
@@ -298,15 +339,15 @@ def _diagnosed_causes(script, args, opts, run_dir: Path) -> set[str]:
     try:
         subprocess.run(cmd, capture_output=True, text=True, timeout=opts.timeout_s, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        return set()
+        return set(), Predictor(None)
     try:
         res = analyze_path(logdir)
     except IdlehoundError:
-        return set()
+        return set(), Predictor(None)
     causes = {f.cause for f in res.findings}
     if res.analysis.kernels.fp32_matmul_ns > 0:  # hidden while the GPU waits for data; shows once that is fixed
         causes.add("fp32_math")
-    return causes
+    return causes, Predictor(res.analysis)
 
 
 def _choose(cands: list[Candidate], causes: set[str], base: dict, cuda: bool, opts: TuneOptions):
@@ -402,7 +443,7 @@ def _refined(stage1: list[Candidate], floor, cuda: bool) -> list[Candidate]:
 BUSY_GPU = 80.0  # % GPU busy above which the GPU, not the loader, sets the pace
 
 
-def _on_top(lab: _Lab, stack: _Stack, cand: Candidate, name: str, outcomes: list[Outcome],
+def _on_top(lab: _Budget, stack: _Stack, cand: Candidate, name: str, outcomes: list[Outcome],
             note: str = "") -> _Stack:
     """Time cand on top of the stack against the stack's own run, record the outcome, return the stack it leaves."""
     (o,) = lab.experiment(stack if stack.cands else None, [cand], note, [name])
@@ -479,12 +520,13 @@ class _Stack:
         return _Stack((*self._without(cand), cand), o) if _helped(o) else self
 
     def _without(self, cand: Candidate) -> tuple[Candidate, ...]:
-        return tuple(c for c in self.cands if not (c.needs_loader and cand.needs_loader))
+        return tuple(c for c in self.cands if not (c.needs_loader and cand.needs_loader)
+                     and not (c.group and c.group == cand.group))
 
 
 def _document(script: str, opts: TuneOptions, causes: set[str], outcomes: list[Outcome], run_dir: Path,
               noise: dict[str, Optional[float]], drift: Optional[float] = None,
-              check: Optional[Callable[[str], str]] = None):
+              check: Optional[Callable[[str], str]] = None, prediction: Optional[dict[str, Any]] = None):
     """The tune document. check(changed source) -> "" when the changed script runs, else why not."""
     best = max((o for o in outcomes[1:] if is_win(o)), key=lambda o: o.speedup or 0, default=None)
     diff, snippets, checked = "", [], ""
@@ -499,8 +541,9 @@ def _document(script: str, opts: TuneOptions, causes: set[str], outcomes: list[O
                 snippets = [f"# idlehound tune: the diff was not shown: the changed script {why}.\n"
                             "# The changes it made, to apply by hand:\n" + "\n".join(added)] + snippets
                 diff = ""
-    return {"schema": "idlehound/tune", "schema_version": 2, "script": script, "run_dir": str(run_dir),
-            "steps": opts.steps, "skip": opts.skip, "diagnosed_causes": sorted(causes), "noise": noise,
+    return {"schema": "idlehound/tune", "schema_version": 3, "script": script, "run_dir": str(run_dir),
+            "steps": opts.steps, "skip": opts.skip, "diagnosed_causes": sorted(causes),
+            "prediction": prediction or {"available": False}, "budget_s": opts.budget_s, "noise": noise,
             "drift_pct": drift, "rounds": [opts.min_rounds, opts.max_rounds], "margin": MARGIN,
             "variants": [asdict(o) for o in outcomes], "best": asdict(best) if best else None,
             "diff": diff, "snippets": snippets, "diff_check": checked}

@@ -7,6 +7,8 @@ import difflib
 from pathlib import Path
 from typing import Any
 
+from ._changes import CHANGES, SourceEdits
+
 
 def _kw_text(v: Any) -> str:
     return repr(v)
@@ -290,6 +292,14 @@ def changed_source(source: str, settings: dict[str, Any],
             edits.append(edit)
         else:
             snippets.append(snippet.rstrip("\n"))
+    src = SourceEdits(source, tree)
+    for key, ch in CHANGES.items():  # the changes of the registry (_changes)
+        if settings.get(key):
+            ch.edit(settings[key], src)
+    edits += src.edits
+    snippets += src.snippets
+    notes += src.notes
+    header = src.header + header
     new = source
     unique = list(dict.fromkeys(edits))  # one dict shared by two calls is edited once
     # from the end, so offsets hold; insertions at one place keep their order

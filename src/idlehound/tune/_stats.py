@@ -119,6 +119,7 @@ class Schedule:
     max_rounds: int = 5
     target: float = TARGET
     seed: int = 0
+    enough: Optional[Callable[[], bool]] = None  # True: no round beyond the minimum (a time budget is spent)
 
 
 Measure = Callable[[str, int, int], Optional[float]]  # (arm, its run index, schedule position) -> ms or None
@@ -151,7 +152,7 @@ def measure_interleaved(reference: str, arms: list[str], measure: Measure, sched
         return r
 
     for rnd in range(sched.max_rounds):
-        if rnd >= sched.min_rounds and not active:
+        if rnd >= sched.min_rounds and (not active or (sched.enough is not None and sched.enough())):
             break
         if not (rnd == 0 and skip_first):
             one(reference)
