@@ -315,7 +315,9 @@ def _run_child(script: str, args: list[str], settings: dict, opts: TuneOptions, 
                script_dir: str = "") -> dict[str, Any]:
     cmd = [sys.executable, "-m", "idlehound.tune._child", str(out), json.dumps(settings), str(opts.skip),
            str(opts.steps), script, *args]
-    env = {**os.environ, "IDLEHOUND_TUNE_SCRIPT_DIR": script_dir} if script_dir else None
+    env = {**os.environ, **compile_cache_env(out.parent)}
+    if script_dir:
+        env["IDLEHOUND_TUNE_SCRIPT_DIR"] = script_dir
     try:  # no stdin: a script that reads it would wait for ever
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=opts.timeout_s, stdin=subprocess.DEVNULL,
                            env=env)
@@ -326,6 +328,14 @@ def _run_child(script: str, args: list[str], settings: dict, opts: TuneOptions, 
         tail = (r.stderr.strip().splitlines() or ["no output"])[-1][:300]
         return {"status": "failed", "error": f"exit code {r.returncode}: {tail}", "losses": []}
     return json.loads(out.read_text())
+
+
+def compile_cache_env(folder: Path) -> dict[str, str]:
+    """torch.compile's caches in the tune folder: the first run of a compiled variant fills them and the later
+    runs (each its own process) load the compiled code instead of compiling again."""
+    cache = (folder / "compile_cache").resolve()
+    return {"TORCHINDUCTOR_CACHE_DIR": str(cache), "TRITON_CACHE_DIR": str(cache / "triton"),
+            "TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
 
 
 def _diagnosed_causes(script, args, opts, run_dir: Path) -> tuple[set[str], Predictor]:

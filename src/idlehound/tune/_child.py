@@ -44,6 +44,7 @@ class Recorder:
         self.graphed_inputs: list[dict] | None = None
         self.fit_model: Any = None  # the module a Lightning Trainer fits
         self.script_compiled = False  # the script called torch.compile (not a change tune injected)
+        self.tune_compiles = 0  # torch.compile calls tune injected
         self._ours = 0
 
     @contextlib.contextmanager
@@ -120,7 +121,7 @@ class Recorder:
                 "facts": self.facts,
                 "ms_per_step": total_ms / steps if total_ms and steps > 0 else None,
                 "losses": [float(x) for x in self.losses], "optimizer_steps": self.n, "loaders": self.loaders,
-                "graphed_inputs": self.graphed_inputs}
+                "graphed_inputs": self.graphed_inputs, "tune_compiles": self.tune_compiles}
 
 
 def script_facts(model, opt, autocast: bool) -> dict[str, Any]:
@@ -149,7 +150,9 @@ def _watch_compile(rec: Recorder) -> None:
     original = torch.compile
 
     def compile(*args, **kwargs):
-        if not rec._ours:
+        if rec._ours:
+            rec.tune_compiles += 1
+        else:
             rec.script_compiled = True
         return original(*args, **kwargs)
 
