@@ -105,13 +105,13 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
         progress("diagnosing the baseline (short profile)", lab.done, 0)
         causes, lab.predictor = _diagnosed_causes(script, args, opts, run_dir)
     chosen, skipped = _choose(all_candidates(os.cpu_count() or 2, cuda), causes, first, cuda, opts)
-    chosen = lab.predictor.ordered(chosen)
-    stage1 = [c for c in chosen if c.needs_loader]
-    stage2 = [c for c in chosen if not c.needs_loader]
+    stage1 = lab.predictor.ordered([c for c in chosen if c.needs_loader])
+    below = stage1[0].fixes if stage1 else ()  # stage 2 runs on top of the loader, once one helps
+    stage2 = lab.predictor.ordered([c for c in chosen if not c.needs_loader], below)
     lab.plan(len(stage1), len(stage2))
     outcomes = skipped + clock.experiment(None, stage1)
     floor = _best(stage1, outcomes)
-    extra = _refined(stage1, floor, cuda)
+    extra = _refined(stage1, floor, cuda) if opts.budget_s is None else []  # a budget goes to stage 2 first
     lab.plan(len(extra), len(stage2))
     outcomes += clock.experiment(None, extra, " (refining the sweep)")
     stage1 += extra
@@ -224,6 +224,8 @@ class _Lab:
             o.status, o.reason = "rejected", o.loss_check
             return o
         _fill(o, self.runs, name, results)
+        if o.rounds < self.sched.min_rounds:
+            o.reason = f"the --budget ran out after {o.rounds} of {self.sched.min_rounds} rounds"
         iv = interval(log_ratios(self.runs, ref, name))
         o.effect = effect(iv)
         if on_top is not None:

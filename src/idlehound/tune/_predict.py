@@ -35,9 +35,10 @@ class Predictor:
         ref, new = self._step_ns(below), self._step_ns((*below, *fixes))
         return round(ref / new, 3) if new > 0 and ref > 0 else None
 
-    def ordered(self, cands: list[Candidate]) -> list[Candidate]:
-        """Largest predicted gain first; candidates without a prediction after, in their own order."""
-        pred = {c.name: self.speedup(c.fixes) for c in cands}
+    def ordered(self, cands: list[Candidate], below: Sequence[str] = ()) -> list[Candidate]:
+        """Largest predicted gain (on top of the fixes `below`) first; candidates without a prediction after, in
+        their own order."""
+        pred = {c.name: self.speedup(c.fixes, below) for c in cands}
         return sorted(cands, key=lambda c: (0, -pred[c.name]) if pred[c.name] is not None else (1, 0.0))
 
     def summary(self) -> dict[str, Any]:
