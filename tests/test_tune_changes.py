@@ -32,11 +32,14 @@ def _child(tmp_path, script, settings, *args, fake=""):
     return json.loads(out.read_text())
 
 
-def test_every_candidate_setting_has_one_owner_and_registered_changes_own_their_three_parts():
+def test_every_candidate_setting_is_owned_by_a_registered_change_with_its_injection_and_diff_edit():
+    from idlehound.tune._changes import Change
+
     for ch in CHANGES.values():
-        cls = type(ch)
-        assert all(name in cls.__dict__ for name in ("inject", "no_op", "edit")), cls.__name__
-    assert {k for c in CANDS.values() for k in c.settings if k in CHANGES} == {"compile", "pl_compile"}
+        assert type(ch).inject is not Change.inject and type(ch).edit is not Change.edit, type(ch).__name__
+    assert {k for c in all_candidates(16, cuda=True) for k in c.settings} <= set(CHANGES)
+    order = list(CHANGES)  # the child injects in this order: autocast is entered before the graphs record
+    assert order.index("autocast") < order.index("channels_last") < order.index("cuda_graphs")
 
 
 def test_compile_is_injected_at_the_models_first_call_and_is_not_applicable_where_the_script_compiles(tmp_path):

@@ -129,33 +129,11 @@ FRAMEWORK_FACTS = {"transformers": ("transformers_args", "hf_args", "the script 
 
 
 def not_applicable(cand: Candidate, facts: dict[str, Any]) -> str:
-    """Why cand would change nothing in this script as it runs (from the baseline's facts), or ""."""
-    s = cand.settings
-    hf, pl = facts.get("transformers_args"), facts.get("lightning_args")
-    set_by = hf if s.get("hf_args") else pl if s.get("pl_args") else None
-    wanted = s.get("hf_args") or s.get("pl_args") or {}
-    checks = [
-        (hf is not None and "loader" in s, "the transformers Trainer builds the loaders: hf_workers sets them"),
-        (set_by is not None and all(set_by.get(k) == v for k, v in wanted.items()),
-         "the script's Trainer sets " + ", ".join(f"{k}={v!r}" for k, v in wanted.items()) + " already"),
-        (s.get("channels_last") and facts.get("weights_4d") == 0, "the model has no 4-D weights"),
-        (s.get("channels_last") and facts.get("channels_last"), "the model's weights are channels_last already"),
-        ((s.get("cudnn_benchmark") or wanted.get("benchmark")) and facts.get("convolutions") == 0,
-         "the model has no convolutions"),
-        (s.get("cudnn_benchmark") and facts.get("cudnn_benchmark"), "the script sets cudnn.benchmark already"),
-        (s.get("tf32") and facts.get("tf32"), "the script allows TF32 matmuls already"),
-        (s.get("autocast") and facts.get("autocast"), "the script runs its model under autocast already"),
-        (s.get("fused_optimizer") and facts.get("optimizer") not in (None, "Adam", "AdamW", "SGD"),
-         f"its optimizer ({facts.get('optimizer')}) is not Adam, AdamW or SGD"),
-        (s.get("fused_optimizer") and facts.get("optimizer_fused_or_foreach"),
-         "the script's optimizer is fused or foreach already"),
-        (s.get("threads") and facts.get("threads") == s.get("threads"),
-         f"the training process runs {s.get('threads')} intra-op threads already"),
-    ]
-    from ._changes import CHANGES
+    """Why cand would change nothing in this script as it runs (from the baseline's facts), or "": each change
+    of the registry (_changes) it makes says for itself."""
+    from ._changes import no_op
 
-    checks += [(bool(why), why) for why in (ch.no_op(s[k], facts) for k, ch in CHANGES.items() if s.get(k))]
-    return next((why for hit, why in checks if hit), "")
+    return no_op(cand.settings, facts)
 
 
 @dataclass

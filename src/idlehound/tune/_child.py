@@ -17,8 +17,6 @@ import weakref
 from pathlib import Path
 from typing import Any, Callable
 
-from ._changes import injections
-
 
 class _Done(SystemExit):
     pass
@@ -43,6 +41,8 @@ class Recorder:
         self.loaders: list[dict] = []
         self.graphed_inputs: list[dict] | None = None
         self.fit_model: Any = None  # the module a Lightning Trainer fits
+        self.settings: dict[str, Any] = {}  # the variant's settings
+        self.overrides: dict[str, Any] = {}  # keyword overrides the watchers apply: "loader", "hf_args", "pl_args"
         self.script_compiled = False  # the script called torch.compile (not a change tune injected)
         self.tune_compiles = 0  # torch.compile calls tune injected
         self._ours = 0
@@ -262,35 +262,20 @@ def _patch_framework(module, cls_name: str, key: str, fact: str, how: str, setti
 
 
 def apply(settings: dict[str, Any], rec: Recorder) -> None:
-    """Inject the variant's settings without touching the script."""
-    import torch
+    """Inject the variant's settings without touching the script: the watchers that record what the script does,
+    then each change of the registry (_changes) the settings ask for, in the registry's order."""
+    from ._changes import CHANGES
 
     seed_everything(0)
-    for name, how in _FRAMEWORKS.items():  # the Trainer applies the variant's settings when the script builds it
-        after_import((name,), lambda module, how=how: _patch_framework(module, *how, settings, rec))
+    rec.settings = settings
+    for name, how in _FRAMEWORKS.items():  # the Trainer applies the overrides when the script builds it
+        after_import((name,), lambda module, how=how: _patch_framework(module, *how, rec.overrides, rec))
     _watch_compile(rec)
     _watch_model(rec)  # first: its check of autocast runs before a bf16 candidate enters it
-    _wrap_loader(settings.get("loader") or {}, rec)
-    if settings.get("non_blocking"):
-        _async_batch_copies()
-    if settings.get("cudnn_benchmark"):
-        torch.backends.cudnn.benchmark = True
-    if settings.get("tf32"):
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
-        torch.set_float32_matmul_precision("high")
-    if settings.get("autocast"):  # registered first: a graph recorded under autocast replays its casts
-        _autocast_outer_forward(getattr(torch, settings["autocast"]), cache=not settings.get("cuda_graphs"))
-    if settings.get("channels_last"):  # before the graphs are recorded, so they record the new layout
-        _on_first_model_call(lambda module, args: module.to(memory_format=torch.channels_last))
-    if settings.get("cuda_graphs"):
-        _graph_first_model(rec)
-    if settings.get("fused_optimizer"):
-        _fused_optimizers()
-    if settings.get("threads"):
-        torch.set_num_threads(int(settings["threads"]))
-    for inject in injections(settings):  # the changes of the registry (_changes)
-        inject(rec)
+    _wrap_loader(rec)
+    for key, change in CHANGES.items():
+        if settings.get(key):
+            change.inject(settings[key], rec)
 
 
 def seed_everything(seed: int) -> None:
@@ -306,13 +291,15 @@ def seed_everything(seed: int) -> None:
         pass
 
 
-def _wrap_loader(overrides: dict[str, Any], rec: Recorder) -> None:
+def _wrap_loader(rec: Recorder) -> None:
+    """Record each DataLoader the script builds, with the variant's loader overrides (rec.overrides["loader"])."""
     from torch.utils.data import DataLoader
 
     original = DataLoader.__init__
 
     def __init__(self, *args, **kwargs):
         kw = dict(kwargs)
+        overrides = rec.overrides.get("loader") or {}
         if overrides:
             kw.update(overrides)
             if kw.get("num_workers", 0) == 0:
