@@ -254,8 +254,8 @@ class _Lab:
 
 class _Budget:
     """The lab's experiments within --budget: one that would not fit (at the runs' mean wall time so far, with
-    the last baseline run and the diff check kept back) is not tried, and no round beyond the minimum starts
-    once the budget is spent."""
+    the last baseline run and the diff check kept back) is not tried, and once the budget is spent no further
+    round starts (an arm cut before --min-rounds says so; its wide interval says how little it shows)."""
 
     def __init__(self, budget_s: Optional[float], lab: _Lab) -> None:
         self.budget_s, self.lab, self.t0 = budget_s, lab, time.monotonic()
