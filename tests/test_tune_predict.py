@@ -90,3 +90,21 @@ def test_a_budget_too_short_for_an_experiment_leaves_it_untried_with_the_reason(
     assert len(list((tmp_path / doc["run_dir"].split("/")[-1]).glob("baseline.*.json"))) == 2  # no variant ran: no last one
     bad = run_cli("tune", "--budget", "0", SCRIPTS / "tune" / "no_loader.py")
     assert bad.returncode == 2 and "--budget must be > 0" in bad.stderr
+
+
+def test_a_spent_budget_stops_the_rounds_after_the_first_and_the_reference_still_closes_them():
+    from idlehound.tune._stats import Schedule, measure_interleaved
+
+    calls = []
+
+    def measure(arm, i, pos):
+        calls.append(arm)
+        return 10.0 if arm == "baseline" else 8.0
+
+    spent = {"yes": False}
+    runs = measure_interleaved("baseline", ["a", "b"], measure, Schedule(3, 5, seed=1, enough=lambda: spent["yes"]))
+    assert [r.arm for r in runs].count("a") == 3  # not spent: the minimum rounds
+    calls.clear()
+    spent["yes"] = True
+    runs = measure_interleaved("baseline", ["a", "b"], measure, Schedule(3, 5, seed=1, enough=lambda: spent["yes"]))
+    assert sorted(calls[1:3]) == ["a", "b"] and calls[0] == calls[-1] == "baseline" and len(calls) == 4
