@@ -8,7 +8,10 @@ recommended change's diff is applied with `patch --dry-run` and re-measured by a
 
 Writes under $OUT: summary.txt (what the lead reads), blog.json, hf.json, pl.json (the tune documents),
 ab.json (the A/B runs) and logs.tgz (the tune folders and the commands' output). Budgets: BLOG_BUDGET,
-FRAMEWORK_BUDGET (seconds), AB_ROUNDS; TOTAL_S (default 540) caps the whole: later phases get what is left.
+FRAMEWORK_BUDGET (seconds), AB_ROUNDS; TOTAL_S (default 560) caps the whole: later phases get what is left.
+PHASES (default blog,hf,pl) picks the phases to run. Three tunes with 3-round intervals and the A/B runs do not
+all fit one 10-minute call: the one call does what fits (the summary says what was cut); for every phase with its
+full budget, call it twice: PHASES=blog, then PHASES=hf,pl (about 7 minutes, the A/B runs included).
 """
 
 from __future__ import annotations
@@ -36,9 +39,9 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.enviro
        "PYTHONUNBUFFERED": "1", "COLUMNS": "170", "IDLEHOUND_CACHE": CACHE}
 if TINY:
     ENV["IDLEHOUND_TUNE_COMPILE_BACKEND"] = "eager"  # no C++ compile on the CPU
-BLOG_BUDGET = float(os.environ.get("BLOG_BUDGET", 1500 if TINY else 280))  # a shared CPU is slow
-FRAMEWORK_BUDGET = float(os.environ.get("FRAMEWORK_BUDGET", 1500 if TINY else 90))
-DEADLINE = time.monotonic() + float(os.environ.get("TOTAL_S", 6000 if TINY else 540))
+BLOG_BUDGET = float(os.environ.get("BLOG_BUDGET", 1500 if TINY else 250))  # a shared CPU is slow
+FRAMEWORK_BUDGET = float(os.environ.get("FRAMEWORK_BUDGET", 1500 if TINY else 150))
+DEADLINE = time.monotonic() + float(os.environ.get("TOTAL_S", 6000 if TINY else 560))
 
 
 def left() -> float:
@@ -169,16 +172,18 @@ def ab(name: str, script: Path, doc: dict, variant: dict, args: list[str]) -> No
 TINY_TRY = {"hf": "hf_nan_filter,channels_last", "pl": "pl_compile,pl_benchmark"}  # pl_benchmark: no conv
 
 
-def framework(name: str, script: Path) -> None:
+def framework(name: str, script: Path, later: int) -> list:
+    """Tune one framework script; returns its (script, doc, variant) A/B jobs. `later`: framework tunes still to
+    come after this one, each kept 120 s of what is left (the least that fits one experiment on an H200)."""
     steps = ["--skip", "3", "--steps", "6", "--min-rounds", "2", "--max-rounds", "2", "--no-diagnose", "--try",
              TINY_TRY[name]] if TINY else ["--skip", "10", "--steps", "40", "--min-rounds", "3", "--max-rounds", "4"]
-    budget = min(FRAMEWORK_BUDGET, left() / 2 - 20 if name == "hf" else left() - 40)
-    if budget < 40:
-        log(f"{name}: not run: {left():.0f} s left of TOTAL_S")
-        return
+    budget = min(FRAMEWORK_BUDGET, left() - 40 - later * 120)
+    if budget < 60:
+        log(f"{name}: not run: {left():.0f} s left of TOTAL_S (run it alone with PHASES={name})")
+        return []
     doc = tune(name, script, round(budget), steps, [])
     if doc is None:
-        return
+        return []
     v = {x["candidate"]: x for x in doc["variants"]}
     if name == "hf":
         cl = v.get("channels_last")
@@ -192,11 +197,8 @@ def framework(name: str, script: Path) -> None:
         recommended = [x for x in doc["variants"][1:] if x["status"] == "ok"][:1]
     if not recommended:
         log(f"{name}: no change recommended (none measurably faster with the losses kept): nothing to A/B")
-    for x in recommended:
-        if left() < 60:
-            log(f"{name}: {x['candidate']}: A/B not run: {left():.0f} s left of TOTAL_S")
-            continue
-        ab(name, script, doc, doc["best"] if doc["best"] and x["candidate"] == doc["best"]["candidate"] else x, [])
+    best = doc["best"]
+    return [(name, script, doc, best if best and x["candidate"] == best["candidate"] else x) for x in recommended]
 
 
 def main() -> None:
@@ -210,9 +212,19 @@ def main() -> None:
         blog_args = ["--image-size", "32", "--batch-size", "8"] if TINY else []
         blog_opts = ["--skip", "2", "--steps", "6", "--min-rounds", "2", "--max-rounds", "2", "--no-diagnose",
                      "--try", "workers2"] if TINY else []  # a CPU diagnosis proposes nothing
-        check_blog(tune("blog", ROOT / "examples" / "train_resnet18_cifar10.py", BLOG_BUDGET, blog_opts, blog_args))
-        framework("hf", HERE / "tune_hf_gpt2.py")
-        framework("pl", HERE / "tune_pl_encoder.py")
+        phases = os.environ.get("PHASES", "blog,hf,pl").split(",")
+        if "blog" in phases:
+            check_blog(tune("blog", ROOT / "examples" / "train_resnet18_cifar10.py", BLOG_BUDGET, blog_opts,
+                            blog_args))
+        frameworks = [(n, s) for n, s in (("hf", "tune_hf_gpt2.py"), ("pl", "tune_pl_encoder.py")) if n in phases]
+        jobs = []
+        for i, (name, script) in enumerate(frameworks):  # the tunes first, then the A/B runs in the time left
+            jobs += framework(name, HERE / script, len(frameworks) - i - 1)
+        for name, script, doc, variant in jobs:
+            if left() < 60:
+                log(f"{name}: {variant['candidate']}: A/B not run: {left():.0f} s left of TOTAL_S")
+                continue
+            ab(name, script, doc, variant, [])
     finally:
         (OUT / "ab.json").write_text(json.dumps(AB, indent=2))
         with tarfile.open(OUT / "logs.tgz", "w:gz") as tar:
