@@ -99,3 +99,12 @@ def test_lightning_precision_and_benchmark_set_by_the_script_or_useless_for_the_
     assert not_applicable(CANDS["pl_benchmark"], set_) == "the script's Trainer sets benchmark=True already"
     conv = _child(tmp_path, TUNE / "pl_trainer.py", {}, fake="fake_pl")["facts"]
     assert not_applicable(CANDS["pl_benchmark"], conv) == ""
+
+
+def test_plain_loop_changes_that_a_transformers_trainer_cannot_take_are_not_applicable_there():
+    facts = {"transformers_args": {"torch_compile": False}, "weights_4d": 0}
+    assert not_applicable(CANDS["cuda_graphs"], facts).startswith("the transformers Trainer calls the model with "
+                                                                  "keywords")
+    assert not_applicable(CANDS["compile"], facts).startswith("a framework's Trainer runs the model")
+    assert not_applicable(CANDS["channels_last"], facts) == "the model has no 4-D weights"
+    assert not_applicable(CANDS["cuda_graphs"], {"weights_4d": 2}) == ""

@@ -258,6 +258,11 @@ class CudaGraphs(Change):
 
         _graph_first_model(rec)
 
+    def no_op(self, value: Any, facts: dict[str, Any]) -> str:
+        if facts.get("transformers_args") is not None:  # it calls model(**inputs): nothing would be recorded
+            return "the transformers Trainer calls the model with keywords: CUDA graphs record positional inputs"
+        return ""
+
     def edit(self, value: Any, src: SourceEdits) -> None:
         if not src.settings.get("loader"):  # else the loader's edit adds drop_last with its own keywords
             _loader_edit(src, {"drop_last": True})
