@@ -17,8 +17,9 @@ first = []
 
 
 def on_step(opt, args, kwargs):
-    first.append(id(opt)) if not first else None
-    if id(opt) != first[0]:
+    if not first:
+        first.append(id(opt))
+    if id(opt) != first[0]:  # a second optimizer: its steps are not the training steps
         return
     n = len(marks) + 1
     if cuda:
