@@ -161,7 +161,7 @@ def test_ladder_and_tune_builders_make_valid_documents(tmp_path):
     doc = _document("train.py", TuneOptions(), {"fp32_math"}, outcomes, tmp_path,
                     {"time_pct": 1.5, "loss_rel_diff": 0.0}, 0.5)
     tune = m.validate(m.encode(doc), "tune")
-    assert tune.schema_version == 2 and tune.best is None and tune.variants[1].status == "rejected"
+    assert tune.schema_version == 3 and tune.best is None and tune.variants[1].status == "rejected"
     assert list(doc) == ["schema", "schema_version", "script", "run_dir", "steps", "skip", "diagnosed_causes",
                          "noise", "drift_pct", "rounds", "margin", "variants", "best", "diff", "snippets",
                          "diff_check"]  # the order tune.json always had

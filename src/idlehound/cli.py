@@ -194,16 +194,18 @@ def lint(paths: tuple[Path, ...], as_json: bool, trace: Optional[Path]) -> None:
               help="Most runs of each variant while its interval is wider than +-2%.")
 @click.option("--child-timeout", type=int, default=900, show_default=True,
               help="Seconds one run of the script (start-up, warm-up and timed steps) may take.")
+@click.option("--budget", type=float, default=None,
+              help="Seconds for the whole tune: candidates (most promising first) that would not fit are not tried.")
 @click.option("--logdir", type=click.Path(path_type=Path), default=Path("log"), show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.argument("script_and_args", nargs=-1, required=True, type=click.UNPROCESSED)
 @_guard
-def tune(steps, skip, try_, skip_candidate, no_diagnose, min_rounds, max_rounds, child_timeout, logdir, as_json,
-         script_and_args) -> None:
+def tune(steps, skip, try_, skip_candidate, no_diagnose, min_rounds, max_rounds, child_timeout, budget, logdir,
+         as_json, script_and_args) -> None:
     """Apply the fixes to an unmodified script, time each in rounds interleaved with the script as written
     (a 95% interval per speed-up), and check the losses still match."""
     app.tune(steps, skip, try_, skip_candidate, no_diagnose, min_rounds, max_rounds, child_timeout, logdir, as_json,
-             script_and_args)
+             script_and_args, budget)
 
 
 @main.command()

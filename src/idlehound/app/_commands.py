@@ -158,7 +158,8 @@ def _tune_progress() -> Iterator[Callable[[str, int, int], None]]:
 
 
 def tune(steps: int, skip: int, try_: str, skip_candidate: str, no_diagnose: bool, min_rounds: int, max_rounds: int,
-         child_timeout: int, logdir: Path, as_json: bool, script_and_args: tuple[str, ...]) -> None:
+         child_timeout: int, logdir: Path, as_json: bool, script_and_args: tuple[str, ...],
+         budget: Optional[float] = None) -> None:
     """`idlehound tune`: try the fixes on the script, print the table and the diff, name the folder."""
     from ..tune import TuneOptions, render_tune, run_tune
 
@@ -166,10 +167,12 @@ def tune(steps: int, skip: int, try_: str, skip_candidate: str, no_diagnose: boo
         raise IdlehoundError("tune: --steps must be >= 2 and --skip >= 1")
     if not 2 <= min_rounds <= max_rounds or child_timeout < 1:
         raise IdlehoundError("tune: need 2 <= --min-rounds <= --max-rounds and --child-timeout >= 1")
+    if budget is not None and budget <= 0:
+        raise IdlehoundError("tune: --budget must be > 0 seconds")
     opts = TuneOptions(steps=steps, skip=skip, try_=[t for t in try_.split(",") if t],
                        skip_candidates=[t for t in skip_candidate.split(",") if t], logdir=logdir,
                        diagnose=not no_diagnose, timeout_s=child_timeout, min_rounds=min_rounds,
-                       max_rounds=max_rounds)
+                       max_rounds=max_rounds, budget_s=budget)
     with _tune_progress() as progress:
         doc = run_tune(script_and_args[0], list(script_and_args[1:]), opts, progress)
     if as_json:

@@ -410,6 +410,8 @@ class Variant(_Doc):
     gain_ci: Optional[list[float]] = None
     rounds: int = 0
     warmup_note: str = ""
+    # version 3
+    predicted: Optional[float] = None  # the replay's speed-up over the same reference as gain/speedup
 
 
 class Noise(_Doc):
@@ -418,15 +420,17 @@ class Noise(_Doc):
 
 
 class Tune(_Doc, kw_only=True):
-    """Keys in the document's order; the version-2 keys have defaults so a version-1 document can be read."""
+    """Keys in the document's order; the keys of later versions have defaults so earlier documents can be read."""
 
     schema: Literal["idlehound/tune"]
-    schema_version: Literal[1, 2]
+    schema_version: Literal[1, 2, 3]
     script: str
     run_dir: str
     steps: int
     skip: int
     diagnosed_causes: list[str]
+    prediction: dict[str, Any] = {}  # version 3: the replay the candidates were ordered by
+    budget_s: Optional[float] = None  # version 3
     noise: Noise
     drift_pct: Optional[float] = None
     rounds: Optional[list[int]] = None
@@ -436,6 +440,7 @@ class Tune(_Doc, kw_only=True):
     diff: str
     snippets: list[str]
     diff_check: str = ""
+    wall_s: Optional[float] = None  # version 3: the whole tune's wall time
 
 
 DOCUMENTS: dict[str, type[_Doc]] = {"report": Report, "compare": Compare, "ranks": Ranks, "lint": Lint,

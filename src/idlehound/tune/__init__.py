@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -32,6 +33,7 @@ from ._candidates import (
     workers_candidate,
 )
 from ._diff import changed_source, make_diff
+from ._predict import Predictor
 from ._stats import (
     MARGIN,
     Interval,
@@ -64,6 +66,7 @@ class TuneOptions:
     min_rounds: int = 3
     max_rounds: int = 5
     seed: int = 0
+    budget_s: Optional[float] = None  # wall time for the whole tune: candidates that would not fit are not tried
 
 
 Progress = Callable[[str, int, int], None]  # (what runs now, runs done, runs planned; 0 while not yet known)
@@ -76,7 +79,7 @@ def print_progress(message: str, done: int, total: int) -> None:
 
 
 def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress = print_progress) -> dict[str, Any]:
-    """Tune script; returns the tune document (schema idlehound/tune, version 2) and writes it to a run folder.
+    """Tune script; returns the tune document (schema idlehound/tune, version 3) and writes it to a run folder.
 
     Stage 1 times the loader candidates on the script as written. Stage 2 times the others one at a time on top
     of a stack that starts as the best loader setting, because a change that makes the GPU faster cannot show
@@ -93,6 +96,7 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
     cuda = torch.cuda.is_available()
     run_dir = new_run_dir(Path(opts.logdir), f"tune-{Path(script).stem}")
     lab = _Lab(script, args, opts, run_dir, cuda, progress)
+    clock = _Budget(opts.budget_s, lab)
     progress(f"baseline ({opts.skip} warm-up + {opts.steps} timed steps)", 0, 0)
     first = lab.first_baseline()
     if first["status"] != "ok":
@@ -101,28 +105,30 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
     causes: set[str] = set()
     if opts.diagnose:
         progress("diagnosing the baseline (short profile)", lab.done, 0)
-        causes = _diagnosed_causes(script, args, opts, run_dir)
+        causes, lab.predictor = _diagnosed_causes(script, args, opts, run_dir)
     chosen, skipped = _choose(all_candidates(os.cpu_count() or 2, cuda), causes, first, cuda, opts)
-    stage1 = [c for c in chosen if c.needs_loader]
-    stage2 = [c for c in chosen if not c.needs_loader]
+    stage1 = lab.predictor.ordered([c for c in chosen if c.needs_loader])
+    below = stage1[0].fixes if stage1 else ()  # stage 2 runs on top of the loader, once one helps
+    stage2 = lab.predictor.ordered([c for c in chosen if not c.needs_loader], below)
     lab.plan(len(stage1), len(stage2))
-    outcomes = skipped + lab.experiment(None, stage1)
+    outcomes = skipped + clock.experiment(None, stage1)
     floor = _best(stage1, outcomes)
-    extra = _refined(stage1, floor, cuda)
+    extra = _refined(stage1, floor, cuda) if opts.budget_s is None else []  # a budget goes to stage 2 first
     lab.plan(len(extra), len(stage2))
-    outcomes += lab.experiment(None, extra, " (refining the sweep)")
+    outcomes += clock.experiment(None, extra, " (refining the sweep)")
     stage1 += extra
     stack = _Stack.start(_best(stage1, outcomes))
     for i, cand in enumerate(stage2):
         lab.plan(1, len(stage2) - i - 1)
-        stack = _on_top(lab, stack, cand, cand.name, outcomes)
+        stack = _on_top(clock, stack, cand, cand.name, outcomes)
     for cand in _more_workers(stack, stage1, cuda):
         lab.plan(1, 0)
-        stack = _on_top(lab, stack, cand, cand.name + "_on_stack", outcomes, " (again)")
+        stack = _on_top(clock, stack, cand, cand.name + "_on_stack", outcomes, " (again)")
     lab.last_baseline()
     progress("checking that the changed script runs", lab.done, lab.done + 1)
     doc = _document(script, opts, causes, [lab.baseline_outcome()] + outcomes, run_dir, lab.noise(), lab.drift(),
-                    lambda new: _runs_changed(script, args, opts, run_dir, new))
+                    lambda new: _runs_changed(script, args, opts, run_dir, new), lab.predictor.summary())
+    doc["wall_s"] = round(time.monotonic() - clock.t0, 1)
     progress("done", lab.done + 1, lab.done + 1)
     json_file, md_file, html_file = document_files(run_dir, "tune")
     json_file.write_text(encode(doc))
@@ -145,8 +151,11 @@ class _Lab:
         self.labels: dict[str, str] = {"baseline": "baseline"}
         self.checks: dict[str, tuple[bool, Optional[float], str]] = {}
         self.intervals: dict[str, Interval] = {}  # speed-up over the baseline, per arm
+        self.predicted: dict[str, Optional[float]] = {}  # the replay's speed-up over the arm's reference
         self.done, self.total = 0, 0
         self.sched = Schedule(opts.min_rounds, opts.max_rounds, seed=opts.seed)
+        self.predictor = Predictor(None)
+        self.run_s: list[float] = []  # wall time of each child run, for the budget
 
     def plan(self, arms: int, later: int) -> None:
         """Runs expected from here: this experiment's minimum, and that of the single-arm ones still to come."""
@@ -174,9 +183,11 @@ class _Lab:
             return []
         ref = stack.outcome.candidate if stack and stack.outcome else "baseline"
         names = names or [c.name for c in cands]
+        below = tuple(f for c in (stack.cands if stack else ()) for f in c.fixes)
         for cand, name in zip(cands, names):
             settings, math = stack.plus(cand) if stack else (cand.settings, cand.math)
             self.settings[name], self.math[name], self.labels[name] = settings, math, cand.label + note
+            self.predicted[name] = self.predictor.speedup(cand.fixes, below)
         measure_interleaved(ref, names, self._measure, self.sched, self.runs)
         return [self.outcome(n, ref, stack) for n in names]
 
@@ -185,7 +196,9 @@ class _Lab:
         self.total = max(self.total, self.done + 2)  # a loose interval adds rounds beyond the plan
         self.progress(f"{what} (run {i + 1})", self.done, self.total)
         n = len(self.results.get(arm, []))
+        t0 = time.monotonic()
         r = _run_child(self.script, self.args, self.settings[arm], self.opts, self.run_dir / f"{arm}.{n}.json")
+        self.run_s.append(time.monotonic() - t0)
         self.results.setdefault(arm, []).append(r)
         self.done += 1
         if r["status"] != "ok":
@@ -200,7 +213,7 @@ class _Lab:
     def outcome(self, name: str, ref: str, stack: Optional[_Stack]) -> Outcome:
         on_top = stack.outcome if stack else None
         o = Outcome(name, self.labels[name], settings=self.settings[name],
-                    on_top_of=stack.name if on_top is not None else None)
+                    on_top_of=stack.name if on_top is not None else None, predicted=self.predicted.get(name))
         results = self.results.get(name, [])
         failed = next((r for r in results if r["status"] != "ok"), None)
         if failed is not None:
@@ -212,6 +225,8 @@ class _Lab:
             o.status, o.reason = "rejected", o.loss_check
             return o
         _fill(o, self.runs, name, results)
+        if o.rounds < self.sched.min_rounds:
+            o.reason = f"the --budget ran out after {o.rounds} of {self.sched.min_rounds} rounds"
         iv = interval(log_ratios(self.runs, ref, name))
         o.effect = effect(iv)
         if on_top is not None:
@@ -236,6 +251,44 @@ class _Lab:
 
     def drift(self) -> Optional[float]:
         return drift_pct(self.runs, "baseline")
+
+
+class _Budget:
+    """The lab's experiments within --budget: one that would not fit (at the runs' mean wall time so far, with
+    the last baseline run and the diff check kept back) is not tried, and once the budget is spent no further
+    round starts (an arm cut before --min-rounds says so; its wide interval says how little it shows)."""
+
+    def __init__(self, budget_s: Optional[float], lab: _Lab) -> None:
+        self.budget_s, self.lab, self.t0 = budget_s, lab, time.monotonic()
+        if budget_s is not None:
+            lab.sched.enough = self.spent
+
+    def spent(self) -> bool:
+        return self.budget_s is not None and time.monotonic() - self.t0 + self._per_run() * 2 > self.budget_s
+
+    def _per_run(self) -> float:
+        return sum(self.lab.run_s) / len(self.lab.run_s) if self.lab.run_s else 0.0
+
+    def experiment(self, stack: Optional[_Stack], cands: list[Candidate], note: str = "",
+                   names: Optional[list[str]] = None) -> list[Outcome]:
+        names = names or [c.name for c in cands]
+        left = None if self.budget_s is None else self.budget_s - (time.monotonic() - self.t0)
+        fit = len(cands) if left is None else self._fitting(len(cands), left)
+        done = self.lab.experiment(stack, cands[:fit], note, names[:fit]) if fit else []
+        runs = self.lab.sched.min_rounds * (len(cands) - fit + 1) + 1
+        why = f"not tried: {runs} more runs would not fit the --budget of {self.budget_s:g} s"
+        return done + [Outcome(n, c.label + note, status="skipped", reason=why, settings=c.settings,
+                               on_top_of=stack.name if stack and stack.cands else None)
+                       for c, n in zip(cands[fit:], names[fit:])]
+
+    def _fitting(self, n: int, left: float) -> int:
+        """How many of n candidates (the most promising first) fit in what is left of the budget: a sweep that
+        does not fit whole is cut to its head rather than left out."""
+        per_run = self._per_run()
+        for k in range(n, 0, -1):
+            if (self.lab.sched.min_rounds * (k + 1) + 1 + 2) * per_run <= left:
+                return k
+        return 0
 
 
 def _failure(r: dict[str, Any]) -> str:
@@ -275,7 +328,9 @@ def _run_child(script: str, args: list[str], settings: dict, opts: TuneOptions, 
                script_dir: str = "") -> dict[str, Any]:
     cmd = [sys.executable, "-m", "idlehound.tune._child", str(out), json.dumps(settings), str(opts.skip),
            str(opts.steps), script, *args]
-    env = {**os.environ, "IDLEHOUND_TUNE_SCRIPT_DIR": script_dir} if script_dir else None
+    env = {**os.environ, **compile_cache_env(out.parent)}
+    if script_dir:
+        env["IDLEHOUND_TUNE_SCRIPT_DIR"] = script_dir
     try:  # no stdin: a script that reads it would wait for ever
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=opts.timeout_s, stdin=subprocess.DEVNULL,
                            env=env)
@@ -288,8 +343,16 @@ def _run_child(script: str, args: list[str], settings: dict, opts: TuneOptions, 
     return json.loads(out.read_text())
 
 
-def _diagnosed_causes(script, args, opts, run_dir: Path) -> set[str]:
-    """Profile a short window of the unmodified script and keep the causes the diagnosis found."""
+def compile_cache_env(folder: Path) -> dict[str, str]:
+    """torch.compile's caches in the tune folder: the first run of a compiled variant fills them and the later
+    runs (each its own process) load the compiled code instead of compiling again."""
+    cache = (folder / "compile_cache").resolve()
+    return {"TORCHINDUCTOR_CACHE_DIR": str(cache), "TRITON_CACHE_DIR": str(cache / "triton"),
+            "TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
+
+
+def _diagnosed_causes(script, args, opts, run_dir: Path) -> tuple[set[str], Predictor]:
+    """Profile a short window of the unmodified script; the causes the diagnosis found, and its replay."""
     from ..pipeline import analyze_path
 
     logdir = run_dir / "profile"
@@ -299,15 +362,15 @@ def _diagnosed_causes(script, args, opts, run_dir: Path) -> set[str]:
     try:
         subprocess.run(cmd, capture_output=True, text=True, timeout=opts.timeout_s, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        return set()
+        return set(), Predictor(None)
     try:
         res = analyze_path(logdir)
     except IdlehoundError:
-        return set()
+        return set(), Predictor(None)
     causes = {f.cause for f in res.findings}
     if res.analysis.kernels.fp32_matmul_ns > 0:  # hidden while the GPU waits for data; shows once that is fixed
         causes.add("fp32_math")
-    return causes
+    return causes, Predictor(res.analysis)
 
 
 def _choose(cands: list[Candidate], causes: set[str], base: dict, cuda: bool, opts: TuneOptions):
@@ -403,7 +466,7 @@ def _refined(stage1: list[Candidate], floor, cuda: bool) -> list[Candidate]:
 BUSY_GPU = 80.0  # % GPU busy above which the GPU, not the loader, sets the pace
 
 
-def _on_top(lab: _Lab, stack: _Stack, cand: Candidate, name: str, outcomes: list[Outcome],
+def _on_top(lab: _Budget, stack: _Stack, cand: Candidate, name: str, outcomes: list[Outcome],
             note: str = "") -> _Stack:
     """Time cand on top of the stack against the stack's own run, record the outcome, return the stack it leaves."""
     (o,) = lab.experiment(stack if stack.cands else None, [cand], note, [name])
@@ -480,12 +543,13 @@ class _Stack:
         return _Stack((*self._without(cand), cand), o) if _helped(o) else self
 
     def _without(self, cand: Candidate) -> tuple[Candidate, ...]:
-        return tuple(c for c in self.cands if not (c.needs_loader and cand.needs_loader))
+        return tuple(c for c in self.cands if not (c.needs_loader and cand.needs_loader)
+                     and not (c.group and c.group == cand.group))
 
 
 def _document(script: str, opts: TuneOptions, causes: set[str], outcomes: list[Outcome], run_dir: Path,
               noise: dict[str, Optional[float]], drift: Optional[float] = None,
-              check: Optional[Callable[[str], str]] = None):
+              check: Optional[Callable[[str], str]] = None, prediction: Optional[dict[str, Any]] = None):
     """The tune document. check(changed source) -> "" when the changed script runs, else why not."""
     best = max((o for o in outcomes[1:] if is_win(o)), key=lambda o: o.speedup or 0, default=None)
     diff, snippets, checked = "", [], ""
@@ -503,9 +567,10 @@ def _document(script: str, opts: TuneOptions, causes: set[str], outcomes: list[O
     from ..report import model as m
 
     return m.as_data(m.Tune(
-        schema="idlehound/tune", schema_version=2, script=script, run_dir=str(run_dir), steps=opts.steps,
-        skip=opts.skip, diagnosed_causes=sorted(causes), noise=m.Noise(**noise), drift_pct=drift,
-        rounds=[opts.min_rounds, opts.max_rounds], margin=MARGIN, variants=[m.Variant(**asdict(o)) for o in outcomes],
+        schema="idlehound/tune", schema_version=3, script=script, run_dir=str(run_dir), steps=opts.steps,
+        skip=opts.skip, diagnosed_causes=sorted(causes), prediction=prediction or {"available": False},
+        budget_s=opts.budget_s, noise=m.Noise(**noise), drift_pct=drift, rounds=[opts.min_rounds, opts.max_rounds],
+        margin=MARGIN, variants=[m.Variant(**asdict(o)) for o in outcomes],
         best=m.Variant(**asdict(best)) if best else None, diff=diff, snippets=snippets, diff_check=checked))
 
 

@@ -6,6 +6,7 @@ everything, times a fixed number of steps after a warm-up, records each step's l
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -14,7 +15,7 @@ import sys
 import time
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 
 class _Done(SystemExit):
@@ -39,6 +40,21 @@ class Recorder:
         self.first_opt: int | None = None
         self.loaders: list[dict] = []
         self.graphed_inputs: list[dict] | None = None
+        self.fit_model: Any = None  # the module a Lightning Trainer fits
+        self.settings: dict[str, Any] = {}  # the variant's settings
+        self.overrides: dict[str, Any] = {}  # keyword overrides the watchers apply: "loader", "hf_args", "pl_args"
+        self.script_compiled = False  # the script called torch.compile (not a change tune injected)
+        self.tune_compiles = 0  # torch.compile calls tune injected
+        self._ours = 0
+
+    @contextlib.contextmanager
+    def ours(self):
+        """While tune itself compiles: the torch.compile calls inside are not the script's."""
+        self._ours += 1
+        try:
+            yield
+        finally:
+            self._ours -= 1
 
     @property
     def in_flight(self) -> int:
@@ -76,7 +92,8 @@ class Recorder:
             return
         self.n += 1
         if self.n == 1:
-            self.facts = {**script_facts(self.model, opt, self.autocast_at_model), **self.framework}
+            self.facts = {**script_facts(self.fit_model or self.model, opt, self.autocast_at_model), **self.framework,
+                          "compiled": self.script_compiled}
         if self.n >= self.skip:
             self.wall.append(time.monotonic())
             if self.cuda:
@@ -104,7 +121,7 @@ class Recorder:
                 "facts": self.facts,
                 "ms_per_step": total_ms / steps if total_ms and steps > 0 else None,
                 "losses": [float(x) for x in self.losses], "optimizer_steps": self.n, "loaders": self.loaders,
-                "graphed_inputs": self.graphed_inputs}
+                "graphed_inputs": self.graphed_inputs, "tune_compiles": self.tune_compiles}
 
 
 def script_facts(model, opt, autocast: bool) -> dict[str, Any]:
@@ -124,6 +141,57 @@ def script_facts(model, opt, autocast: bool) -> dict[str, Any]:
             p.is_contiguous(memory_format=torch.channels_last) and not p.is_contiguous() for p in weights4),
             convolutions=sum(isinstance(m, torch.nn.modules.conv._ConvNd) for m in model.modules()))
     return facts
+
+
+def _watch_compile(rec: Recorder) -> None:
+    """Record whether the script compiles (torch.compile, Module.compile, a Trainer's torch_compile)."""
+    import torch
+
+    original = torch.compile
+
+    def compile(*args, **kwargs):
+        if rec._ours:
+            rec.tune_compiles += 1
+        else:
+            rec.script_compiled = True
+        return original(*args, **kwargs)
+
+    torch.compile = compile
+
+
+def after_import(names: tuple[str, ...], action: Callable[[Any], None]) -> None:
+    """Call action(module) once one of the modules named has run (nothing is imported that the script does not)."""
+    finder = next((f for f in sys.meta_path if isinstance(f, _AfterImport)), None)
+    if finder is None:
+        finder = _AfterImport()
+        sys.meta_path.insert(0, finder)
+    for name in names:
+        finder.actions.setdefault(name, []).append(action)
+
+
+class _AfterImport:
+    """A meta path finder: runs the actions registered for a module right after the module itself has run."""
+
+    def __init__(self) -> None:
+        self.actions: dict[str, list[Callable[[Any], None]]] = {}
+
+    def find_spec(self, name, path, target=None):
+        if name not in self.actions:
+            return None
+        from importlib.machinery import PathFinder
+
+        spec = PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        run, actions = spec.loader.exec_module, self.actions[name]
+
+        def exec_module(module):
+            run(module)
+            for action in actions:
+                action(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
 
 
 def _watch_model(rec: Recorder) -> None:
@@ -149,31 +217,6 @@ _FRAMEWORKS = {
 _WATCHED = {"transformers_args": ("dataloader_num_workers", "dataloader_pin_memory", "dataloader_persistent_workers",
                                   "logging_nan_inf_filter", "tf32", "bf16", "fp16", "torch_compile"),
             "lightning_args": ("precision", "benchmark")}
-
-
-class _PatchOnImport:
-    """A meta path finder: once a framework's module has run, its class applies the variant's settings when the
-    script builds it, and records what the script set (without importing the framework where the script does not)."""
-
-    def __init__(self, settings: dict[str, Any], rec: Recorder) -> None:
-        self.settings, self.rec = settings, rec
-
-    def find_spec(self, name, path, target=None):
-        if name not in _FRAMEWORKS:
-            return None
-        from importlib.machinery import PathFinder
-
-        spec = PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return None
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            _patch_framework(module, *_FRAMEWORKS[name], self.settings, self.rec)
-
-        spec.loader.exec_module = exec_module
-        return spec
 
 
 def _plain(v: Any) -> Any:
@@ -208,34 +251,31 @@ def _patch_framework(module, cls_name: str, key: str, fact: str, how: str, setti
             record(self, kw)
 
         cls.__init__ = __init__
+    if key == "pl_args" and hasattr(cls, "fit"):  # the whole module: the first one called may be a submodule
+        fit = cls.fit
+
+        def fit_and_keep(self, model, *a, **kw):
+            rec.fit_model = getattr(model, "_orig_mod", model)
+            return fit(self, model, *a, **kw)
+
+        cls.fit = fit_and_keep
 
 
 def apply(settings: dict[str, Any], rec: Recorder) -> None:
-    """Inject the variant's settings without touching the script."""
-    import torch
+    """Inject the variant's settings without touching the script: the watchers that record what the script does,
+    then each change of the registry (_changes) the settings ask for, in the registry's order."""
+    from ._changes import CHANGES
 
     seed_everything(0)
-    sys.meta_path.insert(0, _PatchOnImport(settings, rec))
+    rec.settings = settings
+    for name, how in _FRAMEWORKS.items():  # the Trainer applies the overrides when the script builds it
+        after_import((name,), lambda module, how=how: _patch_framework(module, *how, rec.overrides, rec))
+    _watch_compile(rec)
     _watch_model(rec)  # first: its check of autocast runs before a bf16 candidate enters it
-    _wrap_loader(settings.get("loader") or {}, rec)
-    if settings.get("non_blocking"):
-        _async_batch_copies()
-    if settings.get("cudnn_benchmark"):
-        torch.backends.cudnn.benchmark = True
-    if settings.get("tf32"):
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
-        torch.set_float32_matmul_precision("high")
-    if settings.get("autocast"):  # registered first: a graph recorded under autocast replays its casts
-        _autocast_outer_forward(getattr(torch, settings["autocast"]), cache=not settings.get("cuda_graphs"))
-    if settings.get("channels_last"):  # before the graphs are recorded, so they record the new layout
-        _on_first_model_call(lambda module, args: module.to(memory_format=torch.channels_last))
-    if settings.get("cuda_graphs"):
-        _graph_first_model(rec)
-    if settings.get("fused_optimizer"):
-        _fused_optimizers()
-    if settings.get("threads"):
-        torch.set_num_threads(int(settings["threads"]))
+    _wrap_loader(rec)
+    for key, change in CHANGES.items():
+        if settings.get(key):
+            change.inject(settings[key], rec)
 
 
 def seed_everything(seed: int) -> None:
@@ -251,13 +291,15 @@ def seed_everything(seed: int) -> None:
         pass
 
 
-def _wrap_loader(overrides: dict[str, Any], rec: Recorder) -> None:
+def _wrap_loader(rec: Recorder) -> None:
+    """Record each DataLoader the script builds, with the variant's loader overrides (rec.overrides["loader"])."""
     from torch.utils.data import DataLoader
 
     original = DataLoader.__init__
 
     def __init__(self, *args, **kwargs):
         kw = dict(kwargs)
+        overrides = rec.overrides.get("loader") or {}
         if overrides:
             kw.update(overrides)
             if kw.get("num_workers", 0) == 0:
@@ -372,6 +414,9 @@ def _on_first_model_call(action) -> None:
         action(module, args)
 
     state["handle"] = register_module_forward_pre_hook(pre)
+
+
+on_first_model_call = _on_first_model_call
 
 
 def _graph_first_model(rec: Recorder, make_graphed=None) -> None:

@@ -7,7 +7,7 @@ import difflib
 from pathlib import Path
 from typing import Any
 
-from ._candidates import FUSED_OPTIMIZERS
+from ._changes import CHANGES, SourceEdits
 
 
 def _kw_text(v: Any) -> str:
@@ -245,53 +245,11 @@ def changed_source(source: str, settings: dict[str, Any],
                    graphed_inputs: list[dict[str, Any]] | None = None) -> tuple[str, list[str]]:
     """(the script with the changes made, snippets for what could not be placed in it)."""
     tree = ast.parse(source)
-    edits: list[tuple[int, int, str]] = []
-    snippets: list[str] = []
-    notes: list[str] = []
-    loader = dict(settings.get("loader") or {})
-    if settings.get("cuda_graphs"):
-        loader["drop_last"] = True  # a short last batch could not replay the recorded shapes
-    if loader:
-        calls = _calls(tree, ("DataLoader",))
-        if calls:
-            for c in calls:
-                edits += _loader_edits(source, tree, c, loader, notes)
-        else:
-            snippets.append("DataLoader(..., " + ", ".join(f"{k}={v!r}" for k, v in loader.items()) + ")")
-    for key, names, what in (("hf_args", ("TrainingArguments", "Seq2SeqTrainingArguments"), "TrainingArguments"),
-                             ("pl_args", ("Trainer",), "Trainer")):
+    src = SourceEdits(source, tree, settings, graphed_inputs)
+    for key, change in CHANGES.items():  # each change makes its own edit (_changes)
         if settings.get(key):
-            calls = _calls(tree, names)
-            for c in calls:
-                edits += _loader_edits(source, tree, c, settings[key], notes)
-            if not calls:
-                snippets.append(f"{what}(..., " + ", ".join(f"{k}={v!r}" for k, v in settings[key].items()) + ")")
-    if settings.get("fused_optimizer"):
-        for c in _calls(tree, FUSED_OPTIMIZERS):
-            if not any(k.arg in ("fused", "foreach") for k in c.keywords):
-                edits.append(_rewrite_call(source, c, {"fused": True}))
-    if settings.get("non_blocking"):
-        copies = _batch_copies(tree)
-        edits += [_rewrite_call(source, c, {"non_blocking": True}) for c in copies]
-        if not copies:
-            snippets.append("inputs = inputs.to(device, non_blocking=True)   # each batch tensor from the loader")
-    header = []
-    if settings.get("cudnn_benchmark"):
-        header.append("torch.backends.cudnn.benchmark = True")
-    if settings.get("tf32"):
-        header.append("torch.backends.cuda.matmul.allow_tf32 = True")
-        header.append("torch.backends.cudnn.allow_tf32 = True")
-    if settings.get("threads"):
-        header.append(f"torch.set_num_threads({int(settings['threads'])})")
-    if settings.get("autocast"):
-        snippets.append(f"with torch.autocast('cuda', dtype=torch.{settings['autocast']}):\n"
-                        "    output = model(inputs)   # wrap the model's forward (and the loss) in the loop")
-    if settings.get("cuda_graphs") or settings.get("channels_last"):
-        edit, snippet = _model_edit(source, tree, settings, graphed_inputs)
-        if edit:
-            edits.append(edit)
-        else:
-            snippets.append(snippet.rstrip("\n"))
+            change.edit(settings[key], src)
+    edits, snippets, notes, header = src.edits, src.snippets, src.notes, src.header
     new = source
     unique = list(dict.fromkeys(edits))  # one dict shared by two calls is edited once
     # from the end, so offsets hold; insertions at one place keep their order

@@ -119,6 +119,7 @@ class Schedule:
     max_rounds: int = 5
     target: float = TARGET
     seed: int = 0
+    enough: Optional[Callable[[], bool]] = None  # True: no further round after the first (a time budget is spent)
 
 
 Measure = Callable[[str, int, int], Optional[float]]  # (arm, its run index, schedule position) -> ms or None
@@ -151,8 +152,8 @@ def measure_interleaved(reference: str, arms: list[str], measure: Measure, sched
         return r
 
     for rnd in range(sched.max_rounds):
-        if rnd >= sched.min_rounds and not active:
-            break
+        if (rnd >= sched.min_rounds and not active) or (rnd >= 1 and sched.enough is not None and sched.enough()):
+            break  # done, or the time budget is spent (then even before min_rounds: the intervals say how little)
         if not (rnd == 0 and skip_first):
             one(reference)
         order = active[:]

@@ -11,6 +11,8 @@ _COLS = ("candidate", "samples/s", "steps/s", "speed-up", "gain on top", "GPU bu
 # schema version 2: each speed-up with its 95% interval and the runs behind it
 _COLS2 = ("candidate", "samples/s", "steps/s", "speed-up", "95% interval", "gain on top", "GPU busy", "runs",
           "loss check", "verdict")
+# schema version 3: the replay's prediction beside the measurement
+_COLS3 = _COLS2[:5] + ("predicted / measured",) + _COLS2[5:]
 _NUMERIC = ("samples/s", "steps/s", "speed-up", "95% interval", "gain on top", "GPU busy", "runs", "95% CI", "gain",
             "GPU")
 # the terminal: short names (explained under the table), so the table fits 80 columns
@@ -18,7 +20,8 @@ _TERMINAL = ("change", "steps/s", "speed-up", "95% CI", "gain", "GPU", "verdict"
 
 
 def columns(doc: dict[str, Any]) -> tuple[str, ...]:
-    return _COLS2 if doc.get("schema_version", 1) >= 2 else _COLS
+    version = doc.get("schema_version", 1)
+    return _COLS3 if version >= 3 else _COLS2 if version >= 2 else _COLS
 
 
 def _ci(ci: Any) -> str:
@@ -42,6 +45,23 @@ def verdict(v: dict[str, Any]) -> str:
                                                                   ", not " in cut else "")
 
 
+def _pct(x: float) -> str:
+    return f"{100 * (x - 1):+.0f}%"
+
+
+def versus(v: dict[str, Any]) -> str:
+    """The replay's predicted gain beside the measured one, over the same reference (the stack below, if any)."""
+    if v["candidate"] == "baseline":
+        return "—"
+    on_top = bool(v.get("on_top_of"))
+    got, ci = (v.get("gain"), v.get("gain_ci")) if on_top else (v.get("speedup"), v.get("speedup_ci"))
+    pred = f"predicted {_pct(v['predicted'])}" if v.get("predicted") is not None else "no prediction"
+    if got is None:
+        return pred
+    interval = f" [{_pct(ci[0])}, {_pct(ci[1])}]" if ci and ci[1] < 100 else ""
+    return f"{pred} / measured {_pct(got)}{interval}"
+
+
 def _cell(v: dict[str, Any], col: str) -> str:
     label = v["label"] + (f" (+ {v['on_top_of']})" if v.get("on_top_of") else "")
     name = v["candidate"] + (f" on {v['on_top_of']}" if v.get("on_top_of") else "")
@@ -50,7 +70,7 @@ def _cell(v: dict[str, Any], col: str) -> str:
             "gain on top": _n(v.get("gain"), 2, "×") + (f" ({_ci(v['gain_ci'])})" if v.get("gain_ci") else ""),
             "GPU busy": _n(v["gpu_util"], 0, "%"), "95% CI": _ci(v.get("speedup_ci")), "gain": _n(v.get("gain"), 2, "×"),
             "GPU": _n(v["gpu_util"], 0, "%"), "runs": str(v.get("rounds") or "—"),
-            "loss check": v["loss_check"], "verdict": verdict(v)}[col]
+            "loss check": v["loss_check"], "verdict": verdict(v), "predicted / measured": versus(v)}[col]
 
 
 def rows(doc: dict[str, Any], cols: tuple[str, ...] = ()) -> list[list[str]]:
@@ -62,7 +82,8 @@ def legend(doc: dict[str, Any]) -> list[tuple[str, str]]:
     out: dict[str, str] = {}
     for v in doc["variants"][1:]:
         note = v.get("warmup_note") or ""
-        out.setdefault(v["candidate"], v["label"] + (f"; {note}" if note else ""))
+        seen = f"; {versus(v)}" if doc.get("schema_version", 1) >= 3 and v["status"] in ("ok", "rejected") else ""
+        out.setdefault(v["candidate"], v["label"] + seen + (f"; {note}" if note else ""))
     return list(out.items())
 
 
@@ -77,6 +98,20 @@ def noise_line(doc: dict[str, Any]) -> str:
         how = f"{abs(drift):.1f}% {'slower' if drift > 0 else 'faster'} than" if drift else "as fast as"
         line += (f" Drift: the baseline's last run was {how} its first; each run is compared with the reference "
                  f"runs around it, so the drift does not count as a speed-up.")
+    return line
+
+
+def prediction_line(doc: dict[str, Any]) -> str:
+    """How the candidates were ordered (version 3); "" for older documents."""
+    if doc.get("schema_version", 1) < 3:
+        return ""
+    p = doc.get("prediction") or {}
+    line = (f"Order: largest predicted gain first, from the replay of the baseline's profile (step "
+            f"{p['step_ms']:.2f} ms); candidates without a prediction after." if p.get("available") else
+            "Order: as listed (no replay of a GPU profile to predict gains from).")
+    if doc.get("budget_s") is not None:
+        line += f" Budget {doc['budget_s']:g} s"
+        line += f", used {doc['wall_s']:.0f} s." if doc.get("wall_s") is not None else "."
     return line
 
 
@@ -127,6 +162,8 @@ def render_tune(doc: dict[str, Any], console=None) -> None:
     for name, label in legend(doc):
         c.print(f"  {name}: {label}", markup=False, highlight=False)
     c.print(noise_line(doc), markup=False, highlight=False)
+    if prediction_line(doc):
+        c.print(prediction_line(doc), markup=False, highlight=False)
     c.print(best_line(doc), markup=False)
     if doc.get("diff_check"):
         c.print(f"Diff check: {doc['diff_check']}", markup=False, highlight=False)
@@ -147,6 +184,7 @@ def tune_markdown(doc: dict[str, Any]) -> str:
              if v.get("warmup_note")]
     out += ["", "Warm-up:", *notes] if notes else []
     out += ["", noise_line(doc)]
+    out += ["", prediction_line(doc)] if prediction_line(doc) else []
     out += ["", best_line(doc)]
     if doc.get("diff_check"):
         out += ["", f"Diff check: {md_text(doc['diff_check'])}"]
@@ -160,6 +198,7 @@ def tune_markdown(doc: dict[str, Any]) -> str:
 def tune_html(doc: dict[str, Any]) -> str:
     from ..report import render_page
 
-    return render_page("tune.html", script=doc["script"], head=columns(doc), rows=rows(doc), noise=noise_line(doc),
+    return render_page("tune.html", script=doc["script"], head=columns(doc), rows=rows(doc),
+                       noise=" ".join(filter(None, (noise_line(doc), prediction_line(doc)))),
                        best=best_line(doc), diff_check=doc.get("diff_check") or "", diff=doc["diff"],
                        snippets=doc["snippets"])

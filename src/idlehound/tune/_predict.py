@@ -1,0 +1,47 @@
+"""The diagnosis' predictions for tune: each candidate's speed-up as the counterfactual replay of the baseline's
+profile predicts it (the replay's fixes the candidate makes, analysis._replay.FIXES), so that the most promising
+candidates run first and each measurement tests the diagnosis."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import reduce
+from typing import Any, Optional
+
+from ..analysis import FIXES, Fix
+from ._candidates import Candidate
+
+
+class Predictor:
+    """Predicted speed-ups from the replay of one profile (none without one: a CPU run has no replay)."""
+
+    def __init__(self, analysis: Any) -> None:
+        self.replay = getattr(analysis, "replay", None)
+        observer = getattr(analysis, "observer", None) or {}
+        self.rate = float(observer.get("host_rate", 1.0))
+
+    @property
+    def available(self) -> bool:
+        return self.replay is not None and bool(self.replay.steps)
+
+    def _step_ns(self, causes: Sequence[str]) -> float:
+        fix = reduce(Fix.merged, (FIXES[c] for c in dict.fromkeys(causes)), Fix())
+        return self.replay.play(fix, self.rate).step_ns
+
+    def speedup(self, fixes: Sequence[str], below: Sequence[str] = ()) -> Optional[float]:
+        """The speed-up of making `fixes` on top of `below` (fixes already made), or None without a prediction."""
+        if not self.available or not fixes or any(f not in FIXES for f in (*fixes, *below)):
+            return None
+        ref, new = self._step_ns(below), self._step_ns((*below, *fixes))
+        return round(ref / new, 3) if new > 0 and ref > 0 else None
+
+    def ordered(self, cands: list[Candidate], below: Sequence[str] = ()) -> list[Candidate]:
+        """Largest predicted gain (on top of the fixes `below`) first; candidates without a prediction after, in
+        their own order."""
+        pred = {c.name: self.speedup(c.fixes, below) for c in cands}
+        return sorted(cands, key=lambda c: (0, -pred[c.name]) if pred[c.name] is not None else (1, 0.0))
+
+    def summary(self) -> dict[str, Any]:
+        if not self.available:
+            return {"available": False}
+        return {"available": True, "step_ms": round(self._step_ns(()) / 1e6, 3), "host_rate": self.rate}
