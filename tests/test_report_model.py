@@ -163,8 +163,8 @@ def test_ladder_and_tune_builders_make_valid_documents(tmp_path):
     tune = m.validate(m.encode(doc), "tune")
     assert tune.schema_version == 3 and tune.best is None and tune.variants[1].status == "rejected"
     assert list(doc) == ["schema", "schema_version", "script", "run_dir", "steps", "skip", "diagnosed_causes",
-                         "noise", "drift_pct", "rounds", "margin", "variants", "best", "diff", "snippets",
-                         "diff_check"]  # the order tune.json always had
+                         "prediction", "budget_s", "noise", "drift_pct", "rounds", "margin", "variants", "best", "diff",
+                         "snippets", "diff_check", "wall_s"]  # version 3's order (2 had no prediction, budget, wall)
 
 
 def _structs(t, seen):
