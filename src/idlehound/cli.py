@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 import click
 
@@ -15,7 +15,7 @@ from . import __version__
 from .errors import IdlehoundError
 
 
-def _fail(msg: str, code: int = 2) -> None:
+def _fail(msg: str, code: int = 2) -> NoReturn:
     from .report._escape import visible
 
     click.echo(f"idlehound: {visible(msg)}", err=True)  # a message may quote a name from a trace

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-from typing import Callable
+from typing import Callable, Union
 
 from rich.console import Console
 
@@ -68,7 +68,7 @@ def _tensorboard() -> Check:
             "optional: pip install tensorboard to browse runs; traces also open in ui.perfetto.dev")
 
 
-CHECKS: list[Callable[[], object]] = [_torch, _nvml, _tensorboard]
+CHECKS: list[Callable[[], Union[Check, list[Check]]]] = [_torch, _nvml, _tensorboard]
 
 
 def run_checks(console: Console | None = None) -> bool:

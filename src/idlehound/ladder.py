@@ -64,7 +64,7 @@ def _labels() -> dict[str, str]:
             "ceiling": "ceiling: same model, data already on the GPU"}
 
 
-def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: sys.stderr.write(m + "\n")):
+def run_ladder(opts: LadderOptions, progress: Callable[[str], object] = lambda m: sys.stderr.write(m + "\n")):
     """Run the chosen rungs in order; returns (results, run_dir)."""
     from .capture import new_run_dir
 
@@ -204,7 +204,7 @@ def _pick(best: TrainConfig, opts: LadderOptions, cands: list[TrainConfig]):
 
 
 def _measure(cfg: TrainConfig, opts: LadderOptions, res: RungResult, run_dir: Path,
-             progress: Callable[[str], None], profile: Optional[bool] = None) -> None:
+             progress: Callable[[str], object], profile: Optional[bool] = None) -> None:
     trainer = Trainer(cfg)
     try:
         _measure_trainer(trainer, cfg, opts, res, run_dir, progress, profile)
@@ -213,7 +213,7 @@ def _measure(cfg: TrainConfig, opts: LadderOptions, res: RungResult, run_dir: Pa
 
 
 def _measure_trainer(trainer: Trainer, cfg: TrainConfig, opts: LadderOptions, res: RungResult, run_dir: Path,
-                     progress: Callable[[str], None], profile: Optional[bool]) -> None:
+                     progress: Callable[[str], object], profile: Optional[bool]) -> None:
     from .capture._sampler import Sampler, summarize
 
     cuda = cfg.device != "cpu"
@@ -285,7 +285,7 @@ def ladder_doc(results: list[RungResult], device: str) -> dict[str, Any]:
     from dataclasses import asdict
 
     best = max((r for r in results if r.samples_per_s and r.name != "ceiling"),
-               key=lambda r: r.samples_per_s, default=None)
+               key=lambda r: r.samples_per_s or 0.0, default=None)
     return {"schema": "idlehound/ladder", "schema_version": 1, "device": device,
             "rungs": [asdict(r) for r in results], "best": best.name if best else None}
 

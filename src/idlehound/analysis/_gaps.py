@@ -166,7 +166,7 @@ class _Gaps:
                     locs[i] = loc
             rows_of.append(np.fromiter((keys.setdefault((cause, loc), len(keys)) for loc in locs), np.int64, len(locs)))
             ns_of.append(self.ns[cause][sel])
-        row, ns = (np.concatenate(rows_of), np.concatenate(ns_of).astype(np.int64)) if rows_of else ([], [])
+        row, ns = (np.concatenate(rows_of), np.concatenate(ns_of).astype(np.int64)) if rows_of else (np.zeros(0, np.int64),) * 2
         idle, count = np.zeros(len(keys), dtype=np.int64), np.bincount(row, minlength=len(keys))
         np.add.at(idle, row, ns)
         rows = [IdleLine(c, loc, int(idle[r]), int(count[r])) for (c, loc), r in keys.items()]

@@ -133,7 +133,7 @@ def _device(trace: Trace, ctx: _Context) -> DeviceInfo:
     info = DeviceInfo(devices_seen=seen)
     if seen:
         busy = {p: float(ev.dur[ctx.gpu][pids == p].sum(dtype=np.float64)) for p in seen}
-        info.index = max(busy, key=busy.get)
+        info.index = max(busy, key=lambda p: busy[p])
     props = trace.device_properties
     p = next((d for d in props if d.get("id") == info.index), props[0] if props else None)
     info.accelerator, info.unmeasured = _accelerator(ev, ctx)

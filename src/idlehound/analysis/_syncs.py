@@ -62,7 +62,7 @@ def _copy_name_by_ext(ctx: _Context) -> dict[int, str]:
     ev = ctx.ev
     mc = ctx.gpu[np.isin(ev.cat[ctx.gpu], [ev.cat_id("gpu_memcpy"), ev.cat_id("Memcpy")])]
     rt = ctx.runtime_of(mc)
-    out = {}
+    out: dict[int, str] = {}
     for g, r in zip(mc, rt):
         ext = int(ev.ext[r]) if r >= 0 else int(ev.ext[g])
         if ext != -1:

@@ -11,7 +11,7 @@ import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 from ..errors import CaptureError
 from ._session import CaptureOptions, Session, StopRun
@@ -123,7 +123,7 @@ def _flush_on_os_exit(session: Session):
     """
     real_exit, pid = os._exit, os.getpid()
 
-    def _exit(code: int) -> None:
+    def _exit(code: int) -> NoReturn:
         if os.getpid() == pid and not session._stopped:
             with contextlib.suppress(BaseException):
                 session.stop(code, f"os._exit({code})")
@@ -134,7 +134,7 @@ def _flush_on_os_exit(session: Session):
                 sys.stderr.flush()
         real_exit(code)
 
-    os._exit = _exit
+    os._exit = _exit  # type: ignore[assignment]  # same call, parameter named differently
     return lambda: setattr(os, "_exit", real_exit)
 
 

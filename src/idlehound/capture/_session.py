@@ -76,7 +76,7 @@ class Session:
         self.window: list[float] = []
         self.manual = opts.step_on == "manual"
         self._undo: list[Callable[[], None]] = []
-        self._prof = None
+        self._prof: Any = None  # torch.profiler.profile while the window is open
         self._first_opt: Optional[int] = None
         self._t_start = time.monotonic()
         self._wall0 = time.time()
@@ -553,7 +553,7 @@ def _count_child_processes(facts: dict[str, int]) -> Callable[[], None]:
             facts["child_processes"] += 1
         return original(proc)
 
-    BaseProcess.start = start
+    BaseProcess.start = start  # type: ignore[method-assign]
     return lambda: setattr(BaseProcess, "start", original)
 
 

@@ -36,7 +36,8 @@ def write_sidecar(prof: Any, path: Path, script: str = "", cwd: Optional[str] = 
     files = {p[0] for p in (_parse(n.name) for n in nodes) if p}
     files |= {c.file_name for c in (_caller(n) for n in nodes) if c is not None}
     decided = {f: here.is_user(f) for f in sorted(files) if f}
-    rows, refs = [], {}
+    rows: list[list[Any]] = []
+    refs: dict[str, set[int]] = {}
     for node in nodes:
         parsed = _parse(node.name)
         if parsed and decided.get(parsed[0]):

@@ -18,7 +18,7 @@ def predict(a: Analysis, found: list[Finding]) -> dict[str, Any]:
     rate = float(a.observer.get("host_rate", 1.0))
     base = rp.play(rate=rate).step_ns
 
-    def step(causes) -> float:
+    def step(causes: list[str]) -> float:
         fix = reduce(Fix.merged, (FIXES[c] for c in causes), Fix())
         return rp.play(fix, rate).step_ns
 

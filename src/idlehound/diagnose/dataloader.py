@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any, Optional
 
 from ..analysis import Analysis
 from ._finding import Finding, Thresholds, ms, pct
@@ -52,7 +53,7 @@ def _start_workers() -> tuple[str, str]:
     return fix, code
 
 
-def _more_workers(workers, cfg: dict) -> tuple[str, str]:
+def _more_workers(workers: Optional[int], cfg: dict[str, Any]) -> tuple[str, str]:
     n = max(_suggested_workers(), (workers or 0) * 2)
     fix = ("The workers are too slow for the GPU. Add workers, keep them alive between epochs, prefetch more, "
            "and move per-sample work (decode, resize, augmentation) off the CPU: resize and normalise batches "

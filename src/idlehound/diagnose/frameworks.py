@@ -76,7 +76,7 @@ def sync_stacks(a: Analysis) -> tuple[SourceMap, list[tuple[int, int, int]]]:
     return smap, [(int(ev.tid[j]), int(ev.ts[j]), int(k)) for j, k in zip(idx, frames) if k >= 0]
 
 
-def _sidecar(a: Analysis) -> Optional[dict]:
+def _sidecar(a: Analysis) -> Optional[dict[str, Any]]:
     """The capture sidecar beside the trace (exact user lines), as the pipeline loads it; None without one."""
     from ..analysis import load_sidecar
     from ..pipeline import sidecar_path
@@ -100,7 +100,7 @@ def _outermost(ev: Any, idx: np.ndarray) -> np.ndarray:
 def find_matches(a: Analysis) -> list[FrameworkMatch]:
     """Sync points whose stack matches a framework entry, grouped by entry and library frame, most first."""
     smap, points = sync_stacks(a)
-    out: dict[tuple, FrameworkMatch] = {}
+    out: dict[tuple[str, tuple[str, int, str]], FrameworkMatch] = {}
     for tid, ts, k in points:
         if smap.within(tid, ts, _OWN_FRAMES):  # only frames below the user's code: `idlehound run` is above it
             continue
@@ -118,7 +118,7 @@ def find_matches(a: Analysis) -> list[FrameworkMatch]:
 
 
 def _stack(smap: SourceMap, k: int) -> list[str]:
-    out = []
+    out: list[str] = []
     while k >= 0 and len(out) < 200:
         out.append(smap.name(k))
         k = int(smap.parent[k])

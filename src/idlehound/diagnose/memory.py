@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from ..analysis import Analysis
 from ._finding import Finding, Thresholds, ms
 
@@ -10,7 +12,7 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
     return [f for f in (_churn(a), _near_oom(a, t)) if f is not None]
 
 
-def _churn(a: Analysis):
+def _churn(a: Analysis) -> Optional[Finding]:
     sites = [s for s in a.sync_sites if s.kind == "allocator"]
     drained = ms(a, sum(s.idle_after_ns for s in sites))
     inside = ms(a, a.idle_ns.get("allocator", 0))
@@ -43,7 +45,7 @@ def _churn(a: Analysis):
                    code, location=loc, details={"drained_ms": drained, "inside_calls_ms": inside})
 
 
-def _near_oom(a: Analysis, t: Thresholds):
+def _near_oom(a: Analysis, t: Thresholds) -> Optional[Finding]:
     m = a.memory
     if not m.recorded or not m.capacity or not m.peak_reserved:
         return None
@@ -51,7 +53,7 @@ def _near_oom(a: Analysis, t: Thresholds):
     if share < t.near_oom_share:
         return None
     evidence = [f"peak reserved {m.peak_reserved / 2**30:.1f} GiB of {m.capacity / 2**30:.1f} GiB "
-                f"({100 * share:.0f}%); peak allocated {m.peak_allocated / 2**30:.1f} GiB"]
+                f"({100 * share:.0f}%); peak allocated {(m.peak_allocated or 0) / 2**30:.1f} GiB"]
     fix = ("Memory is nearly full: one larger batch or a fragmented cache will OOM. Use bf16 autocast, "
            "activation checkpointing, or a smaller batch with gradient accumulation.")
     code = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True   # less fragmentation"

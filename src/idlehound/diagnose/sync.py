@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..analysis import Analysis, SyncSite
 from ._finding import Finding, Thresholds, ms
 
@@ -64,7 +66,7 @@ def _site_line(a: Analysis, s: SyncSite) -> str:
            f"{ms(a, s.idle_after_ns):.3f} ms idle per step"
 
 
-def _site_json(a: Analysis, s: SyncSite) -> dict:
+def _site_json(a: Analysis, s: SyncSite) -> dict[str, Any]:
     return {"kind": s.kind, "op": s.op, "call": s.call, "python": s.python,
             "location": s.location.to_json() if s.location else None,
             "count_per_step": s.count / a.n_steps, "idle_ms_per_step": ms(a, s.idle_after_ns)}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable, Iterator
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 TENSOR, PY, UNKNOWN = "tensor", "py", "unknown"
 Func = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -394,7 +394,7 @@ def reaches_step(stmts: list[ast.stmt], funcs: Functions, scope: Scope, depth: i
     return False
 
 
-def loop_body(loop: ast.AST) -> list[ast.stmt]:
+def loop_body(loop: Union[ast.For, ast.AsyncFor, ast.While]) -> list[ast.stmt]:
     return list(loop.body) + list(getattr(loop, "orelse", []))
 
 
@@ -449,7 +449,7 @@ def _merge(a: dict[str, list[ast.expr]], b: dict[str, list[ast.expr]]) -> dict[s
 def _resolve_name(name: str, scopes: list[ast.AST], depth: int) -> Optional[dict[str, list[ast.expr]]]:
     """Every way `name` is built in the innermost scope that binds it; any unreadable step gives None."""
     for i in range(len(scopes) - 1, -1, -1):
-        scope = scopes[i]
+        scope: Any = scopes[i]  # a module or a function: both have a body
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
             a = scope.args
             if name in {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs} or \
@@ -489,7 +489,7 @@ def _dict_step(node: ast.AST, name: str, scopes: list[ast.AST], depth: int):
             out = resolve_kwargs(node.args[0], scopes, depth + 1) if node.args else {}
             return None if out is None else _merge(out, _kwargs_of(node, scopes, depth) or {})
         if node.func.attr == "setdefault" and node.args and isinstance(const(node.args[0]), str):
-            return {node.args[0].value: node.args[1:2]}
+            return {const(node.args[0]): node.args[1:2]}
         if node.func.attr in ("pop", "get", "copy", "items", "keys", "values"):
             return False
         return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 from ._rules import Facts
 
@@ -33,7 +33,8 @@ def _roots(here: Path, level: int) -> list[Path]:
     return [here]
 
 
-def _imports(tree: ast.Module, here: Path) -> Iterator[tuple[str, list[str], list[Path], ast.AST]]:
+def _imports(tree: ast.Module, here: Path
+             ) -> Iterator[tuple[str, list[str], list[Path], Union[ast.Import, ast.ImportFrom]]]:
     """(module, imported names, lookup folders, node) for every import statement."""
     for n in ast.walk(tree):
         if isinstance(n, ast.Import):

@@ -193,7 +193,7 @@ def headline(a: Analysis, findings: list[Finding]) -> str:
     idle_ms = _ms(a.per_step_ms(a.window_ns - a.busy_ns))
     top = next((f for f in findings if f.kind != "risk"), None)  # ranked by the replay's predicted gain
     if top is None:
-        if busy >= METRICS["gpu_util"].ideal:
+        if busy >= (METRICS["gpu_util"].ideal or 0.0):
             return f"GPU busy {busy:.1f}% of each {step} ms step: no significant idle time."
         cause = max(a.idle_ns, key=lambda c: a.idle_ns[c])  # the idle table's largest row
         return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms), mostly "

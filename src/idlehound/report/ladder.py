@@ -18,7 +18,7 @@ def render_ladder(doc: dict[str, Any], console: Optional[Console] = None) -> Non
     for col, just in [("rung", "left"), ("samples/s", "right"), ("ms/step", "right"), ("GPU busy", "right"),
                       ("NVML util", "right"), ("peak GiB", "right"), ("speed-up", "right"),
                       ("% ceiling", "right"), ("top remaining finding", "left")]:
-        t.add_column(col, justify=just)
+        t.add_column(col, justify=just)  # type: ignore[arg-type]  # "left"/"right" above
     for row in ladder_table_rows(doc):
         t.add_row(*(Text(visible(cell)) for cell in row))
     c.print(t)

@@ -8,6 +8,7 @@ event costs that event only.
 from __future__ import annotations
 
 import math
+import mmap
 from typing import Any, Optional, Union
 
 import msgspec
@@ -59,7 +60,7 @@ _ANY = msgspec.json.Decoder()
 BATCH_SIZE = 50_000
 
 
-def decode_top(buf: bytes) -> dict[str, msgspec.Raw]:
+def decode_top(buf: Union[bytes, bytearray, memoryview, mmap.mmap]) -> dict[str, msgspec.Raw]:
     """Top-level keys of the trace, each still undecoded. Raises msgspec errors on bad JSON."""
     return _TOP.decode(buf)
 
@@ -69,7 +70,7 @@ def decode_batch(buf: bytes) -> list[Event]:
     return _BATCH.decode(buf)
 
 
-def split_events(raw: msgspec.Raw) -> list[msgspec.Raw]:
+def split_events(raw: Union[msgspec.Raw, bytes]) -> list[msgspec.Raw]:
     return _RAW_LIST.decode(raw)
 
 
@@ -125,7 +126,7 @@ def _coerce(obj: dict, stats: dict[str, int]) -> Optional[Event]:
 
 
 def _coerce_args(a: dict) -> Args:
-    out = {}
+    out: dict[str, Any] = {}
     for f in Args.__struct_fields__:
         key = Args.__struct_encode_fields__[Args.__struct_fields__.index(f)]
         v = a.get(key)

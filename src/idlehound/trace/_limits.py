@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import io
 import mmap
 import os
 import tempfile
@@ -71,7 +72,7 @@ def _size(n: int) -> str:
 Buffer = Union[bytes, bytearray, mmap.mmap]
 
 
-def read_limited(f: BinaryIO, path: Path, limit: int, gz: bool) -> Buffer:
+def read_limited(f: io.BufferedIOBase, path: Path, limit: int, gz: bool) -> Buffer:
     """The file's bytes (gunzipped when gz); stops with a TraceError past `limit` bytes.
 
     A plain file is mapped, not read; a gzip file is decompressed in pieces into a temporary file that is then
@@ -106,7 +107,7 @@ def _spool() -> Optional[BinaryIO]:
         return None
 
 
-def release(buf: Buffer, lo: int, hi: int) -> None:
+def release(buf: Union[Buffer, memoryview], lo: int, hi: int) -> None:
     """Drop the mapped pages of buf[lo:hi] from this process's memory (they are read back if touched again)."""
     if isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
         lo = -(-lo // mmap.PAGESIZE) * mmap.PAGESIZE
@@ -129,7 +130,7 @@ def trim() -> None:
 _LIBC: Any = None
 
 
-def _gunzip(f: BinaryIO, path: Path, limit: int, out: Any) -> Any:
+def _gunzip(f: io.BufferedIOBase, path: Path, limit: int, out: Any) -> Any:
     """Decompress into out (a bytearray, returned; or a file, returns the size)."""
     size = 0
     d, fed = zlib.decompressobj(16 + zlib.MAX_WBITS), False
@@ -231,7 +232,7 @@ def _trailing_run(slashes: np.ndarray, size: int, carried: int) -> int:
     return size - first + (carried if first == 0 else 0)
 
 
-def scan(data: Union[bytes, bytearray, memoryview], path: Path, max_depth: int = MAX_DEPTH, level: int = 2) -> Scan:
+def scan(data: Union[Buffer, memoryview], path: Path, max_depth: int = MAX_DEPTH, level: int = 2) -> Scan:
     """Check nesting (TraceError past max_depth) and find commas at `level` (2: between the elements of a
     top-level array, such as the events) to cut that array into slices."""
     view = memoryview(data).cast("B")
@@ -254,7 +255,7 @@ def cuts_within(shape: Scan, lo: int, n: int) -> list[int]:
     return [c - lo for c in shape.cuts if lo < c < lo + n]
 
 
-def _address(obj: object) -> int:
+def _address(obj: Any) -> int:
     return np.frombuffer(obj, np.uint8).__array_interface__["data"][0]
 
 

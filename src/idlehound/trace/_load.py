@@ -76,7 +76,7 @@ def load_trace(path: Union[str, Path], run: Optional[str] = None, worker: Option
     return trace
 
 
-def _read(path: Path, limit: int) -> bytearray:
+def _read(path: Path, limit: int) -> _limits.Buffer:
     try:
         with open(path, "rb") as f:
             gz = f.read(2) == b"\x1f\x8b"

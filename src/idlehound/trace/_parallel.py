@@ -14,7 +14,7 @@ import multiprocessing
 import os
 import re
 import threading
-from typing import Optional
+from typing import Any, Optional
 
 import msgspec
 
@@ -131,7 +131,7 @@ def _fill_parallel(builder: TableBuilder, mv: memoryview, stats: dict[str, int],
         with multiprocessing.get_context("fork").Pool(min(n_jobs, len(ranges)) - 1 or 1) as pool:
             pending = pool.map_async(_work, ranges[1:])
             _decode_range(mv, *ranges[0], builder, stats)  # this process takes the first range
-            results = pending.get()
+            results: list[Any] = pending.get()
     finally:
         _SHARED = None
     if None in results:
@@ -144,7 +144,8 @@ def _fill_parallel(builder: TableBuilder, mv: memoryview, stats: dict[str, int],
 
 def _work(rng: tuple[int, int]) -> Optional[tuple]:
     assert _SHARED is not None
-    builder, stats = TableBuilder(), {}
+    builder = TableBuilder()
+    stats: dict[str, int] = {}
     try:
         _decode_range(_SHARED, rng[0], rng[1], builder, stats)
     except BadCut:

@@ -185,7 +185,7 @@ class TableBuilder:
         return v
 
     def reset(self) -> None:
-        self.__init__()
+        type(self).__init__(self)
 
     def parts(self) -> tuple:
         """What merge() needs, as plain picklable values (sent back from worker processes)."""

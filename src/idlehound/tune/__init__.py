@@ -199,7 +199,7 @@ class _Lab:
     def outcome(self, name: str, ref: str, stack: Optional[_Stack]) -> Outcome:
         on_top = stack.outcome if stack else None
         o = Outcome(name, self.labels[name], settings=self.settings[name],
-                    on_top_of=stack.name if on_top is not None else None)
+                    on_top_of=stack.name if stack is not None and on_top is not None else None)
         results = self.results.get(name, [])
         failed = next((r for r in results if r["status"] != "ok"), None)
         if failed is not None:
@@ -440,8 +440,8 @@ def _best(stage: list[Candidate], outcomes: list[Outcome],
     good = [(c, by[c.name]) for c in stage if _helped(by.get(c.name))]
     if not good:
         return None
-    top = max(o.speedup for _, o in good)
-    near = [co for co in good if co[1].speedup >= top * (1 - tie)]
+    top = max(o.speedup or 0.0 for _, o in good)  # a run that helped has a speedup
+    near = [co for co in good if (co[1].speedup or 0.0) >= top * (1 - tie)]
     return max(near, key=lambda co: (co[0].settings.get("loader", {}).get("num_workers", 0), co[1].speedup))
 
 
@@ -487,7 +487,8 @@ def _document(script: str, opts: TuneOptions, causes: set[str], outcomes: list[O
               check: Optional[Callable[[str], str]] = None):
     """The tune document. check(changed source) -> "" when the changed script runs, else why not."""
     best = max((o for o in outcomes[1:] if is_win(o)), key=lambda o: o.speedup or 0, default=None)
-    diff, snippets, checked = "", [], ""
+    diff, checked = "", ""
+    snippets: list[str] = []
     if best is not None:
         diff, snippets = make_diff(Path(script), best.settings, best.graphed_inputs)
         if diff and check is not None:

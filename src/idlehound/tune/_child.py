@@ -307,7 +307,7 @@ def _collect_pinned(obj, into: dict, depth: int = 0) -> None:
     if isinstance(obj, torch.Tensor):
         if obj.is_pinned():
             key = id(obj)
-            into[key] = weakref.ref(obj, lambda _, key=key: into.pop(key, None))
+            into[key] = weakref.ref(obj, lambda _, key=key: into.pop(key, None))  # type: ignore[misc]
     elif depth < 3 and isinstance(obj, (list, tuple)):
         for x in obj:
             _collect_pinned(x, into, depth + 1)
@@ -513,7 +513,7 @@ def main() -> None:
             status, error = "failed", f"exited with code {e.code}"
     except BaseException as e:  # the variant crashed (or ran out of memory): report, do not hide
         status, error = "failed", _describe(e)
-    result = rec.result() if status in ("ok", "short") else {"losses": [], "loaders": rec.loaders,
+    result: dict[str, Any] = rec.result() if status in ("ok", "short") else {"losses": [], "loaders": rec.loaders,
                                                               "facts": rec.facts}
     if sampler is not None:
         result["gpu_util"] = _timed_util(sampler.stop(), rec.wall)

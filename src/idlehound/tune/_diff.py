@@ -22,11 +22,9 @@ def _line_offsets(source: str) -> list[int]:
 
 def _rewrite_call(source: str, call: ast.Call, overrides: dict[str, Any]) -> tuple[int, int, str]:
     """(start offset, end offset, new text) for a call with its keywords replaced or added."""
-    offsets = _line_offsets(source)
-    start = offsets[call.lineno - 1] + call.col_offset
-    end = offsets[call.end_lineno - 1] + call.end_col_offset
+    start, end = _span(source, call)
     func = ast.get_source_segment(source, call.func)
-    args = [ast.get_source_segment(source, a) for a in call.args]
+    args = [ast.get_source_segment(source, a) or "" for a in call.args]
     kws = {k.arg: ast.get_source_segment(source, k.value) for k in call.keywords if k.arg}
     extra = [f"**{ast.get_source_segment(source, k.value)}" for k in call.keywords if k.arg is None]
     for k, v in overrides.items():
@@ -35,7 +33,7 @@ def _rewrite_call(source: str, call: ast.Call, overrides: dict[str, Any]) -> tup
     return start, end, f"{func}({', '.join(parts)})"
 
 
-def _span(source: str, node: ast.AST) -> tuple[int, int]:
+def _span(source: str, node: Any) -> tuple[int, int]:  # an ast node with positions (expr, stmt)
     offsets = _line_offsets(source)
     return offsets[node.lineno - 1] + node.col_offset, offsets[node.end_lineno - 1] + node.end_col_offset
 
@@ -65,7 +63,8 @@ def _dict_sources(tree: ast.AST, name: str, depth: int = 0) -> list[ast.AST] | N
         value = None
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, ast.AugAssign) else []
-        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+        if isinstance(node, (ast.Assign, ast.AugAssign)) and any(isinstance(t, ast.Name) and t.id == name
+                                                                 for t in targets):
             value = node.value
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update"
               and isinstance(node.func.value, ast.Name) and node.func.value.id == name and len(node.args) == 1):
@@ -97,7 +96,7 @@ def _dict_value(tree: ast.AST, value: ast.AST, depth: int) -> list[ast.AST] | No
     return None
 
 
-def _entries(source: ast.AST, key: str) -> list[ast.AST]:
+def _entries(source: Any, key: str) -> list[ast.AST]:  # ast.Dict or ast.Call
     """The value nodes for key in a dict literal or dict(...) call."""
     if isinstance(source, ast.Dict):
         return [v for k, v in zip(source.keys, source.values) if isinstance(k, ast.Constant) and k.value == key]
@@ -111,7 +110,7 @@ def _quoted(source: str, node: ast.Dict, key: str) -> str:
     return f'"{key}"' if (text or "'").startswith('"') else repr(key)
 
 
-def _append(source: str, node: ast.AST, text: str) -> tuple[int, int, str]:
+def _append(source: str, node: Any, text: str) -> tuple[int, int, str]:
     """Insert `text` (one more item) at the end of a call's arguments or a dict literal's items."""
     items = (list(node.keys) + list(node.values)) if isinstance(node, ast.Dict) else [*node.args, *(
         k.value for k in node.keywords)]
@@ -135,7 +134,7 @@ def _loader_edits(source: str, tree: ast.AST, call: ast.Call, loader: dict[str, 
         sources += found or []
     texts = {k: repr(v) for k, v in loader.items()}
     for key, v in loader.items():
-        values = [k.value for k in call.keywords if k.arg == key] or [e for src in sources for e in _entries(src, key)]
+        values: list[ast.AST] = [k.value for k in call.keywords if k.arg == key] or [e for src in sources for e in _entries(src, key)]
         if key == "num_workers" and values and _flag_default(tree, values[0])[1]:
             # the count stays the flag's: options that need workers follow it, so `--workers 0` still works
             flag = ast.get_source_segment(source, values[0])
@@ -223,7 +222,7 @@ def _model_edit(source: str, tree: ast.Module, settings: dict[str, Any],
         stmt, model = found
         pad = " " * stmt.col_offset
         text = "".join(pad + ln for ln in _model_lines(model, settings, inputs).splitlines(keepends=True))
-        at = _line_offsets(source)[stmt.end_lineno]
+        at = _line_offsets(source)[stmt.end_lineno or stmt.lineno]
         return (at, at, text), ""
     where = "# once the model is on the GPU and its optimizer is built:\n"
     return None, where + _model_lines("model", settings, inputs)

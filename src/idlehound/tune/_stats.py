@@ -89,16 +89,16 @@ class Run:
 
 def _interpolated_log(refs: list[Run], position: int) -> Optional[float]:
     """Log reference time at a position, linear between the reference runs around it (nearest at the ends)."""
-    ok = [r for r in refs if r.ms]
+    ok = [(r.position, math.log(r.ms)) for r in refs if r.ms]
     if not ok:
         return None
-    before = [r for r in ok if r.position < position]
-    after = [r for r in ok if r.position > position]
+    before = [p for p in ok if p[0] < position]
+    after = [p for p in ok if p[0] > position]
     if not before or not after:
-        return math.log((before[-1] if before else after[0]).ms)
-    a, b = before[-1], after[0]
-    w = (position - a.position) / (b.position - a.position)
-    return (1 - w) * math.log(a.ms) + w * math.log(b.ms)
+        return (before[-1] if before else after[0])[1]
+    (pa, la), (pb, lb) = before[-1], after[0]
+    w = (position - pa) / (pb - pa)
+    return (1 - w) * la + w * lb
 
 
 def log_ratios(runs: list[Run], reference: str, arm: str) -> list[float]:
