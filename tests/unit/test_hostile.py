@@ -377,7 +377,7 @@ def test_implausible_device_memory_is_left_unknown():
 
 
 def test_sidecar_file_name_too_long_for_the_file_system(tmp_path):
-    d = _copy_run(tmp_path)
+    d = _copy_run(tmp_path, "sync_item")  # a run with a located finding, so the long names are used
     side = next(d.glob("*.sidecar.json.gz"))
     doc = json.loads(gzip.decompress(side.read_bytes()))
     for row in doc["frames"]:
@@ -385,3 +385,6 @@ def test_sidecar_file_name_too_long_for_the_file_system(tmp_path):
     side.write_bytes(gzip.compress(json.dumps(doc).encode()))
     res = analyze_path(d)
     assert check_document(res.doc) == []
+    was = next(f for f in analyze_path(TRACES / "sync_item").findings if f.cause == "sync").location
+    now = next(f for f in res.findings if f.cause == "sync").location
+    assert now.exact and (now.file, now.line) == ("x" * 300 + "/" + was.file, was.line)  # the long name is kept

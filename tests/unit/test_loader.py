@@ -4,10 +4,11 @@ import shutil
 
 import pytest
 
+import idlehound
 from idlehound import TraceError, load_trace
 from idlehound.trace import parse_trace_bytes
 
-from ..conftest import TRACES, shared
+from ..conftest import SCRIPTS, TRACES, shared
 from .tracebuilder import TraceBuilder
 
 
@@ -67,9 +68,25 @@ def _empty(tmp_path):
     return d
 
 
-def test_capture_run_folder_loads_with_its_sidecar():
-    t = load_trace(TRACES / "sync_item")
-    assert t.path.name.endswith(".pt.trace.json.gz")
+def _sync_location(folder):
+    a = idlehound.analyze(load_trace(folder))
+    return a, next(f for f in idlehound.diagnose(a) if f.cause == "sync").location
+
+
+def test_capture_run_folder_loads_with_its_sidecar(tmp_path):
+    """The sidecar beside the trace turns the sync finding's def line into the planted line that syncs."""
+    a, loc = _sync_location(TRACES / "sync_item")
+    planted = (SCRIPTS / "planted" / "sync_item.py").read_text().splitlines()
+    assert loc.exact and loc.file == "tests/scripts/planted/sync_item.py"
+    assert "# planted" in planted[loc.line - 1]  # print(loss) or loss.item(), not the loop's first line
+    assert not any("approximate" in n for n in a.notes)
+    bare = tmp_path / "sync_item"
+    shutil.copytree(TRACES / "sync_item", bare)
+    for side in bare.glob("*.sidecar.json*"):
+        side.unlink()
+    b, def_line = _sync_location(bare)
+    assert not def_line.exact and def_line.line < loc.line
+    assert any("def lines (approximate)" in n for n in b.notes)
 
 
 @pytest.mark.parametrize("data,problem", [
