@@ -22,7 +22,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--dis
 
 if CHROMIUM is None and os.environ.get("CI"):
     pytest.fail("CI must install chromium (see .ci/run)", pytrace=False)
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+pytestmark = [pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed"), pytest.mark.slow]
 
 
 def chromium(tmp_path, *args):

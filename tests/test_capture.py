@@ -15,6 +15,8 @@ torch = pytest.importorskip("torch")
 
 from .conftest import SCRIPTS  # noqa: E402
 
+pytestmark = pytest.mark.slow  # each test runs a script under `idlehound run`
+
 CPU = SCRIPTS / "cpu"
 WINDOW = ["--skip", "3", "--warmup", "1", "--active", "3"]
 

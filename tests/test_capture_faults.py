@@ -22,6 +22,8 @@ from idlehound.errors import CaptureError  # noqa: E402
 from ._zygote import FAULTS, Zygote  # noqa: E402
 from .conftest import SCRIPTS, TRACES  # noqa: E402
 
+pytestmark = pytest.mark.slow  # scripts under `idlehound run` with faults
+
 WINDOW = ["--skip", "3", "--warmup", "1", "--active", "3"]
 
 

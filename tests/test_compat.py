@@ -304,6 +304,7 @@ def test_hta_rank_files_are_traces(tmp_path):
     assert t.worker == "rank-1" and t.metadata["distributedInfo"]["rank"] == 1
 
 
+@pytest.mark.slow
 def test_ranks_reports_a_bad_rank_in_one_line_and_compares_the_rest(run_cli, tmp_path):
     _hta_folder(tmp_path, bad=True)
     r = run_cli("analyze", "--ranks", "--json", tmp_path)
@@ -316,6 +317,7 @@ def test_ranks_reports_a_bad_rank_in_one_line_and_compares_the_rest(run_cli, tmp
     assert "skipped a rank:" in text.stdout and "BrokenProcessPool" not in text.stdout + text.stderr
 
 
+@pytest.mark.slow
 def test_ranks_with_one_good_rank_is_a_one_line_error(run_cli, tmp_path):
     (tmp_path / "rank-0.json.gz").write_bytes(gzip.compress(_rank_trace(0, 1000.0)))
     (tmp_path / "rank-1.json.gz").write_bytes(b"")

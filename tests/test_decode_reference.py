@@ -118,12 +118,14 @@ def assert_same(table, rows: list[dict]) -> None:
                 assert d[i] == v, (k, i)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name + "/" + p.name[:30])
 def test_fast_decode_matches_reference(path):
     buf = _read(path)
     assert_same(parse_trace_bytes(buf, path).events, reference(buf))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", FILES[::3], ids=lambda p: p.parent.name + "/" + p.name[:30])
 def test_pieces_on_two_processes_match_reference(path, monkeypatch):
     """Tiny pieces and ranges (a few KB) so every file is cut in many places and split across a worker."""

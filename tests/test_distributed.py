@@ -12,6 +12,8 @@ pytest.importorskip("torch")
 
 from .conftest import SCRIPTS  # noqa: E402
 
+pytestmark = pytest.mark.slow  # two-rank runs under torchrun
+
 DDP = SCRIPTS / "dist" / "ddp_train.py"
 WINDOW = ["--skip", "3", "--warmup", "1", "--active", "3"]
 

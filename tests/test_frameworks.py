@@ -96,6 +96,7 @@ def _python(code: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
 
 
+@pytest.mark.slow
 def test_idlehound_imports_no_framework():
     r = _python("import sys, idlehound, idlehound.integrations, idlehound.diagnose.frameworks\n"
                 "print(sorted(m for m in ('transformers', 'lightning', 'pytorch_lightning', 'accelerate')"
@@ -104,6 +105,7 @@ def test_idlehound_imports_no_framework():
     assert r.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module,blocked,hint", [
     ("transformers", ["transformers"], "pip install transformers"),
     ("lightning", ["lightning", "lightning.pytorch", "pytorch_lightning"], "pip install lightning"),

@@ -16,6 +16,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from .conftest import ROOT, SCRIPTS  # noqa: E402
 
+pytestmark = pytest.mark.slow  # framework training scripts in their own processes
+
 FW = SCRIPTS / "frameworks"
 WINDOW = ["--skip", "3", "--warmup", "1", "--active", "3"]
 

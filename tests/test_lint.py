@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from idlehound.lint import lint_paths
 
 from .conftest import SCRIPTS, TRACES
@@ -26,6 +28,7 @@ def test_clean_loop_and_healthy_scripts_have_no_findings():
     assert lint_paths([SCRIPTS / "planted" / "healthy.py"]) == []
 
 
+@pytest.mark.slow
 def test_planted_sync_script(run_cli):
     r = run_cli("lint", "--json", "--trace", TRACES / "sync_item", SCRIPTS / "planted" / "sync_item.py")
     assert r.returncode == 1
@@ -36,6 +39,7 @@ def test_planted_sync_script(run_cli):
     assert rows[("IH001", 16)]["measured_idle_ms_per_step"] > 0.1
 
 
+@pytest.mark.slow
 def test_exit_codes_and_errors(run_cli, tmp_path):
     assert run_cli("lint", LINT / "clean.py").returncode == 0
     bad = tmp_path / "bad.py"

@@ -12,6 +12,8 @@ from idlehound.errors import IdlehoundError
 from idlehound.lint import lint_paths
 from idlehound.lint._source import read_source
 
+pytestmark = pytest.mark.slow  # `idlehound lint` in a process per input, and a hypothesis search
+
 TRAP = ("import torch\nmodel = torch.nn.Linear(2, 1).cuda()\nopt = torch.optim.SGD(model.parameters())\n"
         "for x in [torch.ones(2)]:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n"
         "    print(loss.item())\n")

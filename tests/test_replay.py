@@ -131,6 +131,7 @@ def test_observer_note_only_when_the_profiler_inflated_the_step():
     assert any("profiler inflated" in n for n in faster.notes)
 
 
+@pytest.mark.slow
 def test_capture_records_every_unprofiled_step(tmp_path, run_cli):
     import json
 

@@ -16,6 +16,8 @@ from idlehound.pipeline import analyze_path
 
 from .conftest import TRACES
 
+pytestmark = pytest.mark.slow  # analyses six recorded loops (seconds) before the first test
+
 HERE = TRACES / "replay"
 TRUTHS = json.loads((HERE / "truths.json").read_text()) if (HERE / "truths.json").exists() else {}
 # Misses the replay does not explain yet, kept visible rather than hidden (see the measurements doc).

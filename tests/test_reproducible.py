@@ -35,6 +35,7 @@ def api_json(folder: Path) -> str:
     return json.dumps(idlehound.report_data(a, idlehound.diagnose(a)), indent=2) + "\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FOLDERS)
 def test_cli_and_python_api_give_the_same_bytes(name):
     folder = TRACES / name
@@ -64,6 +65,7 @@ def fake_site(tmp_path: Path) -> Path:
     return site
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["sync_item", "dataloader_bound", "host_python", "cudnn_off", "demo"])
 def test_other_installed_packages_change_nothing(tmp_path, name):
     site = fake_site(tmp_path)
@@ -133,6 +135,7 @@ def test_snippet_window_is_clipped_to_what_was_stored():
     assert snippet_at(chunks, 20) is None and snippet_at(None, 11) is None
 
 
+@pytest.mark.slow
 def test_capture_records_user_files_and_their_lines(tmp_path, run_cli):
     pytest.importorskip("torch")
     script = ROOT / "tests" / "scripts" / "cpu" / "train_item.py"
@@ -166,6 +169,7 @@ def test_a_broken_sidecar_is_set_aside_with_a_note(tmp_path, payload):
         assert any("not a readable capture sidecar" in n for n in doc["notes"])
 
 
+@pytest.mark.slow
 def test_captured_snippet_reaches_the_report_from_the_folder_alone(tmp_path, run_cli):
     pytest.importorskip("torch")
     script = ROOT / "tests" / "scripts" / "cpu" / "no_optimizer.py"

@@ -110,6 +110,7 @@ def ranks(tmp_path_factory):
 
 # --- terminal and JSON ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_terminal_prints_the_payload_as_text(crafted, run_cli):
     r = run_cli("analyze", crafted, env={"COLUMNS": "3000"})
     assert r.returncode == 0, r.stderr[-2000:]
@@ -120,6 +121,7 @@ def test_terminal_prints_the_payload_as_text(crafted, run_cli):
     assert "CPU-GPU sync points" in r.stdout
 
 
+@pytest.mark.slow
 def test_forced_colour_styles_but_makes_no_link_from_a_name(crafted, run_cli):
     r = run_cli("analyze", crafted, env={"COLUMNS": "3000", "FORCE_COLOR": "1", "TERM": "xterm-256color"})
     assert r.returncode == 0, r.stderr[-2000:]
@@ -128,6 +130,7 @@ def test_forced_colour_styles_but_makes_no_link_from_a_name(crafted, run_cli):
     assert "[link=https://evil.example]x[/link]" in r.stdout and "\\x1b[31m" in r.stdout
 
 
+@pytest.mark.slow
 def test_json_is_valid_and_keeps_the_payload_as_a_string(crafted, run_cli):
     r = run_cli("analyze", "--json", crafted)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -142,6 +145,7 @@ def test_an_error_message_quoting_a_name_is_printed_inert(crafted, run_cli):
     assert r.returncode == 2 and "\x1b" not in r.stderr and "\\x1b[31m[/]" in r.stderr
 
 
+@pytest.mark.slow
 def test_compare_prints_inert_markdown(crafted, run_cli):
     r = run_cli("compare", crafted, crafted)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -311,6 +315,7 @@ def test_a_malformed_snippet_shows_nothing(doc, bad):
 
 # --- ranks ----------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_ranks_terminal_json_and_page_are_inert(ranks, tmp_path, run_cli):
     out = tmp_path / "ranks.html"
     r = run_cli("analyze", "--ranks", "-o", out, ranks, env={"COLUMNS": "3000"})
@@ -339,6 +344,7 @@ def _dom(tmp_path, page):
     return r.stdout
 
 
+@pytest.mark.slow
 def test_the_browser_check_sees_a_payload_that_runs(tmp_path):
     page = tmp_path / "control.html"
     for raw in (f"<script>{MARK.format('script')}</script>", f"<img src=x onerror=\"{MARK.format('img')}\">"):
@@ -346,6 +352,7 @@ def test_the_browser_check_sees_a_payload_that_runs(tmp_path):
         assert re.search(r"<body[^>]*data-pwned", _dom(tmp_path, page)), raw
 
 
+@pytest.mark.slow
 def test_report_and_ranks_pages_run_no_payload_in_chromium(doc, ranks, tmp_path):
     report = write_report(doc, tmp_path / "report.html")
     rank_page = tmp_path / "ranks.html"

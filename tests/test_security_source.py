@@ -108,6 +108,7 @@ def test_api_leaves_sys_modules_without_the_named_modules(tmp_path):
     assert not (d / MARKER).exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["/dev/zero(1): z", "/dev/stdin(1): s", "/etc/passwd(1): h", "{canary}(2): c"])
 def test_a_file_named_by_the_trace_is_a_string_in_json_and_markdown(tmp_path, name):
     d = hostile_folder(tmp_path, [name])
@@ -121,6 +122,7 @@ def test_a_file_named_by_the_trace_is_a_string_in_json_and_markdown(tmp_path, na
         assert CANARY not in text and first_passwd_line() not in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["/etc/passwd(1): h", "{canary}(2): c"])
 def test_a_file_named_by_the_trace_is_not_read_into_the_html(tmp_path, name):
     d = hostile_folder(tmp_path, [name])

@@ -24,6 +24,7 @@ def _tune(run_cli, tmp_path, script, *extra):
     return doc, {v["candidate"]: v for v in doc["variants"]}
 
 
+@pytest.mark.slow
 def test_data_bound_script_more_workers_win_with_equal_losses(run_cli, tmp_path):
     doc, v = _tune(run_cli, tmp_path, "data_bound.py", *TIGHT)
     assert "data_loading" in doc["diagnosed_causes"]
@@ -38,6 +39,7 @@ def test_data_bound_script_more_workers_win_with_equal_losses(run_cli, tmp_path)
     assert doc["noise"]["loss_rel_diff"] == 0.0 and doc["noise"]["time_pct"] is not None
 
 
+@pytest.mark.slow
 def test_other_changes_are_measured_on_top_of_the_winning_loader(run_cli, tmp_path):
     _, v = _tune(run_cli, tmp_path, "data_bound.py", "--try", "workers2,fused_optimizer", "--no-diagnose", *TIGHT)
     w, f = v["workers2"], v["fused_optimizer"]
@@ -49,18 +51,21 @@ def test_other_changes_are_measured_on_top_of_the_winning_loader(run_cli, tmp_pa
     assert f["speedup_ci"][1] / f["speedup_ci"][0] >= f["gain_ci"][1] / f["gain_ci"][0] * 0.999
 
 
+@pytest.mark.slow
 def test_random_augmentation_makes_workers_change_the_math_and_the_guard_rejects_it(run_cli, tmp_path):
     _, v = _tune(run_cli, tmp_path, "random_aug.py", "--try", "workers2")
     assert v["workers2"]["status"] == "rejected"
     assert "diverged at step" in v["workers2"]["reason"]
 
 
+@pytest.mark.slow
 def test_a_variant_that_crashes_is_reported_failed(run_cli, tmp_path):
     doc, v = _tune(run_cli, tmp_path, "crash_in_worker.py", "--try", "workers2,fused_optimizer")
     assert v["workers2"]["status"] == "failed" and "main process" in v["workers2"]["reason"]
     assert v["fused_optimizer"]["status"] == "ok"
 
 
+@pytest.mark.slow
 def test_no_dataloader_skips_loader_candidates_with_the_reason(run_cli, tmp_path):
     _, v = _tune(run_cli, tmp_path, "no_loader.py", "--try", "workers2,fused_optimizer", "--no-diagnose")
     assert v["workers2"]["status"] == "skipped" and v["workers2"]["reason"] == "the script builds no DataLoader"
@@ -89,6 +94,7 @@ def test_precision_check_allows_drift_between_runs_but_not_a_curve_that_stops_le
     assert not ok and why.startswith("10-step mean within 0.1 rel + 0.02: diverged at step")
 
 
+@pytest.mark.slow
 def test_blog_baseline_script_more_workers_keep_the_losses_bitwise(run_cli, tmp_path):
     script = SCRIPTS.parent.parent / "examples" / "train_resnet18_cifar10.py"
     r = run_cli("tune", "--skip", "2", "--steps", "4", "--min-rounds", "2", "--max-rounds", "2", "--try", "workers2",
@@ -194,6 +200,7 @@ print(seen["model"], y.dtype, seen["transform"], torch.is_autocast_cpu_enabled()
 """
 
 
+@pytest.mark.slow
 def test_bf16_autocast_wraps_the_model_but_not_parameterless_modules_such_as_transforms():
     import subprocess
     import sys
@@ -246,6 +253,7 @@ print(seen)
 """
 
 
+@pytest.mark.slow
 def test_non_blocking_is_added_only_to_batch_tensors_the_script_left_unspecified():
     import subprocess
     import sys
@@ -318,6 +326,7 @@ print(calls, rec.graphed_inputs)
 """
 
 
+@pytest.mark.slow
 def test_cuda_graph_recording_keeps_the_statistics_and_replays_only_calls_shaped_like_the_recorded_one():
     import subprocess
     import sys
@@ -366,6 +375,7 @@ print(model[0].weight.is_contiguous(memory_format=cl), model[0].weight is weight
 """
 
 
+@pytest.mark.slow
 def test_channels_last_converts_the_trained_model_in_place_at_its_first_call():
     import subprocess
     import sys

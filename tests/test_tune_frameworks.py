@@ -17,6 +17,8 @@ from idlehound.tune._diff import changed_source, make_diff  # noqa: E402
 
 from .conftest import SCRIPTS  # noqa: E402
 
+pytestmark = pytest.mark.slow  # tune variants of framework scripts in child processes
+
 TUNE = SCRIPTS / "tune"
 CANDS = {c.name: c for c in all_candidates(4, cuda=True)}
 

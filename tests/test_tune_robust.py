@@ -18,6 +18,8 @@ from idlehound.tune._diff import changed_source, make_diff  # noqa: E402
 
 from .conftest import ROOT, SCRIPTS  # noqa: E402
 
+pytestmark = pytest.mark.slow  # tune runs and tune children
+
 TUNE = SCRIPTS / "tune"
 WORKERS2 = {c.name: c for c in all_candidates(2, cuda=False)}["workers2"].settings
 

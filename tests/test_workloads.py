@@ -2,13 +2,16 @@
 
 import json
 import pickle
+from importlib.util import find_spec
 
 import pytest
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("torchvision")
 
 from idlehound.workloads.cifar import cifar10, ensure_data, write_synthetic  # noqa: E402
+
+# torchvision is looked up, not imported: importing it costs seconds even where these tests are deselected.
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(find_spec("torchvision") is None, reason="needs torchvision")]
 
 
 def test_synthetic_cifar10_is_torchvision_format(tmp_path):

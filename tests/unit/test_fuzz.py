@@ -3,6 +3,7 @@
 import gzip
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -11,6 +12,8 @@ from idlehound.report._data import build, check_document, to_json
 from idlehound.trace import parse_trace_bytes
 
 from ..conftest import shared
+
+pytestmark = pytest.mark.slow  # hypothesis fuzzing of the loader
 
 _SAMPLE = None
 

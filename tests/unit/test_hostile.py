@@ -120,6 +120,7 @@ json_text = st.recursive(
     max_leaves=25)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(json_text, max_size=6), st.integers(1, 9))
 def test_scanner_matches_a_character_by_character_parse(values, piece):
@@ -280,6 +281,7 @@ def test_run_json_that_is_not_json_or_not_an_object(tmp_path, text, message):
         analyze_path(d)
 
 
+@pytest.mark.slow
 def test_wrong_samples_rows_name_the_row_and_bad_sidecar_rows_are_skipped(tmp_path, run_cli):
     d = _copy_run(tmp_path)
     s = json.loads((d / "samples.json").read_text())
@@ -298,6 +300,7 @@ def test_wrong_samples_rows_name_the_row_and_bad_sidecar_rows_are_skipped(tmp_pa
     json.loads(r.stdout)
 
 
+@pytest.mark.slow
 def test_over_long_path_is_a_clean_error(run_cli, tmp_path):
     r = run_cli("analyze", tmp_path / ("x" * 5000) / "t.pt.trace.json")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "internal error" not in r.stderr
@@ -305,6 +308,7 @@ def test_over_long_path_is_a_clean_error(run_cli, tmp_path):
 
 # --- the fuzz harness, bounded: mutated recorded run folders ----------------------------------------------------
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 2**32))
 def test_mutated_recorded_runs_give_a_clean_error_or_sane_figures(tmp_path_factory, seed):
@@ -343,6 +347,7 @@ print(len(t.events), base, status("VmHWM:"))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc to read peak memory")
 @pytest.mark.parametrize("gz", [False, True])
 def test_loading_many_tiny_events_peaks_below_twice_the_json(tmp_path, gz):
