@@ -235,6 +235,7 @@ def test_report_document_is_strict_json_even_when_a_figure_is_not_finite(monkeyp
         _data.to_json({"x": float("inf")})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", sorted(p.name for p in TRACES.iterdir() if p.is_dir()))
 def test_every_recorded_run_passes_check_document(run):
     res = analyze_path(TRACES / run)
