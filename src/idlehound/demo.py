@@ -33,14 +33,12 @@ def run_demo(device: Optional[str] = None, data: Optional[Path] = None, logdir: 
             "set); model: random weights (pretrained weights cannot be downloaded here)\n")
     with profile(logdir=logdir, run_name="demo", skip=skip, warmup=warmup, active=active, step_on="manual",
                  print_report=print_report) as p:
-        session = p.session
-        assert session is not None  # set on entering the block
-        session.opts.extra["workload"] = {"name": "resnet18-cifar10", "config": cfg.to_json()}
+        p.session.opts.extra["workload"] = {"name": "resnet18-cifar10", "config": cfg.to_json()}  # type: ignore[union-attr]
         for _ in range(total):
             trainer.step()
             p.step()
         trainer.sync()
-    timing = session.step_timing()
+    timing = p.session.step_timing()  # type: ignore[union-attr]  # set on entering the block
     if "unprofiled_step_ms" in timing:
         sps = cfg.batch_size / (timing["unprofiled_step_ms"] / 1e3)
         say(f"idlehound demo: {sps:,.0f} samples/s outside the profiled window "
