@@ -99,18 +99,35 @@ def build(source: Path, target_mb: int, out: Path) -> int:
     raw = files[0].read_bytes()
     doc = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
     events = doc.pop("traceEvents")
-    steps = [e for e in events if e.get("cat") == "user_annotation" and e.get("name", "").startswith("ProfilerStep#")]
+    steps = [
+        e
+        for e in events
+        if e.get("cat") == "user_annotation" and e.get("name", "").startswith("ProfilerStep#")
+    ]
     lo = min(e["ts"] for e in steps)
     hi = max(e["ts"] + e["dur"] for e in steps)
     body = [e for e in events if e.get("ph") != "M" and "ts" in e and lo <= e["ts"] <= hi + 5e4]
     meta = [e for e in events if e.get("ph") == "M"]
-    max_id = max((v for e in body for k, v in (e.get("args") or {}).items() if k in ID_KEYS and isinstance(v, int)),
-                 default=0) + 1
+    max_id = (
+        max(
+            (
+                v
+                for e in body
+                for k, v in (e.get("args") or {}).items()
+                if k in ID_KEYS and isinstance(v, int)
+            ),
+            default=0,
+        )
+        + 1
+    )
     chunk = sum(len(json.dumps(e)) + 2 for e in body)
     copies = max(1, target_mb * 1_000_000 // chunk)
     mix = Counter(e.get("cat", "") for e in body).most_common(7)
-    print(f"trace of {target_mb} MB: {copies} copies of {len(body)} events ({chunk // len(body)} bytes each) from "
-          f"{files[0].name}; " + ", ".join(f"{c} {n / len(body):.0%}" for c, n in mix), flush=True)
+    print(
+        f"trace of {target_mb} MB: {copies} copies of {len(body)} events ({chunk // len(body)} bytes each) from "
+        f"{files[0].name}; " + ", ".join(f"{c} {n / len(body):.0%}" for c, n in mix),
+        flush=True,
+    )
     span = hi - lo + 10.0
     with open(out, "w") as f:
         head = json.dumps(doc)[:-1]
@@ -143,8 +160,9 @@ def measure(path: Path, tool: str, timeout: int, python: str = sys.executable, j
     if jobs:
         env["IDLEHOUND_JOBS"] = jobs
     try:
-        r = subprocess.run([python, "-c", CHILD, str(path), tool], capture_output=True, text=True,
-                           timeout=timeout, env=env)
+        r = subprocess.run(
+            [python, "-c", CHILD, str(path), tool], capture_output=True, text=True, timeout=timeout, env=env
+        )
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout} s"}
     line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")), None)
@@ -153,11 +171,19 @@ def measure(path: Path, tool: str, timeout: int, python: str = sys.executable, j
     _, dt, rss, kids, extra = line.split(" ", 4)
     stages = [ln.split()[1:] for ln in r.stdout.splitlines() if ln.startswith("STAGE ")]
     inner = [ln.split(" ", 2)[1:] for ln in r.stdout.splitlines() if ln.startswith("INNER ")]
-    return {"time": float(dt), "rss": int(rss), "kids": int(kids), "extra": extra, "stages": stages, "inner": inner}
+    return {
+        "time": float(dt),
+        "rss": int(rss),
+        "kids": int(kids),
+        "extra": extra,
+        "stages": stages,
+        "inner": inner,
+    }
 
 
-def median_run(path: Path, tool: str, repeat: int, timeout: int, python: str = sys.executable,
-               jobs: str = "") -> dict:
+def median_run(
+    path: Path, tool: str, repeat: int, timeout: int, python: str = sys.executable, jobs: str = ""
+) -> dict:
     """The run of median time out of `repeat` (the machine is shared: single runs mislead)."""
     runs = [measure(path, tool, timeout, python, jobs) for _ in range(repeat)]
     ok = sorted((r for r in runs if "time" in r), key=lambda r: r["time"])
@@ -178,7 +204,11 @@ def print_stages(size: int, res: dict) -> None:
     for name, dt, rss in res["stages"]:
         dt = float(dt)
         speed = f"{size / 1e6 / dt:8.1f} MB/s" if dt > 0 else ""
-        mem = f"peak RSS so far {int(rss) / 1e6:6.0f} MB ({int(rss) / size:.2f}x file)" if int(rss) else "(inside load)"
+        mem = (
+            f"peak RSS so far {int(rss) / 1e6:6.0f} MB ({int(rss) / size:.2f}x file)"
+            if int(rss)
+            else "(inside load)"
+        )
         print(f"    {name:10} {dt:7.2f} s {speed:>13}  {mem}")
     print(f"  inside those stages (nested calls overlap; {res['extra']}):")
     for dt, key in sorted(res["inner"], key=lambda x: -float(x[0])):
@@ -192,13 +222,18 @@ def print_row(size: int, label: str, res: dict) -> None:
     dt, rss = res["time"], res["rss"]
     kids = f" + workers' peak {res['kids'] / 1e6:.0f} MB" if res["kids"] else ""
     runs = " / ".join(f"{t:.2f}" for t in res.get("all", []))
-    print(f"{size / 1e6:8.0f} MB  {label:16} {dt:7.2f} s {size / 1e6 / dt:7.1f} MB/s  peak RSS {rss / 1e6:6.0f} MB "
-          f"({rss / size:.2f}x file){kids}  runs {runs}  {res['extra']}", flush=True)
+    print(
+        f"{size / 1e6:8.0f} MB  {label:16} {dt:7.2f} s {size / 1e6 / dt:7.1f} MB/s  peak RSS {rss / 1e6:6.0f} MB "
+        f"({rss / size:.2f}x file){kids}  runs {runs}  {res['extra']}",
+        flush=True,
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", default="100", help="trace sizes in MB (e.g. 100,1000; 1 GB takes minutes here)")
+    ap.add_argument(
+        "--sizes", default="100", help="trace sizes in MB (e.g. 100,1000; 1 GB takes minutes here)"
+    )
     ap.add_argument("--source", default=str(ROOT / "tests" / "traces" / "demo"))
     ap.add_argument("--jobs", default="1,all", help="worker processes for idlehound runs (IDLEHOUND_JOBS)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per tool; the median is reported")
@@ -231,16 +266,21 @@ def bench_size(path: Path, size: int, args: argparse.Namespace, cores: int) -> N
         with open(path, "rb") as src, gzip.open(gz, "wb", compresslevel=6) as dst:
             dst.write(src.read())
         print_stages(size, measure(gz, "stages", args.timeout, jobs="1"))
-        print_row(size, f"idlehound .gz -j{cores}", median_run(gz, "idlehound", args.repeat, args.timeout,
-                                                               jobs=str(cores)))
+        print_row(
+            size,
+            f"idlehound .gz -j{cores}",
+            median_run(gz, "idlehound", args.repeat, args.timeout, jobs=str(cores)),
+        )
         gz.unlink()
     if not args.no_json:
         base = median_run(path, "json", args.repeat, args.timeout)
         print_row(size, "json.loads only", base)
         for n, dt in times.items():
             if dt and base.get("time"):
-                print(f"{size / 1e6:8.0f} MB  idlehound -j{n} end to end = {dt / base['time']:.2f}x the time "
-                      "json.loads needs to parse")
+                print(
+                    f"{size / 1e6:8.0f} MB  idlehound -j{n} end to end = {dt / base['time']:.2f}x the time "
+                    "json.loads needs to parse"
+                )
     if args.hta and size <= 200e6:  # HTA: minutes per 100 MB
         hta = measure(path, "hta", args.timeout, args.hta_python)
         print_row(size, "HTA", hta)

@@ -27,8 +27,10 @@ def main(args: list[str]) -> None:
     print(f"{len(files)} files, {s.cases} labelled lines")
     print(f"{'rule':<6} {'name':<26} {'TP':>4} {'FP':>4} {'FN':>4} {'precision':>10} {'recall':>8}")
     for rule in s.rule_ids():
-        print(f"{rule:<6} {RULES[rule].name:<26} {s.tp.get(rule, 0):>4} {s.fp.get(rule, 0):>4} "
-              f"{s.fn.get(rule, 0):>4} {s.precision(rule):>10.0%} {s.recall(rule):>8.0%}")
+        print(
+            f"{rule:<6} {RULES[rule].name:<26} {s.tp.get(rule, 0):>4} {s.fp.get(rule, 0):>4} "
+            f"{s.fn.get(rule, 0):>4} {s.precision(rule):>10.0%} {s.recall(rule):>8.0%}"
+        )
     tp, fp, fn = (sum(t.values()) for t in (s.tp, s.fp, s.fn))
     print(f"{'all':<33} {tp:>4} {fp:>4} {fn:>4} {s.precision():>10.0%} {s.recall():>8.0%}")
     for w in s.wrong:

@@ -72,10 +72,22 @@ def ids(size: int) -> Iterator[str]:
     for i in range(size // 380):
         t = 10 + 4 * i
         yield _ev(name=f"aten::op{i % 100}", ts=t, dur=2, args=f'{{"External id":{i}}}')
-        yield _ev(cat="cuda_runtime", name="cudaLaunchKernel", ts=t + 1, dur=1,
-                  args=f'{{"External id":{i},"correlation":{i}}}')
-        yield _ev(cat="kernel", name=f"k{i % 50}", pid=0, tid=7, ts=t + 2, dur=1,
-                  args=f'{{"External id":{i},"correlation":{i},"device":0,"stream":7}}')
+        yield _ev(
+            cat="cuda_runtime",
+            name="cudaLaunchKernel",
+            ts=t + 1,
+            dur=1,
+            args=f'{{"External id":{i},"correlation":{i}}}',
+        )
+        yield _ev(
+            cat="kernel",
+            name=f"k{i % 50}",
+            pid=0,
+            tid=7,
+            ts=t + 2,
+            dur=1,
+            args=f'{{"External id":{i},"correlation":{i},"device":0,"stream":7}}',
+        )
 
 
 def python(size: int) -> Iterator[str]:
@@ -83,8 +95,13 @@ def python(size: int) -> Iterator[str]:
     yield _ev(name="ProfilerStep#1", ts=0, dur=10**9)
     while i * 150 < size:
         for d in range(depth):  # a stack of frames, each inside its parent
-            yield _ev(cat="python_function", name=f"train.py({10 + d}): f{d}", ts=t + d, dur=2 * (depth - d),
-                      args=f'{{"Python id":{i + d},"Python parent id":{i + d - 1 if d else -1}}}')
+            yield _ev(
+                cat="python_function",
+                name=f"train.py({10 + d}): f{d}",
+                ts=t + d,
+                dur=2 * (depth - d),
+                args=f'{{"Python id":{i + d},"Python parent id":{i + d - 1 if d else -1}}}',
+            )
         yield _ev(name="aten::add", ts=t + depth, dur=1)
         i += depth
         t += 2 * depth + 1
@@ -103,7 +120,9 @@ def nested(size: int) -> Iterator[str]:
 
 
 def real(size: int) -> Iterator[str]:
-    doc = json.loads(gzip.decompress(next((ROOT / "tests/traces/demo").glob("*.pt.trace.json.gz")).read_bytes()))
+    doc = json.loads(
+        gzip.decompress(next((ROOT / "tests/traces/demo").glob("*.pt.trace.json.gz")).read_bytes())
+    )
     events = doc["traceEvents"]
     span = max(e.get("ts", 0) + e.get("dur", 0) for e in events) - min(e.get("ts", 0) for e in events) + 1000
     one = len(json.dumps(events))
@@ -112,19 +131,30 @@ def real(size: int) -> Iterator[str]:
             if "ts" in e and e.get("ph") != "M":
                 e = dict(e, ts=e["ts"] + k * span)
                 if k and isinstance(e.get("args"), dict):
-                    e["args"] = {a: (v + k * 10**7 if a in ("External id", "correlation") and isinstance(v, int)
-                                     else v) for a, v in e["args"].items()}
+                    e["args"] = {
+                        a: (
+                            v + k * 10**7 if a in ("External id", "correlation") and isinstance(v, int) else v
+                        )
+                        for a, v in e["args"].items()
+                    }
             yield json.dumps(e)
 
 
-SHAPES = {"tiny": tiny, "varied": varied, "ids": ids, "python": python, "long": long, "nested": nested,
-          "real": real}
+SHAPES = {
+    "tiny": tiny,
+    "varied": varied,
+    "ids": ids,
+    "python": python,
+    "long": long,
+    "nested": nested,
+    "real": real,
+}
 
 
 def write(path: Path, events: Iterator[str], gz: bool) -> int:
     """Stream the events into path; returns the JSON size."""
     size = 0
-    with (gzip.open(path, "wb", compresslevel=1) if gz else open(path, "wb")) as f:
+    with gzip.open(path, "wb", compresslevel=1) if gz else open(path, "wb") as f:
         head = b'{"schemaVersion":1,"traceEvents":['
         f.write(head)
         size += len(head)
@@ -147,17 +177,23 @@ def measure(name: str, path: Path, size: int, jobs: str) -> float:
     if jobs:
         env["IDLEHOUND_JOBS"] = jobs
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True, env=env,
-                       timeout=3600)
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True, env=env, timeout=3600
+    )
     dt = time.perf_counter() - t0
     line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT")), None)
     if line is None:
-        print(f"  {name:14s} FAILED (exit {r.returncode}): {(r.stderr or r.stdout).strip().splitlines()[-1:]}")
+        print(
+            f"  {name:14s} FAILED (exit {r.returncode}): {(r.stderr or r.stdout).strip().splitlines()[-1:]}"
+        )
         return float("nan")
     _, base, peak, kids, outcome = line.split(" ", 4)
     ratio = (int(peak) - int(base)) / size
-    print(f"  {name:14s} {size / 2**20:7.0f} MiB  peak {int(peak) / 2**20:7.0f} MiB  net {ratio:4.2f}x  "
-          f"worker peak {int(kids) / size:4.2f}x  {dt:6.1f} s  {outcome}", flush=True)
+    print(
+        f"  {name:14s} {size / 2**20:7.0f} MiB  peak {int(peak) / 2**20:7.0f} MiB  net {ratio:4.2f}x  "
+        f"worker peak {int(kids) / size:4.2f}x  {dt:6.1f} s  {outcome}",
+        flush=True,
+    )
     return ratio
 
 

@@ -46,32 +46,64 @@ def main() -> None:
         steps = str(args.steps or {"small": 4000}.get(kind, 400))
         plain, under, never, inside = [], [], [], []
         for _ in range(args.reps):
-            plain.append(_bench([sys.executable, workload, kind, steps, str(measure_from)],
-                                 f"{kind} plain")["samples_per_s"])
+            plain.append(
+                _bench([sys.executable, workload, kind, steps, str(measure_from)], f"{kind} plain")[
+                    "samples_per_s"
+                ]
+            )
             for skip, out, what in (("20", under, "idlehound"), ("1000000", never, "never profiled")):
                 with tempfile.TemporaryDirectory() as logdir:
-                    cmd = [sys.executable, "-m", "idlehound", "run", "--logdir", logdir, "--skip", skip,
-                           "--warmup", "2", "--active", "3", "--no-report", workload, kind, steps, str(measure_from)]
+                    cmd = [
+                        sys.executable,
+                        "-m",
+                        "idlehound",
+                        "run",
+                        "--logdir",
+                        logdir,
+                        "--skip",
+                        skip,
+                        "--warmup",
+                        "2",
+                        "--active",
+                        "3",
+                        "--no-report",
+                        workload,
+                        kind,
+                        steps,
+                        str(measure_from),
+                    ]
                     out.append(_bench(cmd, f"{kind} {what}")["samples_per_s"])
                     run = json.loads(next(Path(logdir).glob("*/run.json")).read_text())
                     if out is under and run.get("profiler_overhead"):
                         inside.append(run["profiler_overhead"])
         p, u, n = (statistics.median(v) for v in (plain, under, never))
-        rows.append({"workload": kind, "steps": int(steps), "plain_samples_per_s": round(p, 1),
-                     "idlehound_samples_per_s": round(u, 1), "never_profiled_samples_per_s": round(n, 1),
-                     "outside_window_slowdown_pct": round(100 * (p - u) / p, 2),
-                     "never_profiled_slowdown_pct": round(100 * (p - n) / p, 2),
-                     "inside_window_step_ratio": round(statistics.median(inside), 3) if inside else None,
-                     "plain_runs": [round(v, 1) for v in plain], "idlehound_runs": [round(v, 1) for v in under],
-                     "never_runs": [round(v, 1) for v in never]})
+        rows.append(
+            {
+                "workload": kind,
+                "steps": int(steps),
+                "plain_samples_per_s": round(p, 1),
+                "idlehound_samples_per_s": round(u, 1),
+                "never_profiled_samples_per_s": round(n, 1),
+                "outside_window_slowdown_pct": round(100 * (p - u) / p, 2),
+                "never_profiled_slowdown_pct": round(100 * (p - n) / p, 2),
+                "inside_window_step_ratio": round(statistics.median(inside), 3) if inside else None,
+                "plain_runs": [round(v, 1) for v in plain],
+                "idlehound_runs": [round(v, 1) for v in under],
+                "never_runs": [round(v, 1) for v in never],
+            }
+        )
     print(json.dumps(rows, indent=2))
     if args.out:
         Path(args.out).write_text(json.dumps(rows, indent=2))
-    print(f"{'workload':10} {'plain/s':>10} {'idlehound/s':>12} {'outside %':>10} {'never %':>8} {'inside x':>9}")
+    print(
+        f"{'workload':10} {'plain/s':>10} {'idlehound/s':>12} {'outside %':>10} {'never %':>8} {'inside x':>9}"
+    )
     for r in rows:
-        print(f"{r['workload']:10} {r['plain_samples_per_s']:10.1f} {r['idlehound_samples_per_s']:12.1f} "
-              f"{r['outside_window_slowdown_pct']:10.2f} {r['never_profiled_slowdown_pct']:8.2f} "
-              f"{str(r['inside_window_step_ratio']):>9}")
+        print(
+            f"{r['workload']:10} {r['plain_samples_per_s']:10.1f} {r['idlehound_samples_per_s']:12.1f} "
+            f"{r['outside_window_slowdown_pct']:10.2f} {r['never_profiled_slowdown_pct']:8.2f} "
+            f"{str(r['inside_window_step_ratio']):>9}"
+        )
 
 
 if __name__ == "__main__":

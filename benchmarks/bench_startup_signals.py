@@ -31,15 +31,38 @@ SCRIPT = Path(__file__).resolve().parents[1] / "tests" / "scripts" / "faults" / 
 
 
 def trial(sig: int, delay: float, logdir: Path) -> dict:
-    p = subprocess.Popen([sys.executable, "-m", "idlehound", "run", "--logdir", str(logdir), "--skip", "3",
-                          "--warmup", "1", "--active", "3", str(SCRIPT), "run", "0"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "idlehound",
+            "run",
+            "--logdir",
+            str(logdir),
+            "--skip",
+            "3",
+            "--warmup",
+            "1",
+            "--active",
+            "3",
+            str(SCRIPT),
+            "run",
+            "0",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(delay)
     p.send_signal(sig)
     _, err = p.communicate(timeout=300)
     states = [json.loads(f.read_text()).get("status") for f in logdir.glob("*/run.json")]
-    return {"code": p.returncode, "aborted": "Aborted!" in err, "traceback": "Traceback" in err,
-            "run_json": states[0] if states else "none"}
+    return {
+        "code": p.returncode,
+        "aborted": "Aborted!" in err,
+        "traceback": "Traceback" in err,
+        "run_json": states[0] if states else "none",
+    }
 
 
 def cli_trial(cmd: list[str], delay: float) -> dict:
@@ -47,8 +70,10 @@ def cli_trial(cmd: list[str], delay: float) -> dict:
     time.sleep(delay)
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=300)
-    ours = any(line.strip().startswith("File ") and "idlehound" in line and "/bin/idlehound" not in line
-               for line in err.splitlines())
+    ours = any(
+        line.strip().startswith("File ") and "idlehound" in line and "/bin/idlehound" not in line
+        for line in err.splitlines()
+    )
     return {"code": p.returncode, "traceback": "Traceback" in err, "idlehound_traceback": ours}
 
 
@@ -68,8 +93,10 @@ def cli_start_up(trials: int, rng: random.Random) -> None:
             tally[f"exit {r['code']}"] += 1
             tally["traceback (python start-up)"] += r["traceback"] and not r["idlehound_traceback"]
             tally["traceback through idlehound"] += r["idlehound_traceback"]
-        print(f"SIGINT in {label} start-up ({start:.2f} s): {trials} trials: "
-              + ", ".join(f"{k}: {v}" for k, v in sorted(tally.items())))
+        print(
+            f"SIGINT in {label} start-up ({start:.2f} s): {trials} trials: "
+            + ", ".join(f"{k}: {v}" for k, v in sorted(tally.items()))
+        )
 
 
 def main() -> None:

@@ -53,8 +53,10 @@ def main() -> None:
             def rate(xs, arm):
                 return 100 * sum(x[arm] for x in xs) / len(xs)
 
-            print(f"{drift:>6.2f} {noise:>6.2f} | {rate(old, 'noop'):>9.1f}% {rate(new, 'noop'):>9.1f}% | "
-                  f"{rate(old, 'fast'):>8.1f}% {rate(new, 'fast'):>8.1f}%")
+            print(
+                f"{drift:>6.2f} {noise:>6.2f} | {rate(old, 'noop'):>9.1f}% {rate(new, 'noop'):>9.1f}% | "
+                f"{rate(old, 'fast'):>8.1f}% {rate(new, 'fast'):>8.1f}%"
+            )
 
 
 if __name__ == "__main__":

@@ -47,8 +47,10 @@ def summary(doc: dict[str, Any]) -> str:
     bd = doc["breakdown_ms"]
     shares = " ".join(f"{k}={100 * v / step:.1f}%" for k, v in bd.items() if v and step)
     found = "; ".join(f["cause"] for f in doc["findings"]) or "no findings"
-    return (f"{step:.2f} ms/step x{len(doc['steps'])} ({doc['trace']['step_source']}) · "
-            f"{doc['device']['name'] or 'no device name'} · {shares} · {found}")
+    return (
+        f"{step:.2f} ms/step x{len(doc['steps'])} ({doc['trace']['step_source']}) · "
+        f"{doc['device']['name'] or 'no device name'} · {shares} · {found}"
+    )
 
 
 def plugin_expected(root: Path) -> dict[str, dict[str, float]]:
@@ -66,8 +68,9 @@ def plugin_expected(root: Path) -> dict[str, dict[str, float]]:
 
 def span1(root: Path, run: str) -> Optional[Path]:
     """The plugin's span 1 of worker0: the file whose time stamp sorts first as a string."""
-    files = sorted((p for p in root.rglob("worker0.*.pt.trace.json.gz") if p.parent.name == run),
-                   key=lambda p: p.name)
+    files = sorted(
+        (p for p in root.rglob("worker0.*.pt.trace.json.gz") if p.parent.name == run), key=lambda p: p.name
+    )
     return files[0] if files else None
 
 
@@ -77,7 +80,9 @@ def check_plugin(root: Path, docs: dict[Path, dict[str, Any]], tol_pct: float) -
     if not expected:
         print("\n(no tb_plugin/test/result_check_file.txt: plugin figures not checked)")
         return failures
-    print(f"\nTensorBoard plugin expected figures vs idlehound (ms per step; tolerance {tol_pct}% of the value)")
+    print(
+        f"\nTensorBoard plugin expected figures vs idlehound (ms per step; tolerance {tol_pct}% of the value)"
+    )
     pair = {}
     for run, exp in expected.items():
         path = span1(root, run)
@@ -93,8 +98,10 @@ def check_plugin(root: Path, docs: dict[Path, dict[str, Any]], tol_pct: float) -
             dev = 100.0 * abs(got - want) / want if want else (0.0 if got == 0 else float("inf"))
             ok = dev <= tol_pct
             share = f"{100 * got / ours['step']:5.2f}% vs {100 * want / (exp['step'] / 1000.0):5.2f}%"
-            print(f"    {key:<10} idlehound {got:9.3f}  plugin {want:9.3f}  dev {dev:6.3f}%  share {share}  "
-                  f"{'ok' if ok else 'FAIL'}")
+            print(
+                f"    {key:<10} idlehound {got:9.3f}  plugin {want:9.3f}  dev {dev:6.3f}%  share {share}  "
+                f"{'ok' if ok else 'FAIL'}"
+            )
             if not ok:
                 failures.append(f"{run} {key}: {got:.3f} vs {want:.3f} ms")
     causes = {run: [f["cause"] for f in d["findings"]] for run, d in pair.items()}
@@ -107,7 +114,9 @@ def check_plugin(root: Path, docs: dict[Path, dict[str, Any]], tol_pct: float) -
     if len(pair) == 2:
         c = compare_docs(pair["resnet50_num_workers_0"], pair["resnet50_num_workers_4"])
         gone = [f["cause"] for f in c["findings_gone"]]
-        print(f"  compare num_workers_0 -> num_workers_4: gone {gone}, new {[f['cause'] for f in c['findings_new']]}")
+        print(
+            f"  compare num_workers_0 -> num_workers_4: gone {gone}, new {[f['cause'] for f in c['findings_new']]}"
+        )
         if "data_loading" not in gone:
             failures.append("compare: the data-loading finding is not listed as gone")
     return failures
@@ -130,7 +139,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         if doc is not None:
             docs[p] = doc
         print(f"{status}  {p.relative_to(args.corpus)}\n     {summary(doc) if doc else msg}")
-    print(f"\n{len(files)} files: {counts[0]} analysed, {counts[2]} one-line errors, {counts[3]} internal errors")
+    print(
+        f"\n{len(files)} files: {counts[0]} analysed, {counts[2]} one-line errors, {counts[3]} internal errors"
+    )
     failures = check_plugin(args.corpus, docs, args.tolerance)
     if counts[3]:
         failures.append(f"{counts[3]} internal error(s)")

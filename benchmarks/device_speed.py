@@ -47,8 +47,21 @@ def ensure_msgspec(out: Path) -> None:
             continue
         except ImportError:
             pass
-        r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links",
-                            str(ROOT / ".whl"), pkg], capture_output=True, text=True)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--no-index",
+                "--find-links",
+                str(ROOT / ".whl"),
+                pkg,
+            ],
+            capture_output=True,
+            text=True,
+        )
         log(out, f"pip install {pkg} from .whl: rc={r.returncode} {r.stderr.strip()[-200:]}")
 
 
@@ -117,8 +130,10 @@ def main() -> None:
 def _row(size: int, label: str, r: dict) -> str:
     if "time" not in r:
         return f"{label}: {r.get('error')}"
-    return (f"{label:18} {r['time']:7.2f} s {size / 1e6 / r['time']:7.1f} MB/s  peak RSS {r['rss'] / 1e6:6.0f} MB "
-            f"({r['rss'] / size:.2f}x file), workers' peak {r['kids'] / 1e6:.0f} MB  {r['extra']}")
+    return (
+        f"{label:18} {r['time']:7.2f} s {size / 1e6 / r['time']:7.1f} MB/s  peak RSS {r['rss'] / 1e6:6.0f} MB "
+        f"({r['rss'] / size:.2f}x file), workers' peak {r['kids'] / 1e6:.0f} MB  {r['extra']}"
+    )
 
 
 def ranks(out: Path, path: Path, size: int, tmp: Path) -> dict:
@@ -127,11 +142,16 @@ def ranks(out: Path, path: Path, size: int, tmp: Path) -> dict:
     for r in range(RANKS):
         os.link(path, folder / f"rank-{r}.json")  # the same bytes under 8 names: no 8 GB of disk
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    cmd = [sys.executable, "-c", "import resource, sys, time; t = time.perf_counter(); "
-           "from idlehound.cli import main; sys.argv = ['idlehound', 'analyze', '--ranks', '--json', sys.argv[1]]\n"
-           "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
-           "print('RANKS', time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "
-           "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, file=sys.stderr)", str(folder)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "import resource, sys, time; t = time.perf_counter(); "
+        "from idlehound.cli import main; sys.argv = ['idlehound', 'analyze', '--ranks', '--json', sys.argv[1]]\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
+        "print('RANKS', time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "
+        "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, file=sys.stderr)",
+        str(folder),
+    ]
     t = time.time()
     with MemWatch() as mem:
         try:
@@ -149,12 +169,22 @@ def ranks(out: Path, path: Path, size: int, tmp: Path) -> dict:
     total = RANKS * size
     doc = json.loads(p.stdout) if p.stdout.strip().startswith("{") else {}
     used = mem.peak - mem.base
-    log(out, f"ranks: {RANKS} x {size / 1e6:.0f} MB in {float(dt):.1f} s ({total / 1e6 / float(dt):.0f} MB/s), "
-             f"parent peak {int(rss) / 1e6:.0f} MB, largest rank process {int(kids) / 1e6:.0f} MB "
-             f"({int(kids) / size:.2f}x one file), machine memory in use at peak +{used / 1e9:.1f} GB "
-             f"({used / total:.2f}x the {RANKS} files); {doc.get('ranks_compared')} ranks compared, rc={p.returncode}")
-    return {"time": float(dt), "wall": wall, "rss": int(rss), "kids": int(kids), "mem_used": used,
-            "ranks_compared": doc.get("ranks_compared"), "rc": p.returncode}
+    log(
+        out,
+        f"ranks: {RANKS} x {size / 1e6:.0f} MB in {float(dt):.1f} s ({total / 1e6 / float(dt):.0f} MB/s), "
+        f"parent peak {int(rss) / 1e6:.0f} MB, largest rank process {int(kids) / 1e6:.0f} MB "
+        f"({int(kids) / size:.2f}x one file), machine memory in use at peak +{used / 1e9:.1f} GB "
+        f"({used / total:.2f}x the {RANKS} files); {doc.get('ranks_compared')} ranks compared, rc={p.returncode}",
+    )
+    return {
+        "time": float(dt),
+        "wall": wall,
+        "rss": int(rss),
+        "kids": int(kids),
+        "mem_used": used,
+        "ranks_compared": doc.get("ranks_compared"),
+        "rc": p.returncode,
+    }
 
 
 if __name__ == "__main__":

@@ -65,8 +65,12 @@ def fuzz(n: int, seed: int, names: list[str] | None) -> dict[str, int]:
                 p.unlink()
             path.parent.rmdir()
             if (i + 1) % 250 == 0:  # progress, for long runs
-                print(f"  ... {i + 1} cases: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-                      + (f", max memory {max(ratios)[0]:.2f}x" if ratios else ""), flush=True)
+                print(
+                    f"  ... {i + 1} cases: "
+                    + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+                    + (f", max memory {max(ratios)[0]:.2f}x" if ratios else ""),
+                    flush=True,
+                )
     dt = time.perf_counter() - t0
     print(f"{n} mutated real traces ({len(sources)} recorded runs, seed {seed}) in {dt:.0f} s")
     print(f"  clean errors    {counts['error']}")
@@ -76,8 +80,10 @@ def fuzz(n: int, seed: int, names: list[str] | None) -> dict[str, int]:
     print(f"  invalid JSON    {counts['invalid_json']}")
     if ratios:
         worst, which = max(ratios)
-        print(f"  peak memory per analysed case (growth over the uncompressed trace): median "
-              f"{sorted(r for r, _ in ratios)[len(ratios) // 2]:.2f}x, max {worst:.2f}x ({which[:120]})")
+        print(
+            f"  peak memory per analysed case (growth over the uncompressed trace): median "
+            f"{sorted(r for r, _ in ratios)[len(ratios) // 2]:.2f}x, max {worst:.2f}x ({which[:120]})"
+        )
     for what, ex in examples.items():
         print(f"  {what}, first of {len(ex)}:")
         for line in ex[:5]:
@@ -136,7 +142,9 @@ def _long(n: int) -> bytes:
 
 
 def _repeated(target: int) -> bytes:
-    doc = json.loads(gzip.decompress(next((ROOT / "tests/traces/demo").glob("*.pt.trace.json.gz")).read_bytes()))
+    doc = json.loads(
+        gzip.decompress(next((ROOT / "tests/traces/demo").glob("*.pt.trace.json.gz")).read_bytes())
+    )
     events = doc["traceEvents"]
     span = max(e.get("ts", 0) + e.get("dur", 0) for e in events) - min(e.get("ts", 0) for e in events) + 1000
     one = len(json.dumps(events))
@@ -174,14 +182,23 @@ def memory(mb: int) -> list[tuple[str, float]]:
             for _ in range(2 * mb):  # twice the limit set below
                 f.write(chunk)
             f.write(b"]}")
-        rows.append(_measure("gzip bomb (limit = --memory-mb)", bomb, mb * 2**20, {"IDLEHOUND_MAX_TRACE_BYTES": str(mb * 2**20)}))
+        rows.append(
+            _measure(
+                "gzip bomb (limit = --memory-mb)",
+                bomb,
+                mb * 2**20,
+                {"IDLEHOUND_MAX_TRACE_BYTES": str(mb * 2**20)},
+            )
+        )
     return rows
 
 
 def _measure(name: str, path: Path, uncompressed: int, env: dict | None = None) -> tuple[str, float]:
     e = {**os.environ, "PYTHONPATH": str(ROOT / "src"), **(env or {})}
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True, env=e, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True, env=e, timeout=600
+    )
     dt = time.perf_counter() - t0
     line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT")), None)
     if line is None:
@@ -189,8 +206,10 @@ def _measure(name: str, path: Path, uncompressed: int, env: dict | None = None) 
         return name, float("nan")
     _, base, peak, outcome = line.split(" ", 3)
     ratio = (int(peak) - int(base)) / uncompressed
-    print(f"  {name:34s} {uncompressed / 2**20:7.0f} MiB  peak {int(peak) / 2**20:7.0f} MiB  "
-          f"net {ratio:4.2f}x  {dt:5.1f} s  {outcome}")
+    print(
+        f"  {name:34s} {uncompressed / 2**20:7.0f} MiB  peak {int(peak) / 2**20:7.0f} MiB  "
+        f"net {ratio:4.2f}x  {dt:5.1f} s  {outcome}"
+    )
     return name, ratio
 
 
@@ -205,7 +224,9 @@ def main() -> None:
     if a.n:
         fuzz(a.n, a.seed, [x for x in a.traces.split(",") if x] or None)
     if not a.no_memory:
-        print(f"peak memory (RSS, net of the interpreter and imports) over the uncompressed input, ~{a.memory_mb} MiB:")
+        print(
+            f"peak memory (RSS, net of the interpreter and imports) over the uncompressed input, ~{a.memory_mb} MiB:"
+        )
         memory(a.memory_mb)
 
 

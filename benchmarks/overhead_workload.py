@@ -58,5 +58,14 @@ for i in range(steps):
     step()
 sync()
 dt = time.perf_counter() - t0
-print("BENCH " + json.dumps({"kind": kind, "samples_per_s": batch * (steps - measure_from) / dt,
-                             "ms_per_step": 1e3 * dt / (steps - measure_from)}), flush=True)
+print(
+    "BENCH "
+    + json.dumps(
+        {
+            "kind": kind,
+            "samples_per_s": batch * (steps - measure_from) / dt,
+            "ms_per_step": 1e3 * dt / (steps - measure_from),
+        }
+    ),
+    flush=True,
+)

@@ -34,8 +34,11 @@ def main() -> None:
     model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 4))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     loader = torch.utils.data.DataLoader(SlowData(), batch_size=16, num_workers=args.workers)
-    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup=1, active=3, repeat=1),
-                 on_trace_ready=tensorboard_trace_handler(args.out, worker_name=f"torch{torch.__version__}")) as prof:
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        schedule=schedule(wait=1, warmup=1, active=3, repeat=1),
+        on_trace_ready=tensorboard_trace_handler(args.out, worker_name=f"torch{torch.__version__}"),
+    ) as prof:
         for step, (x, y) in enumerate(loader):
             loss = nn.functional.cross_entropy(model(x), y)
             opt.zero_grad()

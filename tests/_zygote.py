@@ -28,23 +28,45 @@ class Trial:
 class Zygote:
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
-        env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               "PYTHONUNBUFFERED": "1"}
-        self.proc = subprocess.Popen([sys.executable, str(FAULTS / "zygote.py")], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, env=env, cwd=workdir)
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, str(FAULTS / "zygote.py")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=workdir,
+        )
 
-    def run(self, *args: object, signal: Optional[int] = None, delay: float = 0.0, timeout: float = 60.0) -> Trial:
+    def run(
+        self, *args: object, signal: Optional[int] = None, delay: float = 0.0, timeout: float = 60.0
+    ) -> Trial:
         tag = uuid.uuid4().hex[:12]
         out = self.workdir / f"trial-{tag}"
-        trial = {"args": ["run", *map(str, args)], "signal": signal, "delay": delay, "timeout": timeout,
-                 "out": str(out), "tag": tag}
+        trial = {
+            "args": ["run", *map(str, args)],
+            "signal": signal,
+            "delay": delay,
+            "timeout": timeout,
+            "out": str(out),
+            "tag": tag,
+        }
         self.proc.stdin.write(json.dumps(trial) + "\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         assert line, "the zygote died"
         ans = json.loads(line)
-        return Trial(ans["status"], Path(f"{out}.stdout").read_text(), Path(f"{out}.stderr").read_text(),
-                     ans["seconds"], ans["pid"])
+        return Trial(
+            ans["status"],
+            Path(f"{out}.stdout").read_text(),
+            Path(f"{out}.stderr").read_text(),
+            ans["seconds"],
+            ans["pid"],
+        )
 
     def close(self) -> None:
         self.proc.stdin.close()

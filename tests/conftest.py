@@ -25,7 +25,13 @@ def run_cli():
 
     def _run(*args, cwd=None, env=None, timeout=600):
         full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
-        return subprocess.run([sys.executable, "-m", "idlehound", *map(str, args)], cwd=cwd, env=full_env,
-                              capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            [sys.executable, "-m", "idlehound", *map(str, args)],
+            cwd=cwd,
+            env=full_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
     return _run

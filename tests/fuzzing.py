@@ -23,15 +23,62 @@ BIGINT = "__BIGINT__"  # replaced in the encoded text by an integer of thousands
 BIG_DIGITS = "9" * 5000
 
 NUMBERS: list[Any] = [
-    -1, 0, -1e30, 1e30, 2**63, 2**64 + 1, -(2**63) - 1, 10**30, 1e308, -1e308, 0.5, 1e-9, 1, 3, BIGINT,
-    "NaN", "Infinity", "-Infinity", "1e999", "12", "", None, True, [], {}, [1, 2], {"a": 1},
+    -1,
+    0,
+    -1e30,
+    1e30,
+    2**63,
+    2**64 + 1,
+    -(2**63) - 1,
+    10**30,
+    1e308,
+    -1e308,
+    0.5,
+    1e-9,
+    1,
+    3,
+    BIGINT,
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "1e999",
+    "12",
+    "",
+    None,
+    True,
+    [],
+    {},
+    [1, 2],
+    {"a": 1},
 ]
 STEP_SUFFIXES = ["-1", BIG_DIGITS, "1e5", "", "\u0661\u0662", "00001", str(2**70), "0", "3", "3"]
-NAMES = ["ProfilerStep#1", "aten::mm", "cudaStreamSynchronize", "[memory]", "cudaLaunchKernel",
-         "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "Memcpy HtoD (Pageable -> Device)",
-         "", "x" * 300, "[/]", "\x1b[31mred", "this.x/y.py(1): f"]
-CATS = ["cpu_op", "kernel", "gpu_memcpy", "cuda_runtime", "user_annotation", "python_function",
-        "gpu_user_annotation", "cpu_instant_event", "Trace", "", 7]
+NAMES = [
+    "ProfilerStep#1",
+    "aten::mm",
+    "cudaStreamSynchronize",
+    "[memory]",
+    "cudaLaunchKernel",
+    "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+    "Memcpy HtoD (Pageable -> Device)",
+    "",
+    "x" * 300,
+    "[/]",
+    "\x1b[31mred",
+    "this.x/y.py(1): f",
+]
+CATS = [
+    "cpu_op",
+    "kernel",
+    "gpu_memcpy",
+    "cuda_runtime",
+    "user_annotation",
+    "python_function",
+    "gpu_user_annotation",
+    "cpu_instant_event",
+    "Trace",
+    "",
+    7,
+]
 INTERESTING = ("user_annotation", "kernel", "gpu_memcpy", "cuda_runtime", "cpu_instant_event", "gpu_memset")
 
 
@@ -59,10 +106,19 @@ def load_sources(names: Optional[list[str]] = None, max_steps: int = 2) -> list[
         doc = json.loads(gzip.decompress(trace.read_bytes()))
         doc["traceEvents"] = _trim(doc["traceEvents"], max_steps)
         side = next(folder.glob("*.sidecar.json.gz"), None)
-        src = Source(folder.name, trace.name, doc, _json(folder / "run.json"), _json(folder / "samples.json"),
-                     json.loads(gzip.decompress(side.read_bytes())) if side else None)
-        src.interesting = [i for i, e in enumerate(doc["traceEvents"]) if e.get("cat") in INTERESTING
-                           or e.get("name") == "[memory]"]
+        src = Source(
+            folder.name,
+            trace.name,
+            doc,
+            _json(folder / "run.json"),
+            _json(folder / "samples.json"),
+            json.loads(gzip.decompress(side.read_bytes())) if side else None,
+        )
+        src.interesting = [
+            i
+            for i, e in enumerate(doc["traceEvents"])
+            if e.get("cat") in INTERESTING or e.get("name") == "[memory]"
+        ]
         out.append(src)
     return out
 
@@ -72,14 +128,21 @@ def _json(p: Path) -> Optional[dict]:
 
 
 def _trim(events: list[dict], max_steps: int) -> list[dict]:
-    steps = sorted((e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")), key=lambda e: e["ts"])
+    steps = sorted(
+        (e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")), key=lambda e: e["ts"]
+    )
     if len(steps) <= max_steps:
         return events
     end = steps[max_steps - 1]["ts"] + steps[max_steps - 1]["dur"]
     lo = steps[0]["ts"]
     # keep the GPU work of the kept steps (it ends after them) and drop the later host activity
-    return [e for e in events if "ts" not in e or e["ts"] <= end or (e.get("cat") in ("kernel", "gpu_memcpy",
-                                                                                      "gpu_memset") and e["ts"] < end + (end - lo))]
+    return [
+        e
+        for e in events
+        if "ts" not in e
+        or e["ts"] <= end
+        or (e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e["ts"] < end + (end - lo))
+    ]
 
 
 @dataclass
@@ -121,8 +184,15 @@ def mutate(src: Source, rng: random.Random, n_ops: int = 0) -> Case:
     """A copy of src with 1 to 4 random mutations (copies only what it changes)."""
     doc = dict(src.doc)
     doc["traceEvents"] = list(src.doc["traceEvents"])
-    case = Case(src.name, src.trace_name, doc, copy.deepcopy(src.run), copy.deepcopy(src.samples),
-                copy.deepcopy(src.sidecar), gz=rng.random() < 0.3)
+    case = Case(
+        src.name,
+        src.trace_name,
+        doc,
+        copy.deepcopy(src.run),
+        copy.deepcopy(src.samples),
+        copy.deepcopy(src.sidecar),
+        gz=rng.random() < 0.3,
+    )
     for _ in range(n_ops or rng.randint(1, 4)):
         op = rng.choice(_OPS)
         case.ops.append(op.__name__.strip("_") + ":" + op(case, src, rng))
@@ -175,8 +245,19 @@ def _event_arg(case: Case, src: Source, rng: random.Random) -> str:
     args = ev.get("args")
     if not isinstance(args, dict) or not args:
         ev["args"] = args = {"External id": 1}
-    key = rng.choice(list(args) + ["bytes", "Total Allocated", "Total Reserved", "blocks per SM",
-                                   "est. achieved occupancy %", "correlation", "External id", "Device Type"])
+    key = rng.choice(
+        list(args)
+        + [
+            "bytes",
+            "Total Allocated",
+            "Total Reserved",
+            "blocks per SM",
+            "est. achieved occupancy %",
+            "correlation",
+            "External id",
+            "Device Type",
+        ]
+    )
     args[key] = _value(rng, args.get(key))
     return f"{ev.get('cat')}.args.{key}"
 
@@ -194,7 +275,7 @@ def _drop(case: Case, src: Source, rng: random.Random) -> str:
 def _duplicate(case: Case, src: Source, rng: random.Random) -> str:
     i, ev = _pick_event(case, src, rng)
     n = rng.choice([1, 2, 100])
-    case.trace["traceEvents"][i + 1:i + 1] = [copy.deepcopy(ev) for _ in range(n)]
+    case.trace["traceEvents"][i + 1 : i + 1] = [copy.deepcopy(ev) for _ in range(n)]
     return f"{ev.get('cat')}x{n}"
 
 
@@ -208,8 +289,16 @@ def _swap_types(case: Case, src: Source, rng: random.Random) -> str:
 
 def _top(case: Case, src: Source, rng: random.Random) -> str:
     doc = case.trace
-    key = rng.choice(["deviceProperties", "baseTimeNanoseconds", "distributedInfo", "with_stack",
-                      "cuda_runtime_version", "traceEvents"])
+    key = rng.choice(
+        [
+            "deviceProperties",
+            "baseTimeNanoseconds",
+            "distributedInfo",
+            "with_stack",
+            "cuda_runtime_version",
+            "traceEvents",
+        ]
+    )
     props = doc.get("deviceProperties")
     if key == "deviceProperties" and isinstance(props, list) and props and rng.random() < 0.8:
         p = dict(props[0])
@@ -281,8 +370,21 @@ def _mutate_tree(case: Case, attr: str, rng: random.Random) -> str:
     return "leaf"
 
 
-_OPS = [_event_field, _event_field, _event_field, _event_arg, _event_arg, _drop, _duplicate, _swap_types, _top,
-        _run_json, _run_json, _samples, _sidecar]
+_OPS = [
+    _event_field,
+    _event_field,
+    _event_field,
+    _event_arg,
+    _event_arg,
+    _drop,
+    _duplicate,
+    _swap_types,
+    _top,
+    _run_json,
+    _run_json,
+    _samples,
+    _sidecar,
+]
 
 
 @dataclass

@@ -18,11 +18,20 @@ def _train(p, steps: int = 6) -> None:
 
 def test_capture_hands_the_run_folder_to_its_hook_and_keeps_the_answer(tmp_path):
     calls = []
-    with profile(logdir=tmp_path, run_name="hook", skip=1, warmup=1, active=2, progress=False,
-                 on_finish=lambda run_dir, print_report: calls.append((run_dir, print_report)) or "analysed") as p:
+    with profile(
+        logdir=tmp_path,
+        run_name="hook",
+        skip=1,
+        warmup=1,
+        active=2,
+        progress=False,
+        on_finish=lambda run_dir, print_report: calls.append((run_dir, print_report)) or "analysed",
+    ) as p:
         _train(p)
     assert calls == [(p.run_dir, True)] and p.result == "analysed"
-    assert not (p.run_dir / "report.json").exists()  # the hook did not write one, and capture writes none itself
+    assert not (
+        p.run_dir / "report.json"
+    ).exists()  # the hook did not write one, and capture writes none itself
 
 
 def test_without_a_hook_capture_writes_the_run_folder_only(tmp_path):

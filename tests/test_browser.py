@@ -17,19 +17,31 @@ from idlehound.report.html import fmt_metric
 from .conftest import TRACES
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--disable-quic"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+]
 
 if CHROMIUM is None and os.environ.get("CI"):
     pytest.fail("CI must install chromium (see .ci/run)", pytrace=False)
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+pytestmark = [pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed"), pytest.mark.slow]
 
 
 def chromium(tmp_path, *args):
     profile = tmp_path / "profile"
     profile.mkdir(exist_ok=True)
-    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
-                           *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize("name", ["sync_item", "dataloader_bound", "healthy", "memory_churn"])
@@ -42,7 +54,9 @@ def test_report_renders_with_matching_numbers(tmp_path, name):
     assert console == [], console
     dom = r.stdout
     # charts rendered: non-empty SVGs
-    assert len(re.findall(r"<rect", re.search(r"<svg id=\"breakdown-chart\".*?</svg>", dom, re.S).group(0))) > 3
+    assert (
+        len(re.findall(r"<rect", re.search(r"<svg id=\"breakdown-chart\".*?</svg>", dom, re.S).group(0))) > 3
+    )
     assert len(re.findall(r"<rect", re.search(r"<svg id=\"timeline\".*?</svg>", dom, re.S).group(0))) > 3
     # every metric card shows the JSON value
     for key, m in res.doc["metrics"].items():
@@ -70,14 +84,46 @@ def test_memory_curve_drawn_when_recorded(tmp_path):
 def test_ladder_page_bars_against_ceiling(tmp_path):
     from idlehound.report.html import render_ladder_html
 
-    doc = {"device": "cuda", "rungs": [
-        {"name": "baseline", "label": "0. baseline", "status": "ok", "reason": "", "samples_per_s": 481.0,
-         "ms_per_step": 66.5, "gpu_busy_pct": 17.2, "nvml_util": 8.0, "peak_mem_gib": 0.85, "speedup": 1.0,
-         "pct_of_ceiling": 2.7, "top_finding": "Data loading starves the GPU"},
-        {"name": "amp", "label": "2. AMP", "status": "skipped", "reason": "needs CUDA", "samples_per_s": None},
-        {"name": "ceiling", "label": "ceiling", "status": "ok", "reason": "", "samples_per_s": 17950.0,
-         "ms_per_step": 14.3, "gpu_busy_pct": None, "nvml_util": 40.0, "peak_mem_gib": 2.95, "speedup": 37.3,
-         "pct_of_ceiling": 100.0, "top_finding": ""}]}
+    doc = {
+        "device": "cuda",
+        "rungs": [
+            {
+                "name": "baseline",
+                "label": "0. baseline",
+                "status": "ok",
+                "reason": "",
+                "samples_per_s": 481.0,
+                "ms_per_step": 66.5,
+                "gpu_busy_pct": 17.2,
+                "nvml_util": 8.0,
+                "peak_mem_gib": 0.85,
+                "speedup": 1.0,
+                "pct_of_ceiling": 2.7,
+                "top_finding": "Data loading starves the GPU",
+            },
+            {
+                "name": "amp",
+                "label": "2. AMP",
+                "status": "skipped",
+                "reason": "needs CUDA",
+                "samples_per_s": None,
+            },
+            {
+                "name": "ceiling",
+                "label": "ceiling",
+                "status": "ok",
+                "reason": "",
+                "samples_per_s": 17950.0,
+                "ms_per_step": 14.3,
+                "gpu_busy_pct": None,
+                "nvml_util": 40.0,
+                "peak_mem_gib": 2.95,
+                "speedup": 37.3,
+                "pct_of_ceiling": 100.0,
+                "top_finding": "",
+            },
+        ],
+    }
     page = tmp_path / "ladder.html"
     page.write_text(render_ladder_html(doc))
     r = chromium(tmp_path, "--dump-dom", page.as_uri())

@@ -15,6 +15,8 @@ torch = pytest.importorskip("torch")
 
 from .conftest import SCRIPTS  # noqa: E402
 
+pytestmark = pytest.mark.slow  # each test runs a script under `idlehound run`
+
 CPU = SCRIPTS / "cpu"
 WINDOW = ["--skip", "3", "--warmup", "1", "--active", "3"]
 
@@ -38,7 +40,13 @@ def test_run_with_optimizer_writes_trace_run_json_and_exact_line(tmp_path, run_c
     info = json.loads((run / "run.json").read_text())
     assert info["exit_code"] == 0 and info["steps_seen"] == 20
     assert info["command"][-1] == "20" and info["environment"]["torch"] == torch.__version__
-    assert info["schedule"] == {"skip": 3, "warmup": 1, "active": 3, "step_on": "optimizer", "stop_after": False}
+    assert info["schedule"] == {
+        "skip": 3,
+        "warmup": 1,
+        "active": 3,
+        "step_on": "optimizer",
+        "stop_after": False,
+    }
     doc = json.loads(gzip.decompress(trace.read_bytes()))
     steps = [e["name"] for e in doc["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")]
     assert steps == ["ProfilerStep#4", "ProfilerStep#5", "ProfilerStep#6"]
@@ -74,8 +82,9 @@ def test_no_optimizer_without_step_on_says_why_nothing_was_captured(tmp_path, ru
 
 
 def test_script_that_raises_keeps_partial_trace_and_exit_code(tmp_path, run_cli):
-    r = run_cli("run", "--logdir", tmp_path, "--skip", "5", "--warmup", "1", "--active", "20",
-                CPU / "raises.py")
+    r = run_cli(
+        "run", "--logdir", tmp_path, "--skip", "5", "--warmup", "1", "--active", "20", CPU / "raises.py"
+    )
     assert r.returncode == 1
     assert "planted failure" in r.stderr  # the user's traceback is shown
     run = only_run(tmp_path)
@@ -100,10 +109,29 @@ def test_module_mode(tmp_path, run_cli):
 
 
 def test_ctrl_c_flushes_the_window_and_exits_130(tmp_path):
-    cmd = [sys.executable, "-m", "idlehound", "run", "--logdir", str(tmp_path), "--skip", "3", "--warmup", "1",
-           "--active", "100000", str(CPU / "forever.py"), "8"]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    cmd = [
+        sys.executable,
+        "-m",
+        "idlehound",
+        "run",
+        "--logdir",
+        str(tmp_path),
+        "--skip",
+        "3",
+        "--warmup",
+        "1",
+        "--active",
+        "100000",
+        str(CPU / "forever.py"),
+        "8",
+    ]
+    p = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     deadline = time.time() + 120
     for line in p.stdout:
         if "READY" in line or time.time() > deadline:
@@ -118,8 +146,20 @@ def test_ctrl_c_flushes_the_window_and_exits_130(tmp_path):
 
 def test_earlier_runs_are_never_overwritten(tmp_path, run_cli):
     for _ in range(2):
-        assert run_cli("run", "--logdir", tmp_path, "--name", "same", *WINDOW, "--no-report",
-                       CPU / "train_item.py", "10").returncode == 0
+        assert (
+            run_cli(
+                "run",
+                "--logdir",
+                tmp_path,
+                "--name",
+                "same",
+                *WINDOW,
+                "--no-report",
+                CPU / "train_item.py",
+                "10",
+            ).returncode
+            == 0
+        )
     runs = sorted(p.name for p in tmp_path.iterdir())
     assert len(runs) == 2 and len(set(runs)) == 2
     for r in runs:
@@ -131,16 +171,18 @@ def test_python_api_profile_auto_and_manual_steps(tmp_path):
 
     model = torch.nn.Linear(8, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    with idlehound.profile(logdir=tmp_path, run_name="auto", skip=2, warmup=1, active=2, print_report=False,
-                           progress=False) as p:
+    with idlehound.profile(
+        logdir=tmp_path, run_name="auto", skip=2, warmup=1, active=2, print_report=False, progress=False
+    ) as p:
         for _ in range(8):
             loss = model(torch.randn(4, 8)).sum()
             opt.zero_grad()
             loss.backward()
             opt.step()
     assert p.result is not None and [s.number for s in p.result.analysis.steps] == [3, 4]
-    with idlehound.profile(logdir=tmp_path, run_name="manual", skip=1, warmup=1, active=3, print_report=False,
-                           progress=False) as q:
+    with idlehound.profile(
+        logdir=tmp_path, run_name="manual", skip=1, warmup=1, active=3, print_report=False, progress=False
+    ) as q:
         for _ in range(8):
             model(torch.randn(4, 8)).sum().backward()
             q.step()

@@ -16,11 +16,14 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from idlehound.capture._folders import shared_run_dir  # noqa: E402
+
 from idlehound.capture._quiet import kineto_quiet  # noqa: E402
 from idlehound.errors import CaptureError  # noqa: E402
 
 from ._zygote import FAULTS, Zygote  # noqa: E402
 from .conftest import SCRIPTS, TRACES  # noqa: E402
+
+pytestmark = pytest.mark.slow  # scripts under `idlehound run` with faults
 
 WINDOW = ["--skip", "3", "--warmup", "1", "--active", "3"]
 
@@ -54,7 +57,9 @@ def test_logdir_that_is_a_file_or_too_long_is_one_line(zygote, tmp_path):
     assert "is a file" in err
     err = one_line_error(zygote.run("--logdir", f / "sub", *WINDOW, FAULTS / "fault.py", "exit", "1"))
     assert "cannot create the log folder" in err
-    err = one_line_error(zygote.run("--logdir", tmp_path / ("d" * 300), *WINDOW, FAULTS / "fault.py", "exit", "1"))
+    err = one_line_error(
+        zygote.run("--logdir", tmp_path / ("d" * 300), *WINDOW, FAULTS / "fault.py", "exit", "1")
+    )
     assert "too long" in err.lower()
 
 
@@ -65,7 +70,9 @@ def test_read_only_logdir_is_one_line(zygote, tmp_path):
     ro.chmod(0o555)
     try:
         assert "not writable" in one_line_error(zygote.run("--logdir", ro, FAULTS / "fault.py", "exit", "1"))
-        assert "cannot create" in one_line_error(zygote.run("--logdir", ro / "sub", FAULTS / "fault.py", "exit", "1"))
+        assert "cannot create" in one_line_error(
+            zygote.run("--logdir", ro / "sub", FAULTS / "fault.py", "exit", "1")
+        )
     finally:
         ro.chmod(0o755)
 
@@ -73,14 +80,18 @@ def test_read_only_logdir_is_one_line(zygote, tmp_path):
 def test_name_cannot_leave_the_logdir(zygote, tmp_path):
     logdir = tmp_path / "log"
     for name in ("../escaped", "a/b", "..", "x" * 300):
-        one_line_error(zygote.run("--logdir", logdir, "--name", name, *WINDOW, FAULTS / "fault.py", "exit", "1"))
+        one_line_error(
+            zygote.run("--logdir", logdir, "--name", name, *WINDOW, FAULTS / "fault.py", "exit", "1")
+        )
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written, inside or outside
 
 
 def test_script_that_changes_directory_keeps_its_trace_and_exit_code(zygote, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    t = zygote.run("--name", "chdir_case", *WINDOW, FAULTS / "chdir_train.py", elsewhere)  # default --logdir log
+    t = zygote.run(
+        "--name", "chdir_case", *WINDOW, FAULTS / "chdir_train.py", elsewhere
+    )  # default --logdir log
     assert t.status == 0, t.stderr
     assert f"CWD {elsewhere}" in t.stdout and "Traceback" not in t.stderr
     (run,) = (zygote.workdir / "log").glob("chdir_case-*")  # where the run began, not where the script went
@@ -90,8 +101,16 @@ def test_script_that_changes_directory_keeps_its_trace_and_exit_code(zygote, tmp
 
 
 def test_step_on_function_keeps_counting_with_stacks(zygote, tmp_path):
-    t = zygote.run("--logdir", tmp_path, *WINDOW, "--step-on", "train_step", "--stop-after",
-                   FAULTS / "step_function.py", "200")
+    t = zygote.run(
+        "--logdir",
+        tmp_path,
+        *WINDOW,
+        "--step-on",
+        "train_step",
+        "--stop-after",
+        FAULTS / "step_function.py",
+        "200",
+    )
     assert t.status == 0, t.stderr
     assert "DONE" not in t.stdout  # --stop-after fired: steps went on being counted under the profiler
     run = only_run(tmp_path)
@@ -104,8 +123,23 @@ def test_step_on_function_keeps_counting_with_stacks(zygote, tmp_path):
 
 
 def test_window_of_tiny_ops_is_cut_by_time_and_says_so(zygote, tmp_path):
-    t = zygote.run("--logdir", tmp_path, "--no-stack", "--skip", "1", "--warmup", "1", "--active", "1000",
-                   "--max-window-seconds", "0.3", FAULTS / "tiny_ops.py", "1000", "40", timeout=120)
+    t = zygote.run(
+        "--logdir",
+        tmp_path,
+        "--no-stack",
+        "--skip",
+        "1",
+        "--warmup",
+        "1",
+        "--active",
+        "1000",
+        "--max-window-seconds",
+        "0.3",
+        FAULTS / "tiny_ops.py",
+        "1000",
+        "40",
+        timeout=120,
+    )
     assert t.status == 0, t.stderr
     assert "DONE 40" in t.stdout  # the script ran to its end, unprofiled after the cut
     assert "passed its time budget (0.3 s)" in t.stderr and "saving the profiled window" in t.stderr
@@ -118,9 +152,25 @@ def test_window_of_tiny_ops_is_cut_by_time_and_says_so(zygote, tmp_path):
 
 
 def test_one_endless_step_is_cut_by_memory_inside_the_step(zygote, tmp_path):
-    t = zygote.run("--logdir", tmp_path, "--no-stack", "--skip", "1", "--warmup", "1", "--active", "2",
-                   "--max-window-mb", "10", "--max-window-seconds", "0", FAULTS / "tiny_ops.py", "60000", "4",
-                   timeout=120)
+    t = zygote.run(
+        "--logdir",
+        tmp_path,
+        "--no-stack",
+        "--skip",
+        "1",
+        "--warmup",
+        "1",
+        "--active",
+        "2",
+        "--max-window-mb",
+        "10",
+        "--max-window-seconds",
+        "0",
+        FAULTS / "tiny_ops.py",
+        "60000",
+        "4",
+        timeout=120,
+    )
     assert t.status == 0, t.stderr
     assert "passed its memory budget (10 MB) during step 2" in t.stderr
     w = run_json(only_run(tmp_path))["window"]
@@ -128,8 +178,21 @@ def test_one_endless_step_is_cut_by_memory_inside_the_step(zygote, tmp_path):
 
 
 def test_sigterm_is_handled_like_ctrl_c(zygote, tmp_path):
-    t = zygote.run("--logdir", tmp_path, "--skip", "3", "--warmup", "1", "--active", "100000",
-                   FAULTS / "fault.py", "run", "0", signal=signal.SIGTERM, delay=3.0)
+    t = zygote.run(
+        "--logdir",
+        tmp_path,
+        "--skip",
+        "3",
+        "--warmup",
+        "1",
+        "--active",
+        "100000",
+        FAULTS / "fault.py",
+        "run",
+        "0",
+        signal=signal.SIGTERM,
+        delay=3.0,
+    )
     assert t.status == 143, t.stderr
     assert "terminated (SIGTERM); saving what was captured" in t.stderr
     run = only_run(tmp_path)
@@ -142,13 +205,18 @@ def test_sigterm_is_handled_like_ctrl_c(zygote, tmp_path):
 
 def test_no_step_hint_names_the_reason(zygote, tmp_path):
     t = zygote.run("--logdir", tmp_path / "a", *WINDOW, FAULTS / "crash_early.py")
-    assert t.status == 1 and "the script failed first (RuntimeError: planted early failure) after 2 step(s)" in t.stderr
+    assert (
+        t.status == 1
+        and "the script failed first (RuntimeError: planted early failure) after 2 step(s)" in t.stderr
+    )
     t = zygote.run("--logdir", tmp_path / "b", *WINDOW, FAULTS / "hogwild.py")
     assert t.status == 0, t.stderr
     assert "trains in 2 child process(es)" in t.stderr and "lower --skip" not in t.stderr
     t = zygote.run("--logdir", tmp_path / "c", *WINDOW, SCRIPTS / "cpu" / "no_optimizer.py")
     assert t.status == 0 and "no optimizer.step() was called" in t.stderr
-    t = zygote.run("--logdir", tmp_path / "e", *WINDOW, "--step-on", "no_such_fn", FAULTS / "step_function.py", "5")
+    t = zygote.run(
+        "--logdir", tmp_path / "e", *WINDOW, "--step-on", "no_such_fn", FAULTS / "step_function.py", "5"
+    )
     assert t.status == 0 and "no function named 'no_such_fn' returned" in t.stderr
     t = zygote.run("--logdir", tmp_path / "d", "--skip", "50", FAULTS / "fault.py", "exit", "5")
     assert t.status == 7 and "the script exited with code 7 after 5 step(s)" in t.stderr
@@ -159,9 +227,12 @@ def test_kineto_noise_is_silenced_and_real_warnings_kept(zygote, tmp_path, capfd
     assert t.status == 7 and "saving the profiled window" in t.stderr
     assert "USDT:" not in t.stderr and "gpuGetDeviceCount" not in t.stderr
     with kineto_quiet():
-        os.write(2, b"USDT:2026-12-03 1:1 SyncActivityProfilerHandler.cpp:39] profiler_start\n"
-                    b"ERROR:2026-12-03 1:1 DeviceProperties.cpp:56] gpuGetDeviceCount failed with code 35\n"
-                    b"WARNING: a real warning\n")
+        os.write(
+            2,
+            b"USDT:2026-12-03 1:1 SyncActivityProfilerHandler.cpp:39] profiler_start\n"
+            b"ERROR:2026-12-03 1:1 DeviceProperties.cpp:56] gpuGetDeviceCount failed with code 35\n"
+            b"WARNING: a real warning\n",
+        )
     assert capfd.readouterr().err == "WARNING: a real warning\n"
 
 
@@ -212,13 +283,31 @@ def test_unwritable_or_overlong_output_is_one_line(run_cli, tmp_path):
 def test_ctrl_c_during_start_up_exits_130(tmp_path):
     """A real process, interrupted while it imports torch and sets up: 130, never click's 'Aborted!' and 1."""
     for delay in (0.3, 1.0, 2.5):
-        p = subprocess.Popen([sys.executable, "-m", "idlehound", "run", "--logdir", str(tmp_path), *WINDOW,
-                              str(FAULTS / "fault.py"), "run", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+        p = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "idlehound",
+                "run",
+                "--logdir",
+                str(tmp_path),
+                *WINDOW,
+                str(FAULTS / "fault.py"),
+                "run",
+                "0",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(delay)
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=120)
-        assert p.returncode in (130, -signal.SIGINT), (delay, p.returncode, err)  # -2: still in python's start-up
+        assert p.returncode in (130, -signal.SIGINT), (
+            delay,
+            p.returncode,
+            err,
+        )  # -2: still in python's start-up
         assert "Aborted!" not in err
         for run in tmp_path.iterdir():
             assert run_json(run)["status"] == "done"
@@ -241,7 +330,9 @@ def test_profile_block_saves_and_ends_143_on_sigterm(tmp_path):
 
     model = torch.nn.Linear(8, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    block = idlehound.profile(logdir=tmp_path, skip=1, warmup=1, active=50, print_report=False, progress=False)
+    block = idlehound.profile(
+        logdir=tmp_path, skip=1, warmup=1, active=50, print_report=False, progress=False
+    )
     with pytest.raises(SystemExit) as ended, block:
         for i in range(10):
             model(torch.randn(4, 8)).sum().backward()
@@ -265,10 +356,14 @@ def test_a_profiler_that_fails_never_stops_the_training(tmp_path, monkeypatch):
     monkeypatch.setattr(torch.profiler.profile, "start", broken_start)
     model = torch.nn.Linear(8, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    with idlehound.profile(logdir=tmp_path, skip=2, warmup=1, active=2, print_report=False, progress=False) as p:
+    with idlehound.profile(
+        logdir=tmp_path, skip=2, warmup=1, active=2, print_report=False, progress=False
+    ) as p:
         for _ in range(8):
             model(torch.randn(4, 8)).sum().backward()
             opt.step()  # the profiler starts inside this call's hook: its failure must not surface here
     info = run_json(p.run_dir)
     assert info["exit_code"] == 0 and info["steps_seen"] == 8 and info["traces"] == []
-    assert info["window"]["cut_by"] == "profiler error" and "planted profiler failure" in info["window"]["error"]
+    assert (
+        info["window"]["cut_by"] == "profiler error" and "planted profiler failure" in info["window"]["error"]
+    )

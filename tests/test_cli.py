@@ -2,9 +2,12 @@
 
 import json
 
+import pytest
+
 from .conftest import TRACES, shared
 
 
+@pytest.mark.slow
 def test_analyze_prints_summary(run_cli):
     r = run_cli("analyze", TRACES / "dataloader_bound")
     assert r.returncode == 0, r.stderr
@@ -12,16 +15,30 @@ def test_analyze_prints_summary(run_cli):
     assert "resnet.py:110" in r.stdout
 
 
+@pytest.mark.slow
 def test_analyze_json_is_versioned_and_complete(run_cli):
     r = run_cli("analyze", "--json", TRACES / "sync_item")
     doc = json.loads(r.stdout)
     assert doc["schema"] == "idlehound/analysis" and doc["schema_version"] == 1
     assert doc["findings"][0]["cause"] == "sync"
-    for key in ("metrics", "breakdown_ms", "idle_by_cause_ms", "idle_by_line", "steps", "sync_points", "copies",
-                "kernels", "memory", "dataloader", "timeline", "notes"):
+    for key in (
+        "metrics",
+        "breakdown_ms",
+        "idle_by_cause_ms",
+        "idle_by_line",
+        "steps",
+        "sync_points",
+        "copies",
+        "kernels",
+        "memory",
+        "dataloader",
+        "timeline",
+        "notes",
+    ):
         assert key in doc
 
 
+@pytest.mark.slow
 def test_fail_under_gate(run_cli):
     bad = run_cli("analyze", "--fail-under", "gpu_util=70", TRACES / "dataloader_bound")
     assert bad.returncode == 1 and "gpu_util" in bad.stderr
@@ -41,6 +58,7 @@ def test_bad_gate_and_bad_input_are_one_line_exit_2(run_cli, tmp_path):
     assert r.returncode == 2 and "no such file" in r.stderr
 
 
+@pytest.mark.slow
 def test_step_option(run_cli):
     r = run_cli("analyze", "--json", "--step", "3", shared("h200_torch211_sync.pt.trace.json.gz"))
     assert [s["number"] for s in json.loads(r.stdout)["steps"]] == [3]
@@ -48,6 +66,7 @@ def test_step_option(run_cli):
     assert r.returncode == 2 and "ProfilerStep#99" in r.stderr
 
 
+@pytest.mark.slow
 def test_report_files(run_cli, tmp_path):
     for ext in ("html", "md", "json"):
         out = tmp_path / f"r.{ext}"

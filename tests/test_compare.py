@@ -8,6 +8,7 @@ from idlehound.pipeline import analyze_path
 from .conftest import TRACES
 
 
+@pytest.mark.slow
 def test_compare_deltas_and_changed_findings(run_cli, tmp_path):
     a, b = analyze_path(TRACES / "dataloader_bound").doc, analyze_path(TRACES / "dataloader_workers").doc
     c = compare_docs(a, b)

@@ -43,6 +43,7 @@ def _dataloader_job(tb: TraceBuilder) -> None:
 
 # -- timestamps ------------------------------------------------------------------------------------------------
 
+
 def test_epoch_microseconds_without_base_time_are_rebased_not_dropped():
     rel, old = TraceBuilder(), TraceBuilder()
     _dataloader_job(rel)
@@ -63,7 +64,15 @@ def test_epoch_times_keep_nanoseconds_and_metadata_rows_stay_at_zero():
         {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "ts": 0, "args": {"name": "python"}},
         {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": EPOCH_US, "dur": 3},
         # ns-precision epoch µs (early 2024): .5 µs is exact in a double at this magnitude
-        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": EPOCH_US + 7.5, "dur": 1.25},
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "aten::add",
+            "pid": 1,
+            "tid": 1,
+            "ts": EPOCH_US + 7.5,
+            "dur": 1.25,
+        },
     ]
     ev = parse_trace_bytes(_doc(events), "ns.json").events
     assert ev.ts.tolist() == [0, 0, 7_500] and ev.dur.tolist() == [0, 3_000, 1_250]
@@ -87,10 +96,16 @@ def test_relative_times_with_base_time_are_left_as_they_are():
 
 # -- categories and names of older releases ---------------------------------------------------------------------
 
+
 def _torch18(tb: TraceBuilder) -> bytes:
     """The same events in PyTorch 1.8/1.9 layout: Operator/Runtime/Kernel cats, DataLoader and ProfilerStep as
     Operators, lower-case 'external id' on runtime and kernel events, epoch µs."""
-    cats = {"cpu_op": "Operator", "user_annotation": "Operator", "cuda_runtime": "Runtime", "kernel": "Kernel"}
+    cats = {
+        "cpu_op": "Operator",
+        "user_annotation": "Operator",
+        "cuda_runtime": "Runtime",
+        "kernel": "Kernel",
+    }
     out = []
     for e in tb.events:
         if e["cat"] == "gpu_user_annotation":
@@ -145,8 +160,17 @@ def _rocm_job() -> TraceBuilder:
         for j, dur in enumerate((first, 8.0)):
             launch_ts = t + 10 + j * (first + 20)
             corr = tb.runtime("hipLaunchKernel" if j == 0 else "hipExtModuleLaunchKernel", launch_ts, dur)
-            tb._x("kernel", f"Cijk_Alik_Bljk_SB_MT64x16x32_{j}", launch_ts + dur + 2, 5, pid=0, tid=7,
-                  correlation=corr, device=0, stream=7)
+            tb._x(
+                "kernel",
+                f"Cijk_Alik_Bljk_SB_MT64x16x32_{j}",
+                launch_ts + dur + 2,
+                5,
+                pid=0,
+                tid=7,
+                correlation=corr,
+                device=0,
+                stream=7,
+            )
         t += first + 100
     tb.runtime("hipDeviceSynchronize", t - 20, 10)
     return tb
@@ -165,11 +189,19 @@ def test_rocm_trace_is_rocm_and_one_slow_first_launch_is_not_launch_bound():
 def test_hip_names_play_their_roles():
     from idlehound.analysis import _roles as roles
 
-    assert all(map(roles.is_launch, ("hipLaunchKernel", "hipExtModuleLaunchKernel", "hipModuleLaunchKernel",
-                                     "hipGraphLaunch")))
+    assert all(
+        map(
+            roles.is_launch,
+            ("hipLaunchKernel", "hipExtModuleLaunchKernel", "hipModuleLaunchKernel", "hipGraphLaunch"),
+        )
+    )
     assert roles.is_enqueue("hipMemcpyAsync") and roles.is_enqueue("hipMemsetAsync")
-    assert all(map(roles.is_sync_call, ("hipDeviceSynchronize", "hipStreamSynchronize", "hipMemcpyWithStream",
-                                        "hipMemcpy", "hipFree")))
+    assert all(
+        map(
+            roles.is_sync_call,
+            ("hipDeviceSynchronize", "hipStreamSynchronize", "hipMemcpyWithStream", "hipMemcpy", "hipFree"),
+        )
+    )
     assert not roles.is_launch("hipGetDevicePropertiesR0600") and not roles.is_sync_call("hipMemcpyAsync")
 
 
@@ -213,14 +245,26 @@ def test_no_profiler_step_analyses_the_whole_trace():
 
 # -- sanity ------------------------------------------------------------------------------------------------------
 
+
 def test_a_step_that_ends_after_the_recording_window_is_ignored():
     tb = TraceBuilder()
     ext = tb.op("aten::mm", 100, 50)
     tb.kernel("gemm", ts=160, dur=40, launch_ts=110, ext=ext)
     tb._x("user_annotation", "ProfilerStep#1", 90, 13_336_315.805, **{"External id": 99})
-    tb.events.append({"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans",
-                      "tid": "PyTorch Profiler", "ts": 0, "dur": 355_494.184})
-    tb.events.append({"ph": "i", "s": "g", "name": "Record Window End", "pid": "", "tid": "", "ts": 355_494.184})
+    tb.events.append(
+        {
+            "ph": "X",
+            "cat": "Trace",
+            "name": "PyTorch Profiler (0)",
+            "pid": "Spans",
+            "tid": "PyTorch Profiler",
+            "ts": 0,
+            "dur": 355_494.184,
+        }
+    )
+    tb.events.append(
+        {"ph": "i", "s": "g", "name": "Record Window End", "pid": "", "tid": "", "ts": 355_494.184}
+    )
     a = analyze(parse_trace_bytes(tb.to_bytes(), "broken.json"))
     assert a.step_source == "whole trace" and a.steps[0].duration_ns == 100_000
     assert any("ignored ProfilerStep#1: it lasts 13336.32 ms" in n for n in a.notes)
@@ -254,17 +298,29 @@ def test_empty_cache_advice_only_when_the_trace_shows_the_call(tmp_path):
 
 # -- errors that tell the truth ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("data,problem", [
-    (_doc([{"ph": "X", "cat": "gfx", "name": "draw", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]),
-     "a Kineto trace, but no event has a 'cat' this version reads (cpu_op, kernel, ...; categories in the file: gfx)"),
-    (b'{"traceEvents": [{"ph": "X", "cat": "gfx", "name": "draw", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]}',
-     "categories in the file: gfx): this looks like a Chrome trace from another tool"),
-    (_doc([{"ph": "X", "cat": "cpu_op", "name": "a", "ts": "soon", "pid": 1, "tid": 1}]),
-     "none of the 1 events is usable (1 with a 'ts' that is not a number or not an object)"),
-    (_doc([{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1e300, "pid": 1, "tid": 1}]),
-     "none of the 1 events is usable (1 with a 'ts' out of range)"),
-    (b'{"schema": "1.0.3-chakra.0.0.4", "pid": 1, "nodes": []}', "a PyTorch execution trace"),
-])
+
+@pytest.mark.parametrize(
+    "data,problem",
+    [
+        (
+            _doc([{"ph": "X", "cat": "gfx", "name": "draw", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]),
+            "a Kineto trace, but no event has a 'cat' this version reads (cpu_op, kernel, ...; categories in the file: gfx)",
+        ),
+        (
+            b'{"traceEvents": [{"ph": "X", "cat": "gfx", "name": "draw", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]}',
+            "categories in the file: gfx): this looks like a Chrome trace from another tool",
+        ),
+        (
+            _doc([{"ph": "X", "cat": "cpu_op", "name": "a", "ts": "soon", "pid": 1, "tid": 1}]),
+            "none of the 1 events is usable (1 with a 'ts' that is not a number or not an object)",
+        ),
+        (
+            _doc([{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1e300, "pid": 1, "tid": 1}]),
+            "none of the 1 events is usable (1 with a 'ts' out of range)",
+        ),
+        (b'{"schema": "1.0.3-chakra.0.0.4", "pid": 1, "nodes": []}', "a PyTorch execution trace"),
+    ],
+)
 def test_errors_name_what_they_could_not_use(data, problem):
     with pytest.raises(TraceError) as e:
         parse_trace_bytes(data, "x.json")
@@ -277,6 +333,7 @@ def test_trace_error_crosses_a_process_boundary():
 
 
 # -- HTA file naming and --ranks ---------------------------------------------------------------------------------
+
 
 def _rank_trace(rank: int, work_us: float) -> bytes:
     tb = TraceBuilder()
@@ -304,18 +361,26 @@ def test_hta_rank_files_are_traces(tmp_path):
     assert t.worker == "rank-1" and t.metadata["distributedInfo"]["rank"] == 1
 
 
+@pytest.mark.slow
 def test_ranks_reports_a_bad_rank_in_one_line_and_compares_the_rest(run_cli, tmp_path):
     _hta_folder(tmp_path, bad=True)
     r = run_cli("analyze", "--ranks", "--json", tmp_path)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert doc["ranks_compared"] == 2 and doc["world_size"] == 128 and [x["rank"] for x in doc["ranks"]] == [0, 1]
-    assert doc["failed"] == [f"{tmp_path / 'rank-2.json.gz'}: invalid or truncated JSON (Input data was truncated)"]
+    assert (
+        doc["ranks_compared"] == 2
+        and doc["world_size"] == 128
+        and [x["rank"] for x in doc["ranks"]] == [0, 1]
+    )
+    assert doc["failed"] == [
+        f"{tmp_path / 'rank-2.json.gz'}: invalid or truncated JSON (Input data was truncated)"
+    ]
     text = run_cli("analyze", "--ranks", tmp_path)
     assert text.returncode == 0 and "2 ranks compared of world size 128" in text.stdout
     assert "skipped a rank:" in text.stdout and "BrokenProcessPool" not in text.stdout + text.stderr
 
 
+@pytest.mark.slow
 def test_ranks_with_one_good_rank_is_a_one_line_error(run_cli, tmp_path):
     (tmp_path / "rank-0.json.gz").write_bytes(gzip.compress(_rank_trace(0, 1000.0)))
     (tmp_path / "rank-1.json.gz").write_bytes(b"")
@@ -327,16 +392,20 @@ def test_ranks_with_one_good_rank_is_a_one_line_error(run_cli, tmp_path):
 # -- the peers' published traces (when a copy is present) --------------------------------------------------------
 
 CORPUS = os.environ.get("IDLEHOUND_CORPUS")
-needs_corpus = pytest.mark.skipif(not CORPUS, reason="IDLEHOUND_CORPUS is not set (a copy of HTA tests/data and "
-                                                     "kineto tb_plugin samples/test; see docs/compatibility.md)")
+needs_corpus = pytest.mark.skipif(
+    not CORPUS,
+    reason="IDLEHOUND_CORPUS is not set (a copy of HTA tests/data and "
+    "kineto tb_plugin samples/test; see docs/compatibility.md)",
+)
 
 
 @pytest.fixture(scope="module")
 def corpus():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("compat_corpus", Path(__file__).parents[1] / "benchmarks" /
-                                                  "compat_corpus.py")
+    spec = importlib.util.spec_from_file_location(
+        "compat_corpus", Path(__file__).parents[1] / "benchmarks" / "compat_corpus.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     root = Path(CORPUS)
@@ -373,8 +442,12 @@ def test_recorded_torch231_trace_reads_like_its_raw_events():
     timed = [e for e in raw["traceEvents"] if e.get("ph") != "M"]
     first = min(e["ts"] for e in timed)
     steps = {e["name"]: (e["ts"], e["ts"] + e["dur"]) for e in timed if e["name"].startswith("ProfilerStep#")}
-    loading = sum(e["dur"] for e in timed if e["name"].startswith("enumerate(DataLoader)#")
-                  and any(lo <= e["ts"] < hi for lo, hi in steps.values()))
+    loading = sum(
+        e["dur"]
+        for e in timed
+        if e["name"].startswith("enumerate(DataLoader)#")
+        and any(lo <= e["ts"] < hi for lo, hi in steps.values())
+    )
     res = analyze_path(path)
     a = res.analysis
     assert a.trace.metadata["baseTimeNanoseconds"] == first * 1000

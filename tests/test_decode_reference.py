@@ -18,8 +18,12 @@ from idlehound.trace._table import PH_CODES
 from .conftest import SHARED, TRACES
 
 FILES = sorted(TRACES.glob("*/*.pt.trace.json*")) + sorted(SHARED.glob("*.pt.trace.json*"))
-ID_ARGS = {"ext": ("External id", "external id"), "corr": ("correlation",), "py_id": ("Python id",),
-           "py_parent": ("Python parent id",)}
+ID_ARGS = {
+    "ext": ("External id", "external id"),
+    "corr": ("correlation",),
+    "py_id": ("Python id",),
+    "py_parent": ("Python parent id",),
+}
 
 
 def _read(path: Path) -> bytes:
@@ -50,19 +54,29 @@ def reference(buf: bytes) -> list[dict]:
         a = e.get("args") or {}
         ts = e.get("ts")
         nbytes = a.get("bytes", a.get("Bytes"))
-        rows.append({
-            "ph": PH_CODES.get(e.get("ph"), 9), "cat": e.get("cat", ""), "name": e.get("name", ""),
-            "pid": e.get("pid"), "tid": e.get("tid"),
-            "ts": 0 if ts is None else _ns(ts),
-            "dur": _ns(min(max(e.get("dur") or 0, 0), 1e15)),
-            **{k: _id(a, keys) for k, keys in ID_ARGS.items()},
-            "nbytes": float(nbytes) if isinstance(nbytes, (int, float)) else math.nan,
-            "extras": {k: a.get(key) for k, key in (("blocks_per_sm", "blocks per SM"),
-                                                  ("occupancy", "est. achieved occupancy %"),
-                                                  ("input_type", "Input type"),
-                                                  ("total_allocated", "Total Allocated"))
-                       if a.get(key) not in (None, [])},
-        })
+        rows.append(
+            {
+                "ph": PH_CODES.get(e.get("ph"), 9),
+                "cat": e.get("cat", ""),
+                "name": e.get("name", ""),
+                "pid": e.get("pid"),
+                "tid": e.get("tid"),
+                "ts": 0 if ts is None else _ns(ts),
+                "dur": _ns(min(max(e.get("dur") or 0, 0), 1e15)),
+                **{k: _id(a, keys) for k, keys in ID_ARGS.items()},
+                "nbytes": float(nbytes) if isinstance(nbytes, (int, float)) else math.nan,
+                "extras": {
+                    k: a.get(key)
+                    for k, key in (
+                        ("blocks_per_sm", "blocks per SM"),
+                        ("occupancy", "est. achieved occupancy %"),
+                        ("input_type", "Input type"),
+                        ("total_allocated", "Total Allocated"),
+                    )
+                    if a.get(key) not in (None, [])
+                },
+            }
+        )
     return _rebase(rows)
 
 
@@ -101,11 +115,15 @@ def assert_same(table, rows: list[dict]) -> None:
     for col in ("ph", "ts", "dur", *ID_ARGS):
         want = np.array([r[col] for r in rows], dtype=np.int64)
         bad = np.flatnonzero(getattr(table, col) != want)
-        assert bad.size == 0, f"{col}: event {bad[:1]} is {getattr(table, col)[bad[:1]]}, reference {want[bad[:1]]}"
+        assert bad.size == 0, (
+            f"{col}: event {bad[:1]} is {getattr(table, col)[bad[:1]]}, reference {want[bad[:1]]}"
+        )
     assert [table.cats[i] for i in table.cat] == [r["cat"] for r in rows]
     assert [table.names[i] for i in table.name] == [r["name"] for r in rows]
     for col in ("pid", "tid"):
-        assert [_pid(int(v), table.str_ids) for v in getattr(table, col)] == [_expected_pid(r[col]) for r in rows]
+        assert [_pid(int(v), table.str_ids) for v in getattr(table, col)] == [
+            _expected_pid(r[col]) for r in rows
+        ]
     np.testing.assert_array_equal(table.nbytes, np.array([r["nbytes"] for r in rows]))
     got = {k: table.extra[k] for k in ("blocks_per_sm", "occupancy", "input_type", "total_allocated")}
     for k, d in got.items():
@@ -118,12 +136,14 @@ def assert_same(table, rows: list[dict]) -> None:
                 assert d[i] == v, (k, i)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name + "/" + p.name[:30])
 def test_fast_decode_matches_reference(path):
     buf = _read(path)
     assert_same(parse_trace_bytes(buf, path).events, reference(buf))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", FILES[::3], ids=lambda p: p.parent.name + "/" + p.name[:30])
 def test_pieces_on_two_processes_match_reference(path, monkeypatch):
     """Tiny pieces and ranges (a few KB) so every file is cut in many places and split across a worker."""
@@ -138,9 +158,22 @@ def _tricky_trace() -> bytes:
     """Names and nested args full of the cut pattern `, {`, so cuts land inside strings and inside args."""
     events = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "python"}}]
     for i in range(400):
-        events.append({"ph": "X", "cat": "cpu_op", "name": "op, {x}, {" * (i % 7), "pid": 1, "tid": 2,
-                       "ts": 10.5 + i, "dur": 0.25, "args": {"External id": i, "Input type": ["float"] * (i % 3),
-                                                            "nested": [{"a": 1}, {"b": [{"c": 2}]}] * 20}})
+        events.append(
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "op, {x}, {" * (i % 7),
+                "pid": 1,
+                "tid": 2,
+                "ts": 10.5 + i,
+                "dur": 0.25,
+                "args": {
+                    "External id": i,
+                    "Input type": ["float"] * (i % 3),
+                    "nested": [{"a": 1}, {"b": [{"c": 2}]}] * 20,
+                },
+            }
+        )
     return json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=1).encode()
 
 

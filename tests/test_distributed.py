@@ -12,6 +12,8 @@ pytest.importorskip("torch")
 
 from .conftest import SCRIPTS  # noqa: E402
 
+pytestmark = pytest.mark.slow  # two-rank runs under torchrun
+
 DDP = SCRIPTS / "dist" / "ddp_train.py"
 WINDOW = ["--skip", "3", "--warmup", "1", "--active", "3"]
 
@@ -28,7 +30,12 @@ def test_nproc_names_the_straggler_and_the_line(tmp_path, run_cli):
     assert len(list(run.glob("rank*.pt.trace.json.gz"))) == 2
     assert json.loads((run / "run.rank1.json").read_text())["world_size"] == 2
     outer = json.loads((run / "run.json").read_text())
-    assert (outer["world_size"], outer["backend"], outer["straggler"], outer["exit_code"]) == (2, "gloo", 1, 0)
+    assert (outer["world_size"], outer["backend"], outer["straggler"], outer["exit_code"]) == (
+        2,
+        "gloo",
+        1,
+        0,
+    )
     doc = json.loads((run / "ranks.json").read_text())
     assert doc["world_size"] == 2 and doc["backend"] == "gloo"
     s = doc["straggler"]
@@ -41,8 +48,21 @@ def test_nproc_names_the_straggler_and_the_line(tmp_path, run_cli):
 
 
 def test_users_own_torchrun_shares_one_folder(tmp_path, run_cli):
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "idlehound",
-           "run", "--logdir", str(tmp_path), *WINDOW, str(DDP), "12"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        "-m",
+        "idlehound",
+        "run",
+        "--logdir",
+        str(tmp_path),
+        *WINDOW,
+        str(DDP),
+        "12",
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "SLOW_RANK": "0"})
     assert r.returncode == 0, r.stderr[-2000:]
     run = _only(tmp_path)

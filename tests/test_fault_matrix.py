@@ -17,13 +17,22 @@ pytest.importorskip("torch")
 
 from ._zygote import FAULTS, Trial, Zygote, orphans  # noqa: E402
 
-pytestmark = pytest.mark.fault_matrix
+pytestmark = [pytest.mark.fault_matrix, pytest.mark.slow]
 TRIALS = int(os.environ.get("IDLEHOUND_FAULT_TRIALS", "20"))
 SEED = int(os.environ.get("IDLEHOUND_FAULT_SEED", "17"))
 WINDOW = ["--skip", "3", "--warmup", "1", "--active", "3"]
 # How a window may end, as run.json says it.
-ENDINGS = {"not reached", "steps", "Ctrl-C", "SIGTERM", "time budget", "memory budget", "os._exit(9)",
-           "the script's error (RuntimeError)", "the script's exit (code 7)"}
+ENDINGS = {
+    "not reached",
+    "steps",
+    "Ctrl-C",
+    "SIGTERM",
+    "time budget",
+    "memory budget",
+    "os._exit(9)",
+    "the script's error (RuntimeError)",
+    "the script's exit (code 7)",
+}
 NO_TRACE = ("no trace was captured", "nothing was captured", "idlehound: interrupted")
 
 
@@ -76,24 +85,56 @@ def run_kind(zygote, tmp_path, make_trial, codes: set[int]) -> dict[str, int]:
 @pytest.mark.parametrize("mode,code", [("raise", 1), ("exit", 7), ("os_exit", 9)])
 def test_script_ends_at_step_n(zygote, tmp_path, mode, code):
     rng = random.Random(f"{SEED}-{mode}")
-    tally = run_kind(zygote, tmp_path, lambda logdir, i: zygote.run(
-        "--logdir", logdir, *WINDOW, FAULTS / "fault.py", mode, rng.randint(0, 10)), {code})
+    tally = run_kind(
+        zygote,
+        tmp_path,
+        lambda logdir, i: zygote.run(
+            "--logdir", logdir, *WINDOW, FAULTS / "fault.py", mode, rng.randint(0, 10)
+        ),
+        {code},
+    )
     assert sum(tally.values()) == TRIALS
 
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_at_a_random_moment(zygote, tmp_path, sig, code):
     rng = random.Random(f"{SEED}-{int(sig)}")
-    tally = run_kind(zygote, tmp_path, lambda logdir, i: zygote.run(
-        "--logdir", logdir, *WINDOW, FAULTS / "fault.py", "run", "0", signal=sig, delay=rng.uniform(0, 1.2)),
-        {code, -int(sig)})
+    tally = run_kind(
+        zygote,
+        tmp_path,
+        lambda logdir, i: zygote.run(
+            "--logdir",
+            logdir,
+            *WINDOW,
+            FAULTS / "fault.py",
+            "run",
+            "0",
+            signal=sig,
+            delay=rng.uniform(0, 1.2),
+        ),
+        {code, -int(sig)},
+    )
     assert sum(tally.values()) == TRIALS
 
 
 @pytest.mark.parametrize("budget", [["--max-window-seconds", "0.2"], ["--max-window-mb", "8"]])
 def test_window_past_its_budget(zygote, tmp_path, budget):
-    t = zygote.run("--logdir", tmp_path, "--no-stack", "--skip", "1", "--warmup", "1", "--active", "1000", *budget,
-                   FAULTS / "tiny_ops.py", "2000", "12", timeout=120)
+    t = zygote.run(
+        "--logdir",
+        tmp_path,
+        "--no-stack",
+        "--skip",
+        "1",
+        "--warmup",
+        "1",
+        "--active",
+        "1000",
+        *budget,
+        FAULTS / "tiny_ops.py",
+        "2000",
+        "12",
+        timeout=120,
+    )
     assert check(t, tmp_path, {0}) == "analysed"
     info = json.loads(next(tmp_path.glob("*/run.json")).read_text())
     assert info["window"]["cut_by"] == ("time budget" if "seconds" in budget[0] else "memory budget")

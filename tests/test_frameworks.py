@@ -96,20 +96,30 @@ def _python(code: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
 
 
+@pytest.mark.slow
 def test_idlehound_imports_no_framework():
-    r = _python("import sys, idlehound, idlehound.integrations, idlehound.diagnose.frameworks\n"
-                "print(sorted(m for m in ('transformers', 'lightning', 'pytorch_lightning', 'accelerate')"
-                " if m in sys.modules))")
+    r = _python(
+        "import sys, idlehound, idlehound.integrations, idlehound.diagnose.frameworks\n"
+        "print(sorted(m for m in ('transformers', 'lightning', 'pytorch_lightning', 'accelerate')"
+        " if m in sys.modules))"
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("module,blocked,hint", [
-    ("transformers", ["transformers"], "pip install transformers"),
-    ("lightning", ["lightning", "lightning.pytorch", "pytorch_lightning"], "pip install lightning"),
-])
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "module,blocked,hint",
+    [
+        ("transformers", ["transformers"], "pip install transformers"),
+        ("lightning", ["lightning", "lightning.pytorch", "pytorch_lightning"], "pip install lightning"),
+    ],
+)
 def test_missing_framework_gives_helpful_import_error(module, blocked, hint):
-    r = _python("import sys\n" + "".join(f"sys.modules[{b!r}] = None\n" for b in blocked)
-                + f"try:\n    import idlehound.integrations.{module}\nexcept ImportError as e:\n    print(e)\n")
+    r = _python(
+        "import sys\n"
+        + "".join(f"sys.modules[{b!r}] = None\n" for b in blocked)
+        + f"try:\n    import idlehound.integrations.{module}\nexcept ImportError as e:\n    print(e)\n"
+    )
     assert r.returncode == 0, r.stderr
     assert hint in r.stdout

@@ -9,10 +9,18 @@ from idlehound.report.html import _env
 from .conftest import ROOT
 
 SRC = ROOT / "src" / "idlehound"
-RENDERERS = [*sorted((SRC / "report").glob("*.py")), SRC / "tune" / "report.py", SRC / "distributed.py",
-             SRC / "ladder.py", SRC / "compare.py"]
-_TAG = re.compile(r"</?(html|head|body|div|span|p|a|svg|rect|line|polyline|text|g|table|tr|td|th|ul|ol|li|"
-                  r"h[1-6]|pre|code|script|style|details|summary|img|br|b|i|em|strong)\b[^<>]*>", re.IGNORECASE)
+RENDERERS = [
+    *sorted((SRC / "report").glob("*.py")),
+    SRC / "tune" / "report.py",
+    SRC / "distributed.py",
+    SRC / "ladder.py",
+    SRC / "compare.py",
+]
+_TAG = re.compile(
+    r"</?(html|head|body|div|span|p|a|svg|rect|line|polyline|text|g|table|tr|td|th|ul|ol|li|"
+    r"h[1-6]|pre|code|script|style|details|summary|img|br|b|i|em|strong)\b[^<>]*>",
+    re.IGNORECASE,
+)
 
 
 def _strings(tree: ast.AST) -> list[tuple[int, str]]:

@@ -16,14 +16,22 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from .conftest import ROOT, SCRIPTS  # noqa: E402
 
+pytestmark = pytest.mark.slow  # framework training scripts in their own processes
+
 FW = SCRIPTS / "frameworks"
 WINDOW = ["--skip", "3", "--warmup", "1", "--active", "3"]
 
 
 def script(name: str, *args, env=None) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
-    return subprocess.run([sys.executable, str(FW / name), *map(str, args)], cwd=ROOT, env=full_env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, str(FW / name), *map(str, args)],
+        cwd=ROOT,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def one_run(logdir: Path, prefix: str) -> Path:
@@ -87,10 +95,13 @@ def test_profile_steps_in_accelerate_loop(tmp_path):
     assert tb["idlehound/step_ms"] == pytest.approx(report["metrics"]["step_ms"]["value"], rel=1e-3)
 
 
-@pytest.mark.parametrize("name,args,entry", [
-    ("hf_trainer.py", ["on", "plain"], "hf_nan_inf_filter"),
-    ("lightning_fit.py", ["step", "plain"], "lightning_step_log"),
-])
+@pytest.mark.parametrize(
+    "name,args,entry",
+    [
+        ("hf_trainer.py", ["on", "plain"], "hf_nan_inf_filter"),
+        ("lightning_fit.py", ["step", "plain"], "lightning_step_log"),
+    ],
+)
 def test_framework_scripts_under_idlehound_run(tmp_path, run_cli, name, args, entry):
     pytest.importorskip("transformers" if name.startswith("hf") else "lightning")
     r = run_cli("run", "--logdir", tmp_path, *WINDOW, FW / name, *args, tmp_path / "out")
@@ -117,8 +128,16 @@ def test_profile_steps_plain_loop_logs_headline_once(tmp_path):
     from idlehound.integrations import profile_steps
 
     logged = []
-    with profile_steps(logdir=tmp_path, run_name="plain", skip=2, warmup=1, active=2, print_report=False,
-                       progress=False, log=lambda values, step: logged.append((values, step))) as prof:
+    with profile_steps(
+        logdir=tmp_path,
+        run_name="plain",
+        skip=2,
+        warmup=1,
+        active=2,
+        print_report=False,
+        progress=False,
+        log=lambda values, step: logged.append((values, step)),
+    ) as prof:
         _train(prof, 8)
     report = check_run_folder(prof.run_dir, 2)
     ((values, step),) = logged
@@ -130,7 +149,9 @@ def test_profile_steps_plain_loop_logs_headline_once(tmp_path):
 def test_training_that_ends_inside_the_window_is_still_analysed(tmp_path):
     from idlehound.integrations import Window
 
-    w = Window(logdir=tmp_path, run_name="short", skip=1, warmup=1, active=5, print_report=False, progress=False)
+    w = Window(
+        logdir=tmp_path, run_name="short", skip=1, warmup=1, active=5, print_report=False, progress=False
+    )
     w.start()
     _train(w, 4)  # the window wanted steps 2..6; training stopped after step 3
     assert not w.closed

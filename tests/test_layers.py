@@ -60,7 +60,7 @@ def _imports(tree: ast.AST, module: str, is_pkg: bool) -> list[tuple[int, str, l
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - (node.level - 1)]
+                base = base[: len(base) - (node.level - 1)]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
@@ -87,14 +87,17 @@ def check(root: Path, layers: list[tuple[str, set[str]]] = LAYERS) -> list[str]:
             continue
         for line, target, names in _imports(ast.parse(path.read_text(encoding="utf-8")), module, is_pkg):
             # `from idlehound.analysis import _roles` imports the module idlehound.analysis._roles
-            pairs = [(target + "." + n, []) if _is_module(root, target + "." + n) else (target, [n]) for n in names]
+            pairs = [
+                (target + "." + n, []) if _is_module(root, target + "." + n) else (target, [n]) for n in names
+            ]
             for dotted, name in pairs or [(target, [])]:
                 problems += _judge(f"{where}:{line}", unit, mine, dotted, name, layers)
     return sorted(set(problems))
 
 
-def _judge(where: str, unit: str, mine: int, target: str, names: list[str],
-           layers: list[tuple[str, set[str]]]) -> list[str]:
+def _judge(
+    where: str, unit: str, mine: int, target: str, names: list[str], layers: list[tuple[str, set[str]]]
+) -> list[str]:
     other = _unit(target)
     if other == unit:
         return []
@@ -108,8 +111,10 @@ def _judge(where: str, unit: str, mine: int, target: str, names: list[str],
     hidden = [n for n in names if n.startswith("_") and not n.startswith("__")]
     private = [p for p in inner if p.startswith("_") and not p.startswith("__") and p not in SHARED_BASE]
     if private or hidden:
-        out.append(f"{where}: private name {'.'.join([target, *hidden])} imported across packages "
-                   f"({unit} -> {other}): import a name from the package's __all__")
+        out.append(
+            f"{where}: private name {'.'.join([target, *hidden])} imported across packages "
+            f"({unit} -> {other}): import a name from the package's __all__"
+        )
     return out
 
 
@@ -118,9 +123,14 @@ def test_the_package_keeps_its_layers():
 
 
 def test_every_package_declares_its_public_names():
-    missing = [str(p.relative_to(SRC)) for p in sorted((SRC / "idlehound").rglob("__init__.py"))
-               if not any(isinstance(n, (ast.Assign, ast.AnnAssign)) and "__all__" in ast.unparse(n).split("=")[0]
-                          for n in ast.parse(p.read_text(encoding="utf-8")).body)]
+    missing = [
+        str(p.relative_to(SRC))
+        for p in sorted((SRC / "idlehound").rglob("__init__.py"))
+        if not any(
+            isinstance(n, (ast.Assign, ast.AnnAssign)) and "__all__" in ast.unparse(n).split("=")[0]
+            for n in ast.parse(p.read_text(encoding="utf-8")).body
+        )
+    ]
     assert missing == []
 
 
@@ -133,22 +143,33 @@ def _plant(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_an_upward_import_is_caught(tmp_path):
-    root = _plant(tmp_path, {
-        "__init__.py": "", "errors.py": "",
-        "trace/__init__.py": "from ..errors import TraceError\n",  # downward: fine
-        "trace/_load.py": "def f():\n    from ..report import build  # lazy, still upward\n",
-        "report/__init__.py": "from ..trace import load_trace\n",
-    })
-    assert check(root) == ["idlehound/trace/_load.py:2: upward import of idlehound.report (trace is below report)"]
+    root = _plant(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "errors.py": "",
+            "trace/__init__.py": "from ..errors import TraceError\n",  # downward: fine
+            "trace/_load.py": "def f():\n    from ..report import build  # lazy, still upward\n",
+            "report/__init__.py": "from ..trace import load_trace\n",
+        },
+    )
+    assert check(root) == [
+        "idlehound/trace/_load.py:2: upward import of idlehound.report (trace is below report)"
+    ]
 
 
 def test_a_private_import_across_packages_is_caught(tmp_path):
-    root = _plant(tmp_path, {
-        "__init__.py": "", "_limits.py": "",
-        "analysis/__init__.py": "", "analysis/_roles.py": "",
-        "diagnose/__init__.py": "from ..analysis import _roles\nfrom .. import _limits\n",
-        "diagnose/x.py": "from ..analysis._roles import KERNEL\nfrom ..analysis import Analysis\nfrom . import _y\n",
-    })
+    root = _plant(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "_limits.py": "",
+            "analysis/__init__.py": "",
+            "analysis/_roles.py": "",
+            "diagnose/__init__.py": "from ..analysis import _roles\nfrom .. import _limits\n",
+            "diagnose/x.py": "from ..analysis._roles import KERNEL\nfrom ..analysis import Analysis\nfrom . import _y\n",
+        },
+    )
     assert check(root) == [
         "idlehound/diagnose/__init__.py:1: private name idlehound.analysis._roles imported across packages "
         "(diagnose -> analysis): import a name from the package's __all__",
@@ -158,10 +179,15 @@ def test_a_private_import_across_packages_is_caught(tmp_path):
 
 
 def test_sideways_imports_and_unplaced_modules_are_caught(tmp_path):
-    root = _plant(tmp_path, {
-        "__init__.py": "", "tune/__init__.py": "import idlehound.ladder\n", "ladder.py": "",
-        "newthing.py": "",
-    })
+    root = _plant(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "tune/__init__.py": "import idlehound.ladder\n",
+            "ladder.py": "",
+            "newthing.py": "",
+        },
+    )
     assert check(root) == [
         "idlehound/newthing.py: 'newthing' is in no layer (add it to LAYERS and docs/architecture.md)",
         "idlehound/tune/__init__.py:1: sideways import of idlehound.ladder (tune and ladder stand beside each "

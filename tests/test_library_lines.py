@@ -39,7 +39,9 @@ def test_sidecar_keeps_library_lines_only_near_idle_points():
     d = sidecar("hf_nan_filter_on")
     assert d["version"] == 3
     assert d["points"] and all(_is_idle_point(p[2]) for p in d["points"])
-    assert d["library_calls"] and all(d["files"][r[2]] is False for r in d["library_calls"])  # the user's: "frames"
+    assert d["library_calls"] and all(
+        d["files"][r[2]] is False for r in d["library_calls"]
+    )  # the user's: "frames"
     assert "transformers/trainer.py" in d["library_sources"]  # the library's text, read at capture time
     assert not any(f.startswith("torch/") for f in d["library_sources"])
     assert (FW / "hf_nan_filter_on.sidecar.json.gz").stat().st_size < 20_000
@@ -50,12 +52,16 @@ def test_trainer_nan_check_names_the_exact_library_line_and_its_text():
     top = f.details["framework"][0]
     lib, user = top["library"], top["user"]
     assert (lib["file"], lib["function"], lib["exact"]) == ("transformers/trainer.py", "_run_epoch", True)
-    assert "torch.isnan(" in lib["source"] and "torch.isinf(" in lib["source"]  # the check itself, not a def line
+    assert (
+        "torch.isnan(" in lib["source"] and "torch.isinf(" in lib["source"]
+    )  # the check itself, not a def line
     first, lines = lib["snippet"]["first_line"], lib["snippet"]["lines"]
     assert lines[lib["line"] - first].strip() == lib["source"]
     assert (user["file"], user["exact"]) == ("hf_trainer.py", True)  # the user's line that reached it
-    assert any(f"transformers/trainer.py:{lib['line']} `" in e and "reached from hf_trainer.py:" in e
-               for e in f.evidence)
+    assert any(
+        f"transformers/trainer.py:{lib['line']} `" in e and "reached from hf_trainer.py:" in e
+        for e in f.evidence
+    )
 
 
 def test_lightning_step_log_names_the_library_lines():
@@ -69,7 +75,9 @@ def test_lightning_step_log_names_the_library_lines():
 
 def test_without_library_rows_the_def_line_stands():
     """A sidecar of version 2 (no library lines): the matched function's def line, marked as such."""
-    a = idlehound.analyze(idlehound.load_trace(FW / "hf_eval_steps.pt.trace.json.gz"))  # recorded without sidecar
+    a = idlehound.analyze(
+        idlehound.load_trace(FW / "hf_eval_steps.pt.trace.json.gz")
+    )  # recorded without sidecar
     (g,) = [g for g in idlehound.diagnose(a) if g.cause == "framework_sync"]
     lib = g.details["framework"][0]["library"]
     assert lib["exact"] is False and lib["source"] is None
@@ -82,7 +90,9 @@ def test_gpu_idle_by_library_line_on_a_recorded_h200_trainer_run():
     assert rows and rows[0]["location"]["file"] == "transformers/trainer.py" and rows[0]["cause"] == "sync"
     assert rows[0]["location"]["exact"] is False  # this run folder's sidecar (version 2) has no library lines
     user_ms = sum(r["idle_ms_per_step"] for r in doc["idle_by_line"])
-    assert 0 < sum(r["idle_ms_per_step"] for r in rows) <= user_ms + 1e-3 * len(rows)  # a regrouping (rows rounded)
+    assert (
+        0 < sum(r["idle_ms_per_step"] for r in rows) <= user_ms + 1e-3 * len(rows)
+    )  # a regrouping (rows rounded)
     where = f"{rows[0]['location']['file']}:{rows[0]['location']['line']}"
     assert "GPU idle by library line" in render_markdown(doc) and where in render_markdown(doc)
     assert "GPU idle by library line" in render_html(doc) and where in render_html(doc)
@@ -102,9 +112,18 @@ def test_old_sidecar_loads_without_library_data():
 def test_source_text_is_the_locations_own_line():
     f = framework_finding("hf_nan_filter_on")
     loc = f.details["framework"][0]["library"]
-    assert source_text(idlehound.analysis.SourceLoc(loc["file"], loc["line"], loc["function"], True,
-                                                    (loc["snippet"]["first_line"], tuple(loc["snippet"]["lines"])))
-                       ) == loc["source"]
+    assert (
+        source_text(
+            idlehound.analysis.SourceLoc(
+                loc["file"],
+                loc["line"],
+                loc["function"],
+                True,
+                (loc["snippet"]["first_line"], tuple(loc["snippet"]["lines"])),
+            )
+        )
+        == loc["source"]
+    )
 
 
 # ---- one profiler per process
@@ -125,8 +144,10 @@ def test_second_window_in_the_same_process_starts_no_profiler(tmp_path, capfd):
     from idlehound.integrations import profile_steps
 
     window = dict(skip=1, warmup=1, active=2, print_report=False, progress=False)
-    with profile_steps(logdir=tmp_path, run_name="outer", **window) as outer, \
-            profile_steps(logdir=tmp_path, run_name="inner", **window) as inner:
+    with (
+        profile_steps(logdir=tmp_path, run_name="outer", **window) as outer,
+        profile_steps(logdir=tmp_path, run_name="inner", **window) as inner,
+    ):
         _train(outer, 5)
         for _ in range(5):
             inner.step()
@@ -140,9 +161,22 @@ def test_second_window_in_the_same_process_starts_no_profiler(tmp_path, capfd):
 
 def test_callback_inside_idlehound_run_keeps_one_window(tmp_path, run_cli):
     pytest.importorskip("accelerate")
-    r = run_cli("run", "--logdir", tmp_path, "--skip", "3", "--warmup", "1", "--active", "2", "--no-report",
-                SCRIPTS / "frameworks" / "accelerate_loop.py", "tensor", tmp_path / "acc",
-                env={"ACTIVE": "2", "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")})
+    r = run_cli(
+        "run",
+        "--logdir",
+        tmp_path,
+        "--skip",
+        "3",
+        "--warmup",
+        "1",
+        "--active",
+        "2",
+        "--no-report",
+        SCRIPTS / "frameworks" / "accelerate_loop.py",
+        "tensor",
+        tmp_path / "acc",
+        env={"ACTIVE": "2", "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")},
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stderr.count("already profiles this process") == 1
     runs = [p for p in tmp_path.iterdir() if p.is_dir() and (p / "run.json").exists()]

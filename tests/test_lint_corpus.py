@@ -21,15 +21,18 @@ def test_corpus_meets_precision_and_recall_targets():
         assert s.precision(rule) >= 0.75 and s.recall(rule) >= 0.75, (rule, s.wrong)
 
 
-@pytest.mark.parametrize("name", [
-    "kwargs_loaders.py",    # DataLoader(..., **kwargs) read through dicts, dict(), update(), kwargs[...] =
-    "python_values.py",     # Python floats, ints, strings in `if` and `print` are not tensors
-    "epoch_loops.py",       # an epoch loop calling train() and scheduler.step() is not a training loop
-    "ddp_trainer.py",       # backward()/step() in a helper the loop calls (DDP tutorial)
-    "amp_trainer.py",       # minGPT-style trainer with a GradScaler
-    "gnn_full_batch.py",    # GNN full-batch: the step and the per-step evaluation live in helpers
-    "accelerator.py",       # torch.accelerator, never the word cuda; plain Adam not flagged
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "kwargs_loaders.py",  # DataLoader(..., **kwargs) read through dicts, dict(), update(), kwargs[...] =
+        "python_values.py",  # Python floats, ints, strings in `if` and `print` are not tensors
+        "epoch_loops.py",  # an epoch loop calling train() and scheduler.step() is not a training loop
+        "ddp_trainer.py",  # backward()/step() in a helper the loop calls (DDP tutorial)
+        "amp_trainer.py",  # minGPT-style trainer with a GradScaler
+        "gnn_full_batch.py",  # GNN full-batch: the step and the per-step evaluation live in helpers
+        "accelerator.py",  # torch.accelerator, never the word cuda; plain Adam not flagged
+    ],
+)
 def test_issue_class_script_is_exact(name):
     s = score_files([CORPUS / name])
     assert s.wrong == []
@@ -37,13 +40,15 @@ def test_issue_class_script_is_exact(name):
 
 def test_score_counts_false_alarms_and_misses(tmp_path):
     f = tmp_path / "mislabelled.py"
-    f.write_text("import torch\nm = torch.nn.Linear(2, 2).cuda()\nopt = torch.optim.SGD(m.parameters())\n"
-                 "for x in range(3):\n"
-                 "    loss = m(torch.ones(2, device='cuda')).sum()\n"
-                 "    loss.backward()\n"
-                 "    opt.step()\n"
-                 "    v = loss.item()  # expect: none\n"
-                 "    w = loss.detach()  # expect: cpu-in-loop\n")
+    f.write_text(
+        "import torch\nm = torch.nn.Linear(2, 2).cuda()\nopt = torch.optim.SGD(m.parameters())\n"
+        "for x in range(3):\n"
+        "    loss = m(torch.ones(2, device='cuda')).sum()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+        "    v = loss.item()  # expect: none\n"
+        "    w = loss.detach()  # expect: cpu-in-loop\n"
+    )
     s = score_files([f])
     assert s.fp == {"IH001": 1} and s.fn == {"IH002": 1}
     assert s.precision() == 0.0 and s.recall() == 0.0
@@ -57,11 +62,15 @@ def test_unknown_label_is_an_error(tmp_path):
 
 
 def test_cpu_only_script_is_quiet_and_the_same_loop_on_cuda_is_not(tmp_path):
-    body = ("for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n"
-            "    print(loss.item())\n")
+    body = (
+        "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n"
+        "    print(loss.item())\n"
+    )
     cpu = tmp_path / "cpu.py"
-    cpu.write_text("import torch\nmodel = torch.nn.Linear(2, 1)\nopt = torch.optim.SGD(model.parameters())\n"
-                   "loader = [torch.ones(2)]\n" + body)
+    cpu.write_text(
+        "import torch\nmodel = torch.nn.Linear(2, 1)\nopt = torch.optim.SGD(model.parameters())\n"
+        "loader = [torch.ones(2)]\n" + body
+    )
     gpu = tmp_path / "gpu.py"
     gpu.write_text(cpu.read_text().replace("torch.nn.Linear(2, 1)", "torch.nn.Linear(2, 1).to(device)"))
     assert lint_paths([cpu]) == []
@@ -74,7 +83,9 @@ def test_files_linted_together_share_what_their_imports_show():
     project = SCRIPTS / "lint" / "project"
     found = {(f.file.rsplit("/", 1)[-1], f.rule, f.line) for f in lint_paths([project])}
     assert {f for f in found if f[0] in ("helpers.py", "model.py", "cpu_tool.py")} == {
-        ("helpers.py", "IH012", 3), ("model.py", "IH015", 7)}
+        ("helpers.py", "IH012", 3),
+        ("model.py", "IH015", 7),
+    }
     assert lint_paths([project / "helpers.py"]) == []  # alone, nothing says it runs after a pinned loader
 
 
@@ -84,7 +95,10 @@ def test_a_step_imported_from_another_file_makes_a_training_loop():
     project = SCRIPTS / "lint" / "project"
     found = {(f.file.rsplit("/", 1)[-1], f.rule, f.line) for f in lint_paths([project])}
     assert {f for f in found if f[0] in ("loop_main.py", "steps.py")} == {
-        ("loop_main.py", "IH007", 12), ("loop_main.py", "IH005", 19), ("steps.py", "IH001", 6),
-        ("steps.py", "IH007", 18)}
+        ("loop_main.py", "IH007", 12),
+        ("loop_main.py", "IH005", 19),
+        ("steps.py", "IH001", 6),
+        ("steps.py", "IH007", 18),
+    }
     alone = {(f.file.rsplit("/", 1)[-1], f.rule, f.line) for f in lint_paths([project / "loop_main.py"])}
     assert alone == set()  # without steps.py nothing says the loop trains

@@ -12,9 +12,13 @@ from idlehound.errors import IdlehoundError
 from idlehound.lint import lint_paths
 from idlehound.lint._source import read_source
 
-TRAP = ("import torch\nmodel = torch.nn.Linear(2, 1).cuda()\nopt = torch.optim.SGD(model.parameters())\n"
-        "for x in [torch.ones(2)]:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n"
-        "    print(loss.item())\n")
+pytestmark = pytest.mark.slow  # `idlehound lint` in a process per input, and a hypothesis search
+
+TRAP = (
+    "import torch\nmodel = torch.nn.Linear(2, 1).cuda()\nopt = torch.optim.SGD(model.parameters())\n"
+    "for x in [torch.ones(2)]:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n"
+    "    print(loss.item())\n"
+)
 
 
 def one_line_error(r, *words):
@@ -42,8 +46,10 @@ def test_devices_are_refused(run_cli, device):
 
 def test_latin1_coding_line(run_cli, tmp_path):
     f = tmp_path / "latin.py"
-    f.write_bytes(b"# -*- coding: latin-1 -*-\n# caf\xe9 na\xefve\n" + TRAP.replace(
-        "print(loss.item())", "print('r\xe9sum\xe9', loss.item())").encode("latin-1"))
+    f.write_bytes(
+        b"# -*- coding: latin-1 -*-\n# caf\xe9 na\xefve\n"
+        + TRAP.replace("print(loss.item())", "print('r\xe9sum\xe9', loss.item())").encode("latin-1")
+    )
     found = lint_paths([f])
     assert [(x.rule, x.line) for x in found] == [("IH001", 10)]
     assert "résumé" in found[0].text
@@ -57,11 +63,14 @@ def test_utf8_bom(run_cli, tmp_path):
     assert run_cli("lint", f).returncode == 1
 
 
-@pytest.mark.parametrize("data, words", [
-    (b"# coding: no-such-codec\nx = 1\n", ["bad.py", "no-such-codec"]),
-    (b"x = '\xff\xfe'\n", ["bad.py", "encoding"]),
-    (b"x = 1\x00\n", ["bad.py", "not valid Python"]),
-])
+@pytest.mark.parametrize(
+    "data, words",
+    [
+        (b"# coding: no-such-codec\nx = 1\n", ["bad.py", "no-such-codec"]),
+        (b"x = '\xff\xfe'\n", ["bad.py", "encoding"]),
+        (b"x = 1\x00\n", ["bad.py", "not valid Python"]),
+    ],
+)
 def test_undecodable_source_is_one_line(run_cli, tmp_path, data, words):
     f = tmp_path / "bad.py"
     f.write_bytes(data)
@@ -104,14 +113,22 @@ CORPUS = sorted((Path(__file__).parent / "scripts" / "lint" / "corpus").glob("*.
 def test_mutated_scripts_give_findings_or_a_clean_error(tmp_path, data):
     """Lines cut, repeated or shuffled out of real loops: a result or an IdlehoundError, never a crash."""
     lines = data.draw(st.sampled_from(CORPUS)).read_text().splitlines()
-    ops = data.draw(st.lists(st.tuples(st.sampled_from(["cut", "dup", "swap", "dedent"]),
-                                       st.integers(0, len(lines) - 1), st.integers(0, len(lines) - 1)), max_size=6))
+    ops = data.draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["cut", "dup", "swap", "dedent"]),
+                st.integers(0, len(lines) - 1),
+                st.integers(0, len(lines) - 1),
+            ),
+            max_size=6,
+        )
+    )
     for op, i, j in ops:
         i, j = i % len(lines), j % len(lines)
         if op == "cut":
-            del lines[min(i, j):max(i, j) + 1]
+            del lines[min(i, j) : max(i, j) + 1]
         elif op == "dup":
-            lines[i:i] = lines[i:j + 1]
+            lines[i:i] = lines[i : j + 1]
         elif op == "swap":
             lines[i], lines[j] = lines[j], lines[i]
         else:

@@ -58,8 +58,9 @@ def test_thresholds_keep_only_fields_that_rules_read():
     from dataclasses import fields
     from pathlib import Path
 
-    src = "\n".join(p.read_text() for p in Path(__import__("idlehound").__file__).parent.joinpath(
-        "diagnose").glob("*.py"))
+    src = "\n".join(
+        p.read_text() for p in Path(__import__("idlehound").__file__).parent.joinpath("diagnose").glob("*.py")
+    )
     for f in fields(Thresholds):
         assert f"t.{f.name}" in src, f"Thresholds.{f.name} is read by no rule"
 

@@ -21,9 +21,19 @@ PLANTED = {
     "dataloader_workers": ("data_loading", "resnet.py", 110, (10, 50)),
     "pageable": ("pageable_copy", "pageable.py", 11, (85, 100)),
     "launch_bound": ("launch_bound", "launch_bound.py", None, (0, 20)),
-    "fp32_math": ("fp32_math", "fp32_math.py", 14, (95, 100)),  # line 14: loss.backward(), the longest fp32 GEMMs
+    "fp32_math": (
+        "fp32_math",
+        "fp32_math.py",
+        14,
+        (95, 100),
+    ),  # line 14: loss.backward(), the longest fp32 GEMMs
     "host_python": ("host_bound", "host_python.py", 25, (0, 15)),
-    "cudnn_off": ("cudnn_benchmark", "cudnn_off.py", 17, (90, 100)),  # line 17: loss.backward() (wgrad/dgrad convs)
+    "cudnn_off": (
+        "cudnn_benchmark",
+        "cudnn_off.py",
+        17,
+        (90, 100),
+    ),  # line 17: loss.backward() (wgrad/dgrad convs)
     "memory_churn": ("memory_churn", "memory_churn.py", 17, (35, 75)),
     "near_oom": ("near_oom", None, None, (95, 100)),
     "demo": ("data_loading", "resnet.py", 110, (15, 45)),

@@ -38,8 +38,9 @@ def test_every_cause_is_documented_in_metrics_md_and_nothing_else_is():
 
 
 def test_every_cause_severity_and_kind_is_in_the_schema_and_nothing_else_is():
-    assert _schema_list("`not_checked[].causes`; the registry in `idlehound/diagnose/_registry.py`):") \
-        == {c.value for c in Cause}
+    assert _schema_list("`not_checked[].causes`; the registry in `idlehound/diagnose/_registry.py`):") == {
+        c.value for c in Cause
+    }
     assert _schema_list("Severities:") == {s.value for s in Severity}
     assert _schema_list("Kinds:") == {k.value for k in Kind}
 
@@ -73,7 +74,9 @@ def test_findings_use_registry_values(tmp_path):
 
 
 def test_cpu_only_trace_without_run_json_lists_the_rules_it_could_not_check():
-    doc = analyze_path(TRACES / "torch231_cpu").doc  # bare CPU trace: no GPU events, stacks, memory or run.json
+    doc = analyze_path(
+        TRACES / "torch231_cpu"
+    ).doc  # bare CPU trace: no GPU events, stacks, memory or run.json
     unchecked = {n["rule"]: n["missing"] for n in doc["not_checked"]}
     gpu_rules = {"sync", "pageable_copy", "launch_bound", "host_bound", "fp32_math", "memory_churn"}
     assert {r for r, m in unchecked.items() if m == ["gpu_events"]} == gpu_rules
@@ -100,7 +103,9 @@ def test_gpu_trace_without_run_json_does_not_check_cudnn_benchmark(tmp_path):
     assert [f["cause"] for f in with_run["findings"]][:1] == ["cudnn_benchmark"]
     assert "cudnn_benchmark" not in {f["cause"] for f in without["findings"]}
     assert [(n["rule"], n["missing"]) for n in without["not_checked"]] == [
-        ("cudnn_benchmark", ["run_json"]), ("near_oom", ["memory_events"])]
+        ("cudnn_benchmark", ["run_json"]),
+        ("near_oom", ["memory_events"]),
+    ]
 
 
 @pytest.mark.parametrize("name", ["memory_churn", "near_oom"])
@@ -139,12 +144,16 @@ def test_html_and_terminal_show_not_checked_only_when_rules_were_skipped():
 
     cpu = analyze_path(TRACES / "torch231_cpu").doc
     full = analyze_path(TRACES / "near_oom").doc
-    assert "id='not-checked'" in render_html(cpu) and "<code>near_oom</code>: needs memory events" in render_html(cpu)
+    assert "id='not-checked'" in render_html(
+        cpu
+    ) and "<code>near_oom</code>: needs memory events" in render_html(cpu)
     assert "id='not-checked'" not in render_html(full)
     out = io.StringIO()
     render(cpu, Console(file=out, width=200))
-    assert "not checked: sync, pageable_copy, launch_bound, host_bound, fp32_math, memory_churn (needs GPU events" \
+    assert (
+        "not checked: sync, pageable_copy, launch_bound, host_bound, fp32_math, memory_churn (needs GPU events"
         in out.getvalue()
+    )
 
 
 def test_compare_does_not_call_a_finding_gone_where_the_other_side_could_not_check_it(tmp_path):

@@ -82,7 +82,9 @@ def test_best_stack_is_reported(results):
     rep = doc["replay"]
     assert rep["best_stack"][0] == doc["findings"][0]["cause"]
     assert rep["best_stack_gain_ms"] >= doc["findings"][0]["recoverable_ms_per_step"] - 1e-3
-    assert rep["best_stack_step_ms"] == pytest.approx(rep["predicted_step_ms"] - rep["best_stack_gain_ms"], abs=2e-3)
+    assert rep["best_stack_step_ms"] == pytest.approx(
+        rep["predicted_step_ms"] - rep["best_stack_gain_ms"], abs=2e-3
+    )
 
 
 def test_headline_names_the_top_fix(results):
@@ -131,13 +133,26 @@ def test_observer_note_only_when_the_profiler_inflated_the_step():
     assert any("profiler inflated" in n for n in faster.notes)
 
 
+@pytest.mark.slow
 def test_capture_records_every_unprofiled_step(tmp_path, run_cli):
     import json
 
     from .conftest import SCRIPTS
 
-    r = run_cli("run", "--logdir", tmp_path, "--skip", "6", "--warmup", "1", "--active", "2", "--no-report",
-                SCRIPTS / "cpu" / "train_item.py", "20")
+    r = run_cli(
+        "run",
+        "--logdir",
+        tmp_path,
+        "--skip",
+        "6",
+        "--warmup",
+        "1",
+        "--active",
+        "2",
+        "--no-report",
+        SCRIPTS / "cpu" / "train_item.py",
+        "20",
+    )
     assert r.returncode == 0, r.stderr
     run = json.loads(next(tmp_path.glob("*/run.json")).read_text())
     before, after = run["step_ms_before_window"], run["step_ms_after_window"]

@@ -33,8 +33,9 @@ def _text(doc) -> bytes:
 @pytest.mark.parametrize("name", sorted(DOCUMENTS))
 def test_shipped_schema_is_the_generated_one(name):
     shipped = ROOT / "docs" / "schema" / f"{name}.schema.json"
-    assert shipped.read_text(encoding="utf-8") == schema_text(name), \
+    assert shipped.read_text(encoding="utf-8") == schema_text(name), (
         "docs/schema is stale: run `python -m idlehound.report.schema`"
+    )
 
 
 def test_every_recorded_run_reads_back_as_the_report_struct(docs):
@@ -105,8 +106,17 @@ def test_compare_and_ranks_documents_read_back(docs):
     assert back.metrics[1].label == "Samples/s (unprofiled)"
     ranks = []
     for i, name in enumerate(("sync_item", "healthy")):
-        d = dict(docs[name], rank=i, world_size=2, backend="nccl",
-                 rank_figures={"comm_ms": 0.5, "exposed_comm_ms": 0.25, "lines": [["train.py", 10 + i, "step", 1.0]]})
+        d = dict(
+            docs[name],
+            rank=i,
+            world_size=2,
+            backend="nccl",
+            rank_figures={
+                "comm_ms": 0.5,
+                "exposed_comm_ms": 0.25,
+                "lines": [["train.py", 10 + i, "step", 1.0]],
+            },
+        )
         ranks.append(d)
     r = compare_ranks(ranks)
     back_r = m.validate(_text(r), "ranks")
@@ -115,7 +125,13 @@ def test_compare_and_ranks_documents_read_back(docs):
 
 
 def test_lint_document_reads_back(run_cli):
-    r = run_cli("lint", "--json", "--trace", TRACES / "sync_item", ROOT / "tests" / "scripts" / "planted" / "sync_item.py")
+    r = run_cli(
+        "lint",
+        "--json",
+        "--trace",
+        TRACES / "sync_item",
+        ROOT / "tests" / "scripts" / "planted" / "sync_item.py",
+    )
     back = m.validate(r.stdout, "lint")
     assert back.findings and all(f.file.endswith("sync_item.py") for f in back.findings)
     assert any(f.measured_idle_ms_per_step for f in back.findings)
@@ -140,11 +156,19 @@ def test_a_stored_snippet_is_kept_and_a_missing_one_is_absent():
     from idlehound.report._data import _loc
 
     loc = SourceLoc("train.py", 12, "step", True, (10, ("a = 1", "b = 2", "loss.item()")))
-    assert json.loads(m.encode(_loc(loc))) == {"file": "train.py", "line": 12, "function": "step", "exact": True,
-                                                "snippet": {"first_line": 10,
-                                                            "lines": ["a = 1", "b = 2", "loss.item()"]}}
-    assert json.loads(m.encode(_loc(SourceLoc("train.py", 12, "step", False)))) == \
-        {"file": "train.py", "line": 12, "function": "step", "exact": False}  # absent, never null
+    assert json.loads(m.encode(_loc(loc))) == {
+        "file": "train.py",
+        "line": 12,
+        "function": "step",
+        "exact": True,
+        "snippet": {"first_line": 10, "lines": ["a = 1", "b = 2", "loss.item()"]},
+    }
+    assert json.loads(m.encode(_loc(SourceLoc("train.py", 12, "step", False)))) == {
+        "file": "train.py",
+        "line": 12,
+        "function": "step",
+        "exact": False,
+    }  # absent, never null
 
 
 def test_ladder_and_tune_builders_make_valid_documents(tmp_path):
@@ -152,19 +176,48 @@ def test_ladder_and_tune_builders_make_valid_documents(tmp_path):
     from idlehound.tune import TuneOptions, _document
     from idlehound.tune._candidates import Outcome
 
-    rungs = [RungResult("baseline", "baseline", samples_per_s=100.0, ms_per_step=10.0, speedup=1.0),
-             RungResult("amp", "mixed precision", status="failed", reason="no GPU")]
+    rungs = [
+        RungResult("baseline", "baseline", samples_per_s=100.0, ms_per_step=10.0, speedup=1.0),
+        RungResult("amp", "mixed precision", status="failed", reason="no GPU"),
+    ]
     ladder = m.validate(m.encode(ladder_doc(rungs, "cpu")), "ladder")
     assert ladder.best == "baseline" and [r.status for r in ladder.rungs] == ["ok", "failed"]
-    outcomes = [Outcome("baseline", "unchanged", samples_per_s=100.0, steps_per_s=1.0, speedup=1.0, rounds=3),
-                Outcome("tf32", "TF32 matmuls", status="rejected", reason="loss differs")]
-    doc = _document("train.py", TuneOptions(), {"fp32_math"}, outcomes, tmp_path,
-                    {"time_pct": 1.5, "loss_rel_diff": 0.0}, 0.5)
+    outcomes = [
+        Outcome("baseline", "unchanged", samples_per_s=100.0, steps_per_s=1.0, speedup=1.0, rounds=3),
+        Outcome("tf32", "TF32 matmuls", status="rejected", reason="loss differs"),
+    ]
+    doc = _document(
+        "train.py",
+        TuneOptions(),
+        {"fp32_math"},
+        outcomes,
+        tmp_path,
+        {"time_pct": 1.5, "loss_rel_diff": 0.0},
+        0.5,
+    )
     tune = m.validate(m.encode(doc), "tune")
     assert tune.schema_version == 3 and tune.best is None and tune.variants[1].status == "rejected"
-    assert list(doc) == ["schema", "schema_version", "script", "run_dir", "steps", "skip", "diagnosed_causes",
-                         "prediction", "budget_s", "noise", "drift_pct", "rounds", "margin", "variants", "best", "diff",
-                         "snippets", "diff_check", "wall_s"]  # version 3's order (2 had no prediction, budget, wall)
+    assert list(doc) == [
+        "schema",
+        "schema_version",
+        "script",
+        "run_dir",
+        "steps",
+        "skip",
+        "diagnosed_causes",
+        "prediction",
+        "budget_s",
+        "noise",
+        "drift_pct",
+        "rounds",
+        "margin",
+        "variants",
+        "best",
+        "diff",
+        "snippets",
+        "diff_check",
+        "wall_s",
+    ]  # version 3's order (2 had no prediction, budget, wall)
 
 
 def _structs(t, seen):
@@ -180,15 +233,21 @@ def _structs(t, seen):
 @pytest.mark.parametrize("root", [m.Report, m.Tune])
 def test_docs_name_every_key_of_the_model(root):
     text = (ROOT / "docs" / "json-schema.md").read_text(encoding="utf-8")
-    missing = [f"{s.__name__}.{f.name}" for s in _structs(root, set()) for f in msgspec.structs.fields(s)
-               if not re.search(rf"\b{f.name}\b", text)]
+    missing = [
+        f"{s.__name__}.{f.name}"
+        for s in _structs(root, set())
+        for f in msgspec.structs.fields(s)
+        if not re.search(rf"\b{f.name}\b", text)
+    ]
     assert not missing, f"docs/json-schema.md does not name: {missing}"
 
 
 def test_compare_kernel_ties_keep_the_order_of_the_runs(docs):
     """Two kernels with the same time keep A's order, then B's (a set's order used to vary from run to run)."""
     a, b = docs["sync_item"], docs["item_gpu_bound"]
-    order = list(dict.fromkeys([k["name"] for k in a["kernels"]["top"]] + [k["name"] for k in b["kernels"]["top"]]))
+    order = list(
+        dict.fromkeys([k["name"] for k in a["kernels"]["top"]] + [k["name"] for k in b["kernels"]["top"]])
+    )
     rows = compare_docs(a, b)["kernels_ms"]
     top = [max(r["a"] or 0, r["b"] or 0) for r in rows]
     ties = [(x, y) for x, y, tx, ty in zip(rows, rows[1:], top, top[1:]) if tx == ty]

@@ -20,12 +20,20 @@ from idlehound.analysis._source import snippet_at
 from .conftest import ROOT, TRACES
 
 SRC = ROOT / "src"
-FOLDERS = sorted(p.name for p in TRACES.iterdir() if (p / "run.json").is_file())  # run folders, not bare traces
+FOLDERS = sorted(
+    p.name for p in TRACES.iterdir() if (p / "run.json").is_file()
+)  # run folders, not bare traces
 
 
 def cli_json(folder: Path, cwd: Path, pythonpath: str = str(SRC)) -> str:
-    r = subprocess.run([sys.executable, "-m", "idlehound", "analyze", str(folder), "--json"], cwd=cwd,
-                       capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": pythonpath})
+    r = subprocess.run(
+        [sys.executable, "-m", "idlehound", "analyze", str(folder), "--json"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": pythonpath},
+    )
     assert r.returncode == 0, r.stderr
     return r.stdout
 
@@ -35,6 +43,7 @@ def api_json(folder: Path) -> str:
     return json.dumps(idlehound.report_data(a, idlehound.diagnose(a)), indent=2) + "\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FOLDERS)
 def test_cli_and_python_api_give_the_same_bytes(name):
     folder = TRACES / name
@@ -64,6 +73,7 @@ def fake_site(tmp_path: Path) -> Path:
     return site
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["sync_item", "dataloader_bound", "host_python", "cudnn_off", "demo"])
 def test_other_installed_packages_change_nothing(tmp_path, name):
     site = fake_site(tmp_path)
@@ -100,8 +110,12 @@ def test_snippets_come_only_from_the_folder(tmp_path):
     assert not any(line in real for line in top["snippet"]["lines"])  # not read from the checkout
     for row in out["idle_by_line"]:
         if row["location"] and row["location"]["file"] == planted:
-            assert row["location"]["snippet"]["lines"][row["location"]["line"] - row["location"]["snippet"]
-                                                       ["first_line"]] == f"stored line {row['location']['line']}"
+            assert (
+                row["location"]["snippet"]["lines"][
+                    row["location"]["line"] - row["location"]["snippet"]["first_line"]
+                ]
+                == f"stored line {row['location']['line']}"
+            )
 
 
 def test_without_stored_source_there_is_no_snippet(tmp_path):
@@ -133,11 +147,24 @@ def test_snippet_window_is_clipped_to_what_was_stored():
     assert snippet_at(chunks, 20) is None and snippet_at(None, 11) is None
 
 
+@pytest.mark.slow
 def test_capture_records_user_files_and_their_lines(tmp_path, run_cli):
     pytest.importorskip("torch")
     script = ROOT / "tests" / "scripts" / "cpu" / "train_item.py"
-    r = run_cli("run", "--logdir", tmp_path, "--skip", "3", "--warmup", "1", "--active", "3", "--no-report",
-                script, "12")
+    r = run_cli(
+        "run",
+        "--logdir",
+        tmp_path,
+        "--skip",
+        "3",
+        "--warmup",
+        "1",
+        "--active",
+        "3",
+        "--no-report",
+        script,
+        "12",
+    )
     assert r.returncode == 0, r.stderr
     (side,) = tmp_path.glob("*/*.sidecar.json.gz")
     doc = json.loads(gzip.decompress(side.read_bytes()))
@@ -154,8 +181,15 @@ def test_capture_records_user_files_and_their_lines(tmp_path, run_cli):
     assert a.notes == [] or all("def lines" not in n for n in a.notes)
 
 
-@pytest.mark.parametrize("payload", [b"[" * 100_000 + b"]" * 100_000, b"not json", b"[1, 2]",
-                                     b'{"frames": "x", "files": [1], "sources": {"a": 5}, "library_roots": 7}'])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"[" * 100_000 + b"]" * 100_000,
+        b"not json",
+        b"[1, 2]",
+        b'{"frames": "x", "files": [1], "sources": {"a": 5}, "library_roots": 7}',
+    ],
+)
 def test_a_broken_sidecar_is_set_aside_with_a_note(tmp_path, payload):
     folder, side, _ = copy_folder(tmp_path, "sync_item")
     side.write_bytes(gzip.compress(payload))
@@ -166,11 +200,25 @@ def test_a_broken_sidecar_is_set_aside_with_a_note(tmp_path, payload):
         assert any("not a readable capture sidecar" in n for n in doc["notes"])
 
 
+@pytest.mark.slow
 def test_captured_snippet_reaches_the_report_from_the_folder_alone(tmp_path, run_cli):
     pytest.importorskip("torch")
     script = ROOT / "tests" / "scripts" / "cpu" / "no_optimizer.py"
-    r = run_cli("run", "--logdir", tmp_path / "log", "--skip", "3", "--warmup", "1", "--active", "3",
-                "--step-on", "dataloader", "--no-report", script)
+    r = run_cli(
+        "run",
+        "--logdir",
+        tmp_path / "log",
+        "--skip",
+        "3",
+        "--warmup",
+        "1",
+        "--active",
+        "3",
+        "--step-on",
+        "dataloader",
+        "--no-report",
+        script,
+    )
     assert r.returncode == 0, r.stderr
     (run_dir,) = (tmp_path / "log").iterdir()
     moved = shutil.move(str(run_dir), str(tmp_path / "elsewhere"))  # another place, another cwd: same report
@@ -182,5 +230,5 @@ def test_captured_snippet_reaches_the_report_from_the_folder_alone(tmp_path, run
     assert (loc["line"], loc["exact"]) == (11, True)  # `for (x,) in loader:`
     lines = script.read_text().splitlines()
     snip = loc["snippet"]
-    assert snip["lines"] == lines[snip["first_line"] - 1:snip["first_line"] - 1 + len(snip["lines"])]
+    assert snip["lines"] == lines[snip["first_line"] - 1 : snip["first_line"] - 1 + len(snip["lines"])]
     assert snip["first_line"] <= 11 < snip["first_line"] + len(snip["lines"])

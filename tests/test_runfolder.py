@@ -26,11 +26,20 @@ from idlehound.trace import list_traces
 HEALTHY = Path(__file__).parent / "traces" / "healthy"
 
 
-@pytest.mark.parametrize(("worker", "rank"), [
-    ("rank0_host_123", 0), ("rank12_gpu-node-3_99", 12),  # as capture names a rank's worker
-    ("rank-0", 0), ("rank1", 1), ("inference_rank_3", 3), ("RANK_2", 2),  # as HTA users name trace files
-    ("host_123", None), ("frank2_host", None), ("rankless", None),
-])
+@pytest.mark.parametrize(
+    ("worker", "rank"),
+    [
+        ("rank0_host_123", 0),
+        ("rank12_gpu-node-3_99", 12),  # as capture names a rank's worker
+        ("rank-0", 0),
+        ("rank1", 1),
+        ("inference_rank_3", 3),
+        ("RANK_2", 2),  # as HTA users name trace files
+        ("host_123", None),
+        ("frank2_host", None),
+        ("rankless", None),
+    ],
+)
 def test_the_rank_in_a_worker_name(worker, rank):
     assert rank_of(worker) == rank
 
@@ -51,7 +60,9 @@ def test_the_recorded_folder_is_read_through_it():
     assert sidecar_path(trace.path).is_file()  # the capture's sidecar beside the recorded trace
     info = read_run_info(HEALTHY)
     assert info["idlehound_run"] == 1 and info["utilization_curve"]["samples"]
-    assert info["utilization_curve"]["samples"] == json.loads((HEALTHY / "samples.json").read_text())["samples"]
+    assert (
+        info["utilization_curve"]["samples"] == json.loads((HEALTHY / "samples.json").read_text())["samples"]
+    )
 
 
 def test_a_rank_reads_its_own_run_file_only_when_it_is_there(tmp_path):
@@ -68,8 +79,12 @@ def test_update_completes_the_launchers_run_json(tmp_path):
     assert not run_file(tmp_path, None).exists()
     write_run_file(tmp_path, None, "run", {"idlehound_run": 1, "status": "done"})
     update_run_json(tmp_path, world_size=2, straggler=1)
-    assert json.loads(run_file(tmp_path, None).read_text()) == {"idlehound_run": 1, "status": "done",
-                                                                 "world_size": 2, "straggler": 1}
+    assert json.loads(run_file(tmp_path, None).read_text()) == {
+        "idlehound_run": 1,
+        "status": "done",
+        "world_size": 2,
+        "straggler": 1,
+    }
 
 
 def test_a_bad_run_json_names_the_file(tmp_path):

@@ -33,17 +33,24 @@ from .conftest import ROOT, TRACES
 # double-quoted attribute, make a rich link or style, crash rich ('[/]' closes nothing), colour the terminal,
 # open an OSC 8 hyperlink, make a markdown link to javascript:, open a code span, split a table row.
 MARK = "document.body.setAttribute('data-pwned','{}')"
-PAYLOAD = (f"[/]<script>{MARK.format('script')}</script>\"><img src=x onerror=\"{MARK.format('img2')}\">"
-           f"'><img src=x onerror=\"{MARK.format('img1')}\">[link=https://evil.example]x[/link][bold]"
-           "\x1b[31m\x1b]8;;http://evil.example\x07[x](javascript:alert(1))`|")
+PAYLOAD = (
+    f'[/]<script>{MARK.format("script")}</script>"><img src=x onerror="{MARK.format("img2")}">'
+    f'\'><img src=x onerror="{MARK.format("img1")}">[link=https://evil.example]x[/link][bold]'
+    "\x1b[31m\x1b]8;;http://evil.example\x07[x](javascript:alert(1))`|"
+)
 # A newline could fake a line of output or a markdown heading. (Not in frame names: analysis reads those
 # line-wise, and a frame it cannot parse loses its finding, which would leave this test less to check.)
 NL_PAYLOAD = PAYLOAD + "\n# heading"
 # File and folder names cannot hold '/': the parts of the payload that fit.
 FILE_PAYLOAD = "w'\"><img src=x onerror=alert(4)>[bold]\x1b[31m"
 DIR_PAYLOAD = "r<img src=x onerror=alert(5)>[link=https:evil]x[link]"
-LITERAL = ["[link=https://evil.example]x[/link]", "[/]<script>", "\\x1b[31m", "\\x1b]8;;http://evil.example\\x07",
-           "[x](javascript:alert(1))"]
+LITERAL = [
+    "[link=https://evil.example]x[/link]",
+    "[/]<script>",
+    "\\x1b[31m",
+    "\\x1b]8;;http://evil.example\\x07",
+    "[x](javascript:alert(1))",
+]
 FRAME = re.compile(r"^(.*)\.py\((\d+)\): (.*)$")
 
 
@@ -65,7 +72,9 @@ def _craft(src, dst, top=None):
             e["name"] = name + NL_PAYLOAD
         elif e.get("ph") == "M" and name in ("thread_name", "process_name"):
             e["args"]["name"] = NL_PAYLOAD
-    d["deviceProperties"][0]["name"] += "\n# heading" + PAYLOAD  # names are cut at 200 characters: newline first
+    d["deviceProperties"][0]["name"] += (
+        "\n# heading" + PAYLOAD
+    )  # names are cut at 200 characters: newline first
     d["traceName"] = NL_PAYLOAD
     d.update(top or {})
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -80,9 +89,17 @@ def _recorded(name):
 @pytest.fixture(scope="module")
 def crafted(tmp_path_factory):
     folder = tmp_path_factory.mktemp("crafted") / DIR_PAYLOAD
-    _craft(_recorded("sync_item"), folder / f"{FILE_PAYLOAD}.17.pt.trace.json.gz",
-           {"distributedInfo": {"backend": PAYLOAD, "rank": "<img src=x onerror=alert(1)>",
-                                "world_size": "<img src=x onerror=alert(2)>"}})
+    _craft(
+        _recorded("sync_item"),
+        folder / f"{FILE_PAYLOAD}.17.pt.trace.json.gz",
+        {
+            "distributedInfo": {
+                "backend": PAYLOAD,
+                "rank": "<img src=x onerror=alert(1)>",
+                "world_size": "<img src=x onerror=alert(2)>",
+            }
+        },
+    )
     return folder
 
 
@@ -92,7 +109,10 @@ def doc(crafted):
     # the payload reached the document through the fields this test is about
     assert "\n# heading[/]<script>" in d["device"]["name"] and FILE_PAYLOAD in d["trace"]["path"]
     # kernel names lose their <template> and (argument) parts when grouped; the rest of the payload stays
-    assert any("\"'[link=https://evil.example]x[/link]" in k["name"] and "\x1b" in k["name"] for k in d["kernels"]["top"])
+    assert any(
+        "\"'[link=https://evil.example]x[/link]" in k["name"] and "\x1b" in k["name"]
+        for k in d["kernels"]["top"]
+    )
     assert d["findings"] and PAYLOAD in d["findings"][0]["location"]["file"]
     assert any(PAYLOAD in e for e in d["findings"][0]["evidence"]) and d["idle_by_line"]
     return d
@@ -102,14 +122,24 @@ def doc(crafted):
 def ranks(tmp_path_factory):
     folder = tmp_path_factory.mktemp("ranks") / DIR_PAYLOAD
     for i, name in enumerate(["sync_item", "healthy"]):
-        _craft(_recorded(name), folder / f"rank{i}{FILE_PAYLOAD}.1.pt.trace.json.gz",
-               {"distributedInfo": {"backend": PAYLOAD, "rank": f"<img src=x onerror={MARK.format(i)}>",
-                                    "world_size": f"<script>{MARK.format('ws')}</script>"}})
+        _craft(
+            _recorded(name),
+            folder / f"rank{i}{FILE_PAYLOAD}.1.pt.trace.json.gz",
+            {
+                "distributedInfo": {
+                    "backend": PAYLOAD,
+                    "rank": f"<img src=x onerror={MARK.format(i)}>",
+                    "world_size": f"<script>{MARK.format('ws')}</script>",
+                }
+            },
+        )
     return folder
 
 
 # --- terminal and JSON ----------------------------------------------------------------------------------------
 
+
+@pytest.mark.slow
 def test_terminal_prints_the_payload_as_text(crafted, run_cli):
     r = run_cli("analyze", crafted, env={"COLUMNS": "3000"})
     assert r.returncode == 0, r.stderr[-2000:]
@@ -120,6 +150,7 @@ def test_terminal_prints_the_payload_as_text(crafted, run_cli):
     assert "CPU-GPU sync points" in r.stdout
 
 
+@pytest.mark.slow
 def test_forced_colour_styles_but_makes_no_link_from_a_name(crafted, run_cli):
     r = run_cli("analyze", crafted, env={"COLUMNS": "3000", "FORCE_COLOR": "1", "TERM": "xterm-256color"})
     assert r.returncode == 0, r.stderr[-2000:]
@@ -128,12 +159,15 @@ def test_forced_colour_styles_but_makes_no_link_from_a_name(crafted, run_cli):
     assert "[link=https://evil.example]x[/link]" in r.stdout and "\\x1b[31m" in r.stdout
 
 
+@pytest.mark.slow
 def test_json_is_valid_and_keeps_the_payload_as_a_string(crafted, run_cli):
     r = run_cli("analyze", "--json", crafted)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "\x1b" not in r.stdout  # JSON escapes control characters
     d = json.loads(r.stdout)
-    assert d["device"]["name"] == ("NVIDIA H200\n# heading" + PAYLOAD)[:200]  # names are cut at 200 characters
+    assert (
+        d["device"]["name"] == ("NVIDIA H200\n# heading" + PAYLOAD)[:200]
+    )  # names are cut at 200 characters
     assert d["trace"]["path"].endswith(f"{DIR_PAYLOAD}/{FILE_PAYLOAD}.17.pt.trace.json.gz")
 
 
@@ -142,13 +176,17 @@ def test_an_error_message_quoting_a_name_is_printed_inert(crafted, run_cli):
     assert r.returncode == 2 and "\x1b" not in r.stderr and "\\x1b[31m[/]" in r.stderr
 
 
+@pytest.mark.slow
 def test_compare_prints_inert_markdown(crafted, run_cli):
     r = run_cli("compare", crafted, crafted)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "\x1b" not in r.stdout and "<script" not in r.stdout and "\\[link=https://evil.example\\]" in r.stdout
+    assert (
+        "\x1b" not in r.stdout and "<script" not in r.stdout and "\\[link=https://evil.example\\]" in r.stdout
+    )
 
 
 # --- markdown -------------------------------------------------------------------------------------------------
+
 
 class _Page(HTMLParser):
     """Tags, attributes, text and script bodies of an HTML page."""
@@ -181,8 +219,24 @@ class _Page(HTMLParser):
         return "".join(self.text)
 
 
-MD_TAGS = {"h1", "h2", "h3", "p", "strong", "em", "code", "pre", "ul", "li", "table", "thead", "tbody", "tr", "th",
-           "td"}
+MD_TAGS = {
+    "h1",
+    "h2",
+    "h3",
+    "p",
+    "strong",
+    "em",
+    "code",
+    "pre",
+    "ul",
+    "li",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+}
 
 
 def _check_markdown(md):
@@ -224,15 +278,75 @@ def test_markdown_escapes_each_payload_alone():
 
 # --- HTML -----------------------------------------------------------------------------------------------------
 
-HTML_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "div", "p", "b", "i", "span", "svg",
-             "text", "rect", "table", "tr", "th", "td", "code", "pre", "ul", "li", "label", "input", "script",
-             "polyline", "line", "br"}
-HTML_ATTRS = {"lang", "charset", "class", "id", "title", "style", "data-metric", "data-breakdown", "data-idle",
-              "data-finding-ms", "width", "height", "role", "x", "y", "fill", "viewbox", "preserveaspectratio",
-              "opacity", "type", "min", "max", "value", "points", "stroke", "stroke-width", "x1", "x2", "y1", "y2",
-              "stroke-dasharray"}
-ZOOM_SCRIPT = ("(function(){var z=document.getElementById('timeline-zoom'),s=document.getElementById('timeline');"
-               "z.addEventListener('input',function(){s.setAttribute('width',(100*z.value)+'%');});})();")
+HTML_TAGS = {
+    "html",
+    "head",
+    "meta",
+    "title",
+    "style",
+    "body",
+    "h1",
+    "h2",
+    "div",
+    "p",
+    "b",
+    "i",
+    "span",
+    "svg",
+    "text",
+    "rect",
+    "table",
+    "tr",
+    "th",
+    "td",
+    "code",
+    "pre",
+    "ul",
+    "li",
+    "label",
+    "input",
+    "script",
+    "polyline",
+    "line",
+    "br",
+}
+HTML_ATTRS = {
+    "lang",
+    "charset",
+    "class",
+    "id",
+    "title",
+    "style",
+    "data-metric",
+    "data-breakdown",
+    "data-idle",
+    "data-finding-ms",
+    "width",
+    "height",
+    "role",
+    "x",
+    "y",
+    "fill",
+    "viewbox",
+    "preserveaspectratio",
+    "opacity",
+    "type",
+    "min",
+    "max",
+    "value",
+    "points",
+    "stroke",
+    "stroke-width",
+    "x1",
+    "x2",
+    "y1",
+    "y2",
+    "stroke-dasharray",
+}
+ZOOM_SCRIPT = (
+    "(function(){var z=document.getElementById('timeline-zoom'),s=document.getElementById('timeline');"
+    "z.addEventListener('input',function(){s.setAttribute('width',(100*z.value)+'%');});})();"
+)
 
 
 def _check_html(text):
@@ -253,8 +367,10 @@ def test_html_report_shows_the_payload_as_text_only(doc):
     assert len(page.scripts) == 2
     shown = page.all_text
     assert "<script>document.body" in shown and "'><img src=x onerror=" in shown and FILE_PAYLOAD in shown
-    assert json.loads(page.scripts[0][1] if page.scripts[0][0] else page.scripts[1][1])["device"]["name"] == \
-        doc["device"]["name"]
+    assert (
+        json.loads(page.scripts[0][1] if page.scripts[0][0] else page.scripts[1][1])["device"]["name"]
+        == doc["device"]["name"]
+    )
 
 
 def test_compare_ladder_and_tune_pages_show_the_payload_as_text_only(doc):
@@ -271,13 +387,28 @@ def test_compare_ladder_and_tune_pages_show_the_payload_as_text_only(doc):
 
 
 def _ladder_doc():
-    row = {"name": "baseline", "label": PAYLOAD, "status": "ok", "reason": PAYLOAD, "samples_per_s": 481.0,
-           "ms_per_step": 66.5, "gpu_busy_pct": 17.2, "nvml_util": 8.0, "peak_mem_gib": 0.85, "speedup": 1.0,
-           "pct_of_ceiling": 2.7, "top_finding": PAYLOAD}
-    return {"device": PAYLOAD, "rungs": [row, {**row, "name": "amp", "status": "failed", "samples_per_s": None}]}
+    row = {
+        "name": "baseline",
+        "label": PAYLOAD,
+        "status": "ok",
+        "reason": PAYLOAD,
+        "samples_per_s": 481.0,
+        "ms_per_step": 66.5,
+        "gpu_busy_pct": 17.2,
+        "nvml_util": 8.0,
+        "peak_mem_gib": 0.85,
+        "speedup": 1.0,
+        "pct_of_ceiling": 2.7,
+        "top_finding": PAYLOAD,
+    }
+    return {
+        "device": PAYLOAD,
+        "rungs": [row, {**row, "name": "amp", "status": "failed", "samples_per_s": None}],
+    }
 
 
 # --- source snippets: only what capture stored, never a file read at render time -------------------------------
+
 
 def _with_location(doc, **loc):
     d = copy.deepcopy(doc)
@@ -298,12 +429,25 @@ def test_a_stored_snippet_is_shown_escaped_with_its_line_marked(doc):
     page = render_html(_with_location(doc, line=12, exact=True, snippet={"first_line": 10, "lines": lines}))
     snippet = re.search(r"<pre class='snippet'>(.*?)</pre>", page, re.S).group(1)
     assert html.unescape(snippet).splitlines() == [
-        "     10  line 10", "     11  line 11", f">    12  {lines[2]}", "     13  line 13", "     14  line 14"]
+        "     10  line 10",
+        "     11  line 11",
+        f">    12  {lines[2]}",
+        "     13  line 13",
+        "     14  line 14",
+    ]
     _check_html(page)
 
 
-@pytest.mark.parametrize("bad", [{"first_line": "1", "lines": ["a"]}, {"first_line": 1, "lines": "a"},
-                                 {"first_line": 1, "lines": [1]}, {"first_line": 50, "lines": ["a"]}, "a"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"first_line": "1", "lines": ["a"]},
+        {"first_line": 1, "lines": "a"},
+        {"first_line": 1, "lines": [1]},
+        {"first_line": 50, "lines": ["a"]},
+        "a",
+    ],
+)
 def test_a_malformed_snippet_shows_nothing(doc, bad):
     page = render_html(_with_location(doc, line=12, snippet=bad))
     assert "class='snippet'" not in page
@@ -311,6 +455,8 @@ def test_a_malformed_snippet_shows_nothing(doc, bad):
 
 # --- ranks ----------------------------------------------------------------------------------------------------
 
+
+@pytest.mark.slow
 def test_ranks_terminal_json_and_page_are_inert(ranks, tmp_path, run_cli):
     out = tmp_path / "ranks.html"
     r = run_cli("analyze", "--ranks", "-o", out, ranks, env={"COLUMNS": "3000"})
@@ -329,6 +475,7 @@ def test_ranks_page_built_in_python_is_inert(ranks):
 
 # --- in a real browser ----------------------------------------------------------------------------------------
 
+
 def _dom(tmp_path, page):
     from .test_browser import CHROMIUM, chromium
 
@@ -339,13 +486,15 @@ def _dom(tmp_path, page):
     return r.stdout
 
 
+@pytest.mark.slow
 def test_the_browser_check_sees_a_payload_that_runs(tmp_path):
     page = tmp_path / "control.html"
-    for raw in (f"<script>{MARK.format('script')}</script>", f"<img src=x onerror=\"{MARK.format('img')}\">"):
+    for raw in (f"<script>{MARK.format('script')}</script>", f'<img src=x onerror="{MARK.format("img")}">'):
         page.write_text(f"<!doctype html><html><body><p>{raw}</p></body></html>")  # the payload unescaped
         assert re.search(r"<body[^>]*data-pwned", _dom(tmp_path, page)), raw
 
 
+@pytest.mark.slow
 def test_report_and_ranks_pages_run_no_payload_in_chromium(doc, ranks, tmp_path):
     report = write_report(doc, tmp_path / "report.html")
     rank_page = tmp_path / "ranks.html"

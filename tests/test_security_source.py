@@ -21,8 +21,13 @@ from .unit.tracebuilder import TraceBuilder
 SRC = ROOT / "src"
 CANARY = "CANARY_SECRET_7f3a"
 MARKER = "MARKER_EVILMOD_RAN"
-HOSTILE = ["evilmod.x/train.py(3): f", "this.x/a.py(1): g", "/etc/passwd(1): h", "/dev/zero(1): z",
-           "/dev/stdin(1): s"]
+HOSTILE = [
+    "evilmod.x/train.py(3): f",
+    "this.x/a.py(1): g",
+    "/etc/passwd(1): h",
+    "/dev/zero(1): z",
+    "/dev/stdin(1): s",
+]
 
 
 def crafted(names: list[str]) -> bytes:
@@ -60,8 +65,15 @@ def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     """Run with stdin an open, empty pipe: a read of /dev/stdin would block until the timeout."""
     r_fd, w_fd = os.pipe()
     try:
-        return subprocess.run([sys.executable, *args], cwd=cwd, stdin=r_fd, capture_output=True, text=True,
-                              timeout=120, env={**os.environ, "PYTHONPATH": str(SRC)})
+        return subprocess.run(
+            [sys.executable, *args],
+            cwd=cwd,
+            stdin=r_fd,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(SRC)},
+        )
     finally:
         os.close(r_fd)
         os.close(w_fd)
@@ -89,8 +101,14 @@ def test_cli_imports_nothing_a_trace_names_and_reads_none_of_its_files(tmp_path)
     assert "Beautiful is better than ugly" not in r.stdout + r.stderr  # `this` was never imported
     doc = json.loads(r.stdout)
     files = {loc["file"] for loc in locations(doc)}
-    assert {"evilmod.x/train.py", "this.x/a.py", "/etc/passwd", "/dev/zero", "/dev/stdin",
-            str(d / "canary.py")} <= files  # every name reached the report, as a string
+    assert {
+        "evilmod.x/train.py",
+        "this.x/a.py",
+        "/etc/passwd",
+        "/dev/zero",
+        "/dev/stdin",
+        str(d / "canary.py"),
+    } <= files  # every name reached the report, as a string
     assert all("snippet" not in loc and "path" not in loc for loc in locations(doc))
     for text in (r.stdout, (d / "report.md").read_text()):
         assert CANARY not in text and first_passwd_line() not in text
@@ -98,17 +116,22 @@ def test_cli_imports_nothing_a_trace_names_and_reads_none_of_its_files(tmp_path)
 
 def test_api_leaves_sys_modules_without_the_named_modules(tmp_path):
     d = hostile_folder(tmp_path, HOSTILE)
-    code = ("import json, sys, idlehound\n"
-            "a = idlehound.analyze(idlehound.load_trace('t.pt.trace.json'))\n"
-            "doc = idlehound.report_data(a, idlehound.diagnose(a))\n"
-            "print(json.dumps({m: m in sys.modules for m in ('this', 'evilmod', 'evilmod.x')}))\n")
+    code = (
+        "import json, sys, idlehound\n"
+        "a = idlehound.analyze(idlehound.load_trace('t.pt.trace.json'))\n"
+        "doc = idlehound.report_data(a, idlehound.diagnose(a))\n"
+        "print(json.dumps({m: m in sys.modules for m in ('this', 'evilmod', 'evilmod.x')}))\n"
+    )
     r = run(["-c", code], cwd=d)  # `python -c` puts the folder first on sys.path: evilmod is importable
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout.splitlines()[-1]) == {"this": False, "evilmod": False, "evilmod.x": False}
     assert not (d / MARKER).exists()
 
 
-@pytest.mark.parametrize("name", ["/dev/zero(1): z", "/dev/stdin(1): s", "/etc/passwd(1): h", "{canary}(2): c"])
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name", ["/dev/zero(1): z", "/dev/stdin(1): s", "/etc/passwd(1): h", "{canary}(2): c"]
+)
 def test_a_file_named_by_the_trace_is_a_string_in_json_and_markdown(tmp_path, name):
     d = hostile_folder(tmp_path, [name])
     r = run(["-m", "idlehound", "analyze", "t.pt.trace.json", "--json", "-o", "report.md"], cwd=d)
@@ -121,6 +144,7 @@ def test_a_file_named_by_the_trace_is_a_string_in_json_and_markdown(tmp_path, na
         assert CANARY not in text and first_passwd_line() not in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["/etc/passwd(1): h", "{canary}(2): c"])
 def test_a_file_named_by_the_trace_is_not_read_into_the_html(tmp_path, name):
     d = hostile_folder(tmp_path, [name])
@@ -130,18 +154,41 @@ def test_a_file_named_by_the_trace_is_not_read_into_the_html(tmp_path, name):
     assert CANARY not in html and first_passwd_line() not in html
 
 
-@pytest.mark.parametrize("path,user", [
-    ("train.py", True), ("tests/scripts/planted/sync_item.py", True), ("/home/u/proj/train.py", True),
-    ("evilmod.x/train.py", True), ("this.x/a.py", True), ("/etc/passwd", True), ("/home/u/lib/python_x/a.py", True),
-    ("torch/nn/modules/module.py", False), ("transformers/trainer.py", False), ("lightning/pytorch/x.py", False),
-    ("pytorch_lightning/trainer/trainer.py", False), ("accelerate/accelerator.py", False), ("timm/x.py", False),
-    ("numpy/core/x.py", False), ("tqdm/std.py", False), ("json/decoder.py", False), ("threading.py", False),
-    ("distutils/core.py", False), ("this.py", False), ("<frozen runpy>", False), ("<string>", False), ("", False),
-    ("/usr/lib/python3.12/json/decoder.py", False), ("/opt/venv/lib/python3.11/site-packages/torch/x.py", False),
-    ("/usr/lib/python3/dist-packages/numpy/x.py", False), ("C:\\venv\\Lib\\site-packages\\torch\\x.py", False),
-    ("/tmp/torchinductor_root/ab/cab.py", False), ("idlehound/capture/_api.py", False),
-    ("idlehound/workloads/resnet.py", True), ("/site/lib/python3.12/site-packages/idlehound/demo.py", True),
-])
+@pytest.mark.parametrize(
+    "path,user",
+    [
+        ("train.py", True),
+        ("tests/scripts/planted/sync_item.py", True),
+        ("/home/u/proj/train.py", True),
+        ("evilmod.x/train.py", True),
+        ("this.x/a.py", True),
+        ("/etc/passwd", True),
+        ("/home/u/lib/python_x/a.py", True),
+        ("torch/nn/modules/module.py", False),
+        ("transformers/trainer.py", False),
+        ("lightning/pytorch/x.py", False),
+        ("pytorch_lightning/trainer/trainer.py", False),
+        ("accelerate/accelerator.py", False),
+        ("timm/x.py", False),
+        ("numpy/core/x.py", False),
+        ("tqdm/std.py", False),
+        ("json/decoder.py", False),
+        ("threading.py", False),
+        ("distutils/core.py", False),
+        ("this.py", False),
+        ("<frozen runpy>", False),
+        ("<string>", False),
+        ("", False),
+        ("/usr/lib/python3.12/json/decoder.py", False),
+        ("/opt/venv/lib/python3.11/site-packages/torch/x.py", False),
+        ("/usr/lib/python3/dist-packages/numpy/x.py", False),
+        ("C:\\venv\\Lib\\site-packages\\torch\\x.py", False),
+        ("/tmp/torchinductor_root/ab/cab.py", False),
+        ("idlehound/capture/_api.py", False),
+        ("idlehound/workloads/resnet.py", True),
+        ("/site/lib/python3.12/site-packages/idlehound/demo.py", True),
+    ],
+)
 def test_user_code_is_decided_by_the_path_string_alone(path, user):
     assert is_user_file(path) is user
 
@@ -155,8 +202,11 @@ def test_shipped_stdlib_list_covers_this_python():
 
 
 def test_capture_record_overrides_the_path_rule():
-    code = UserCode({"mycorp/utils.py": False, "json/mine.py": True}, library_roots=["corp"],
-                    library_prefixes=["/opt/corp/"])
+    code = UserCode(
+        {"mycorp/utils.py": False, "json/mine.py": True},
+        library_roots=["corp"],
+        library_prefixes=["/opt/corp/"],
+    )
     assert code("mycorp/utils.py") is False and is_user_file("mycorp/utils.py")
     assert code("json/mine.py") is True
     assert code("corp/x.py") is False and code("corpx/x.py") is True
@@ -168,8 +218,14 @@ def test_analysis_code_holds_no_module_lookups():
     """The parts that read traces never import by name or look modules up (capture, which runs in the user's
     own process, may)."""
     pkg = SRC / "idlehound"
-    files = [pkg / "_paths.py", pkg / "pipeline.py", *(pkg / "analysis").glob("*.py"),
-             *(pkg / "diagnose").glob("*.py"), *(pkg / "report").glob("*.py"), *(pkg / "trace").glob("*.py")]
+    files = [
+        pkg / "_paths.py",
+        pkg / "pipeline.py",
+        *(pkg / "analysis").glob("*.py"),
+        *(pkg / "diagnose").glob("*.py"),
+        *(pkg / "report").glob("*.py"),
+        *(pkg / "trace").glob("*.py"),
+    ]
     for f in files:
         text = f.read_text()
         for word in ("importlib", "find_spec", "sys.modules", "__import__", "import_module"):

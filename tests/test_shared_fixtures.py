@@ -23,7 +23,9 @@ def test_first_cause(name):
     assert res.findings and res.findings[0].cause == EXPECTED_FIRST[name]
 
 
-@pytest.mark.parametrize("name", ["h200_torch211_sync.pt.trace.json.gz", "h200_torch211_sync_events.pt.trace.json.gz"])
+@pytest.mark.parametrize(
+    "name", ["h200_torch211_sync.pt.trace.json.gz", "h200_torch211_sync_events.pt.trace.json.gz"]
+)
 def test_sync_probe(name):
     # The probe's tiny MLP is launch-bound as well, so both causes are real; the syncs must be found with
     # print(loss) as the costliest site.

@@ -18,7 +18,9 @@ from idlehound.trace import _limits, _parallel, parse_trace_bytes
 
 from .conftest import TRACES
 
-BACKENDS = ["zlib"] + [m for m in ("zlib_ng.zlib_ng", "isal.isal_zlib") if importlib.util.find_spec(m.split(".")[0])]
+BACKENDS = ["zlib"] + [
+    m for m in ("zlib_ng.zlib_ng", "isal.isal_zlib") if importlib.util.find_spec(m.split(".")[0])
+]
 
 
 def _reference_depth(b: bytes) -> int:
@@ -45,8 +47,11 @@ def _reference_depth(b: bytes) -> int:
 def _json_text(alphabet: str):
     return st.recursive(
         st.none() | st.integers() | st.text(alphabet=alphabet, max_size=8),
-        lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(alphabet=alphabet, max_size=4), c, max_size=3),
-        max_leaves=30)
+        lambda c: (
+            st.lists(c, max_size=4) | st.dictionaries(st.text(alphabet=alphabet, max_size=4), c, max_size=3)
+        ),
+        max_leaves=30,
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -64,8 +69,19 @@ def test_depth_check_without_escapes_counts_no_bracket_inside_a_string(values):
 
 
 def _events(n: int, deep: int = 0) -> bytes:
-    evs = [{"ph": "X", "cat": "cpu_op", "name": f"op [{i}] {{", "pid": 1, "tid": 1, "ts": i, "dur": 1,
-            "args": {"External id": i, "shape": [[1, 2], []]}} for i in range(n)]
+    evs = [
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": f"op [{i}] {{",
+            "pid": 1,
+            "tid": 1,
+            "ts": i,
+            "dur": 1,
+            "args": {"External id": i, "shape": [[1, 2], []]},
+        }
+        for i in range(n)
+    ]
     text = json.dumps({"schemaVersion": 1, "traceEvents": evs}).encode()
     if deep:  # one event far down the array nests `deep` levels inside its args
         at = text.index(b'"shape"', len(text) * 3 // 4)

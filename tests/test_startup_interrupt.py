@@ -50,8 +50,12 @@ def _interrupt(cmd: list[str], delay: float) -> tuple[int, str]:
 
 
 def _idlehound_frames(err: str) -> list[str]:
-    return [line for line in err.splitlines() if line.strip().startswith("File ") and
-            (str(SRC / "idlehound") in line or "site-packages/idlehound/" in line)]
+    return [
+        line
+        for line in err.splitlines()
+        if line.strip().startswith("File ")
+        and (str(SRC / "idlehound") in line or "site-packages/idlehound/" in line)
+    ]
 
 
 def test_ctrl_c_during_start_up_exits_130_quietly():
@@ -83,9 +87,11 @@ def test_library_import_keeps_pythons_handler():
 
 def test_commands_get_keyboard_interrupt_back():
     """Once a command runs, Ctrl-C is Python's again (commands save partial work and exit 130 themselves)."""
-    code = ("import sys, signal; sys.orig_argv = [sys.executable, '-m', 'idlehound']; "
-            "import idlehound, idlehound._startup as s; "
-            "before = signal.getsignal(signal.SIGINT) is s._exit_quietly; s.restore(); "
-            "print(before, signal.getsignal(signal.SIGINT) is signal.default_int_handler)")
+    code = (
+        "import sys, signal; sys.orig_argv = [sys.executable, '-m', 'idlehound']; "
+        "import idlehound, idlehound._startup as s; "
+        "before = signal.getsignal(signal.SIGINT) is s._exit_quietly; s.restore(); "
+        "print(before, signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    )
     r = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=120)
     assert r.stdout.split() == ["True", "True"], r.stderr

@@ -25,15 +25,22 @@ def test_run_scalars_round_trip(tmp_path):
     util = acc.Scalars("idlehound/gpu_util")
     assert util[0].value == pytest.approx(doc["metrics"]["gpu_util"]["value"], rel=1e-6)
     share = acc.Scalars("breakdown_pct/DataLoader")[0].value
-    assert share == pytest.approx(100 * doc["breakdown_ms"]["DataLoader"] / doc["metrics"]["step_ms"]["value"],
-                                  rel=1e-5)
-    assert acc.Scalars("run/profiler_overhead")[0].value == pytest.approx(doc["run"]["profiler_overhead"], rel=1e-6)
+    assert share == pytest.approx(
+        100 * doc["breakdown_ms"]["DataLoader"] / doc["metrics"]["step_ms"]["value"], rel=1e-5
+    )
+    assert acc.Scalars("run/profiler_overhead")[0].value == pytest.approx(
+        doc["run"]["profiler_overhead"], rel=1e-6
+    )
 
 
 def test_ladder_scalars_one_point_per_rung(tmp_path):
-    doc = {"rungs": [{"samples_per_s": 580.0, "ms_per_step": 55.0, "speedup": 1.0},
-                     {"samples_per_s": 2800.0, "ms_per_step": 45.0, "speedup": 4.8},
-                     {"samples_per_s": None}]}
+    doc = {
+        "rungs": [
+            {"samples_per_s": 580.0, "ms_per_step": 55.0, "speedup": 1.0},
+            {"samples_per_s": 2800.0, "ms_per_step": 45.0, "speedup": 4.8},
+            {"samples_per_s": None},
+        ]
+    }
     write_ladder_scalars(tmp_path, doc)
     pts = read(tmp_path).Scalars("ladder/samples_per_s")
     assert [(p.step, p.value) for p in pts] == [(0, 580.0), (1, 2800.0)]

@@ -24,12 +24,17 @@ def _tune(run_cli, tmp_path, script, *extra):
     return doc, {v["candidate"]: v for v in doc["variants"]}
 
 
+@pytest.mark.slow
 def test_data_bound_script_more_workers_win_with_equal_losses(run_cli, tmp_path):
     doc, v = _tune(run_cli, tmp_path, "data_bound.py", *TIGHT)
     assert "data_loading" in doc["diagnosed_causes"]
     w = v["workers2"]
-    assert w["status"] == "ok" and w["speedup"] > 1.3 and w["effect"] == "faster" and w["speedup_ci"][0] > 1.03
-    assert 3 <= w["rounds"] <= 5 and v["baseline"]["rounds"] == w["rounds"] + 2 and doc["drift_pct"] is not None
+    assert (
+        w["status"] == "ok" and w["speedup"] > 1.3 and w["effect"] == "faster" and w["speedup_ci"][0] > 1.03
+    )
+    assert (
+        3 <= w["rounds"] <= 5 and v["baseline"]["rounds"] == w["rounds"] + 2 and doc["drift_pct"] is not None
+    )
     assert doc["diff_check"].startswith("ran:")
     assert w["loss_check"].startswith("bitwise equal: ok")
     assert doc["best"]["candidate"] == "workers2"
@@ -38,8 +43,11 @@ def test_data_bound_script_more_workers_win_with_equal_losses(run_cli, tmp_path)
     assert doc["noise"]["loss_rel_diff"] == 0.0 and doc["noise"]["time_pct"] is not None
 
 
+@pytest.mark.slow
 def test_other_changes_are_measured_on_top_of_the_winning_loader(run_cli, tmp_path):
-    _, v = _tune(run_cli, tmp_path, "data_bound.py", "--try", "workers2,fused_optimizer", "--no-diagnose", *TIGHT)
+    _, v = _tune(
+        run_cli, tmp_path, "data_bound.py", "--try", "workers2,fused_optimizer", "--no-diagnose", *TIGHT
+    )
     w, f = v["workers2"], v["fused_optimizer"]
     assert w["status"] == "ok" and w["speedup"] > 1.3 and w["effect"] == "faster"
     assert f["on_top_of"] == "workers2" and f["settings"]["loader"]["num_workers"] == 2
@@ -49,22 +57,29 @@ def test_other_changes_are_measured_on_top_of_the_winning_loader(run_cli, tmp_pa
     assert f["speedup_ci"][1] / f["speedup_ci"][0] >= f["gain_ci"][1] / f["gain_ci"][0] * 0.999
 
 
+@pytest.mark.slow
 def test_random_augmentation_makes_workers_change_the_math_and_the_guard_rejects_it(run_cli, tmp_path):
     _, v = _tune(run_cli, tmp_path, "random_aug.py", "--try", "workers2")
     assert v["workers2"]["status"] == "rejected"
     assert "diverged at step" in v["workers2"]["reason"]
 
 
+@pytest.mark.slow
 def test_a_variant_that_crashes_is_reported_failed(run_cli, tmp_path):
     doc, v = _tune(run_cli, tmp_path, "crash_in_worker.py", "--try", "workers2,fused_optimizer")
     assert v["workers2"]["status"] == "failed" and "main process" in v["workers2"]["reason"]
     assert v["fused_optimizer"]["status"] == "ok"
 
 
+@pytest.mark.slow
 def test_no_dataloader_skips_loader_candidates_with_the_reason(run_cli, tmp_path):
     _, v = _tune(run_cli, tmp_path, "no_loader.py", "--try", "workers2,fused_optimizer", "--no-diagnose")
-    assert v["workers2"]["status"] == "skipped" and v["workers2"]["reason"] == "the script builds no DataLoader"
-    assert v["fused_optimizer"]["status"] == "ok" and v["fused_optimizer"]["loss_check"].endswith("ok (13 steps)")
+    assert (
+        v["workers2"]["status"] == "skipped" and v["workers2"]["reason"] == "the script builds no DataLoader"
+    )
+    assert v["fused_optimizer"]["status"] == "ok" and v["fused_optimizer"]["loss_check"].endswith(
+        "ok (13 steps)"
+    )
 
 
 def test_loss_check_rules():
@@ -81,7 +96,7 @@ def test_loss_check_rules():
 
 
 def test_precision_check_allows_drift_between_runs_but_not_a_curve_that_stops_learning():
-    ref = [2.4 * 0.97 ** i for i in range(80)]
+    ref = [2.4 * 0.97**i for i in range(80)]
     drift = [x * (1 + 0.06 * (-1) ** i) for i, x in enumerate(ref)]  # single steps 6% off, the mean on course
     assert check_losses(ref, drift, "precision", cuda=True)[0]
     stuck = [max(x, 1.5) for x in ref]
@@ -89,11 +104,32 @@ def test_precision_check_allows_drift_between_runs_but_not_a_curve_that_stops_le
     assert not ok and why.startswith("10-step mean within 0.1 rel + 0.02: diverged at step")
 
 
+@pytest.mark.slow
 def test_blog_baseline_script_more_workers_keep_the_losses_bitwise(run_cli, tmp_path):
     script = SCRIPTS.parent.parent / "examples" / "train_resnet18_cifar10.py"
-    r = run_cli("tune", "--skip", "2", "--steps", "4", "--min-rounds", "2", "--max-rounds", "2", "--try", "workers2",
-                "--no-diagnose", "--json", "--logdir",
-                tmp_path, script, "--image-size", "32", "--batch-size", "8", env={"IDLEHOUND_CACHE": str(tmp_path)})
+    r = run_cli(
+        "tune",
+        "--skip",
+        "2",
+        "--steps",
+        "4",
+        "--min-rounds",
+        "2",
+        "--max-rounds",
+        "2",
+        "--try",
+        "workers2",
+        "--no-diagnose",
+        "--json",
+        "--logdir",
+        tmp_path,
+        script,
+        "--image-size",
+        "32",
+        "--batch-size",
+        "8",
+        env={"IDLEHOUND_CACHE": str(tmp_path)},
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     v = {x["candidate"]: x for x in json.loads(r.stdout)["variants"]}
     assert v["workers2"]["status"] == "ok"
@@ -104,26 +140,40 @@ def test_blog_baseline_script_more_workers_keep_the_losses_bitwise(run_cli, tmp_
 def _outcome(name, speedup, status="ok", effect=None):
     """An outcome whose interval over its reference says faster when it is 3% or more faster (as tune decides)."""
     effect = effect or ("faster" if speedup >= 1.03 else "no measurable effect")
-    return Outcome(name, name, status=status, speedup=speedup, effect=effect, speedup_ci=[speedup * 0.99,
-                                                                                          speedup * 1.01])
+    return Outcome(
+        name, name, status=status, speedup=speedup, effect=effect, speedup_ci=[speedup * 0.99, speedup * 1.01]
+    )
 
 
 def test_stage_two_stacks_each_change_that_helped_on_top_of_the_fastest_accepted_loader():
     cands = {c.name: c for c in all_candidates(16, cuda=True)}
     stage1 = [cands["workers4"], cands["workers12"], cands["pin_memory"]]
-    outs = [_outcome("workers4", 3.0), _outcome("workers12", 6.0, status="rejected"), _outcome("pin_memory", 1.01)]
+    outs = [
+        _outcome("workers4", 3.0),
+        _outcome("workers12", 6.0, status="rejected"),
+        _outcome("pin_memory", 1.01),
+    ]
     stack = _Stack.start(_best(stage1, outs))
     assert stack.name == "workers4"  # the faster workers12 was rejected; pin_memory helped < 3%
     settings, math = stack.plus(cands["cuda_graphs"])
     assert settings == {**cands["workers4"].settings, "cuda_graphs": True} and math == "same"
     stack = stack.grown(cands["cuda_graphs"], _outcome("cuda_graphs", 4.5))
-    stack = stack.grown(cands["fused_optimizer"], _outcome("fused_optimizer", 4.6, effect="no measurable effect"))
+    stack = stack.grown(
+        cands["fused_optimizer"], _outcome("fused_optimizer", 4.6, effect="no measurable effect")
+    )
     settings, math = stack.plus(cands["bf16"])
     assert stack.name == "workers4 + cuda_graphs" and math == "precision"
-    assert settings["loader"]["num_workers"] == 4 and settings["cuda_graphs"] and "fused_optimizer" not in settings
+    assert (
+        settings["loader"]["num_workers"] == 4
+        and settings["cuda_graphs"]
+        and "fused_optimizer" not in settings
+    )
     stack = stack.grown(cands["bf16"], _outcome("bf16", 9.0, status="rejected"))  # faster, but broke the math
     assert stack.name == "workers4 + cuda_graphs" and stack.outcome.speedup == 4.5
-    assert _Stack.start(_best(stage1, [_outcome(n, 1.0) for n in ("workers4", "workers12", "pin_memory")])).cands == ()
+    assert (
+        _Stack.start(_best(stage1, [_outcome(n, 1.0) for n in ("workers4", "workers12", "pin_memory")])).cands
+        == ()
+    )
 
 
 def test_a_faster_stack_that_leaves_the_gpu_waiting_tries_the_next_larger_worker_count_in_place_of_its_own():
@@ -147,7 +197,9 @@ def test_a_faster_stack_that_leaves_the_gpu_waiting_tries_the_next_larger_worker
 
 def test_stage_two_order_puts_host_side_changes_before_the_gpu_side_ones():
     names = [c.name for c in all_candidates(16, cuda=True) if not c.needs_loader]
-    assert names.index("cuda_graphs") < names.index("tf32") and names.index("host_threads") < names.index("bf16")
+    assert names.index("cuda_graphs") < names.index("tf32") and names.index("host_threads") < names.index(
+        "bf16"
+    )
     assert names.index("channels_last") < names.index("bf16")  # bf16 convolutions want NHWC
     assert names[-1] == "cudnn_benchmark"  # times the algorithms for the final layout and dtype
 
@@ -160,7 +212,8 @@ def test_choice_skips_pinned_copies_alone_when_the_worker_sweep_pins_and_builds_
     chosen, skipped = _choose(cands, {"data_loading"}, base, True, TuneOptions())
     assert [c.name for c in chosen][:3] == ["workers4", "workers8", "workers12"]
     assert [(o.candidate, o.reason) for o in skipped] == [
-        ("pin_memory", "every num_workers candidate pins memory already")]
+        ("pin_memory", "every num_workers candidate pins memory already")
+    ]
     chosen, skipped = _choose(cands, set(), base, True, TuneOptions(try_=["workers6", "pin_memory", "bf16"]))
     assert [c.name for c in chosen] == ["pin_memory", "workers6", "bf16"] and skipped == []
     assert chosen[1].settings["loader"]["num_workers"] == 6
@@ -194,6 +247,7 @@ print(seen["model"], y.dtype, seen["transform"], torch.is_autocast_cpu_enabled()
 """
 
 
+@pytest.mark.slow
 def test_bf16_autocast_wraps_the_model_but_not_parameterless_modules_such_as_transforms():
     import subprocess
     import sys
@@ -222,9 +276,11 @@ def test_diff_adds_non_blocking_to_the_batch_copies_of_the_blog_script():
         "+loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, shuffle=True, "
         "num_workers=args.workers, persistent_workers=args.workers > 0, pin_memory=True, "
         "prefetch_factor=4 if args.workers > 0 else None)",
-        "+        inputs, labels = inputs.to(device, non_blocking=True), labels.to(device, non_blocking=True)"]
-    assert snippets == ["# num_workers: the default of the script's own --workers flag is now 8; "
-                        "--workers still overrides it"]
+        "+        inputs, labels = inputs.to(device, non_blocking=True), labels.to(device, non_blocking=True)",
+    ]
+    assert snippets == [
+        "# num_workers: the default of the script's own --workers flag is now 8; --workers still overrides it"
+    ]
 
 
 NON_BLOCKING_PROBE = """
@@ -246,11 +302,14 @@ print(seen)
 """
 
 
+@pytest.mark.slow
 def test_non_blocking_is_added_only_to_batch_tensors_the_script_left_unspecified():
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-c", NON_BLOCKING_PROBE], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", NON_BLOCKING_PROBE], capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == str([True, False, None] * 2)
 
 
@@ -262,16 +321,38 @@ def test_a_change_that_is_not_measurably_faster_is_never_the_best(tmp_path):
     script.write_text("import torch\nloader = torch.utils.data.DataLoader(range(8))\n")
     base = Outcome("baseline", "as written", speedup=1.0)
     # DCGAN on 2 cores: 2 workers made the step 4.3x slower, with the losses equal
-    slow = Outcome("workers2", "workers", speedup=0.23, speedup_ci=[0.21, 0.25], effect="slower",
-                   settings={"loader": {"num_workers": 2}})
+    slow = Outcome(
+        "workers2",
+        "workers",
+        speedup=0.23,
+        speedup_ci=[0.21, 0.25],
+        effect="slower",
+        settings={"loader": {"num_workers": 2}},
+    )
     doc = _document(str(script), TuneOptions(), set(), [base, slow], tmp_path, {})
     assert doc["best"] is None and doc["diff"] == ""
-    assert rows(doc)[1][-1] == "slower: not kept" and best_line(doc).startswith("No change was measurably faster")
-    loader = Outcome("workers8", "workers", speedup=3.0, speedup_ci=[2.8, 3.2], effect="faster",
-                     settings={"loader": {"num_workers": 8}})
-    noise = Outcome("tf32", "tf32", speedup=3.05, speedup_ci=[2.7, 3.4], gain=1.017, gain_ci=[0.95, 1.09],
-                    effect="no measurable effect", on_top_of="workers8",
-                    settings={"loader": {"num_workers": 8}, "tf32": True})
+    assert rows(doc)[1][-1] == "slower: not kept" and best_line(doc).startswith(
+        "No change was measurably faster"
+    )
+    loader = Outcome(
+        "workers8",
+        "workers",
+        speedup=3.0,
+        speedup_ci=[2.8, 3.2],
+        effect="faster",
+        settings={"loader": {"num_workers": 8}},
+    )
+    noise = Outcome(
+        "tf32",
+        "tf32",
+        speedup=3.05,
+        speedup_ci=[2.7, 3.4],
+        gain=1.017,
+        gain_ci=[0.95, 1.09],
+        effect="no measurable effect",
+        on_top_of="workers8",
+        settings={"loader": {"num_workers": 8}, "tf32": True},
+    )
     doc = _document(str(script), TuneOptions(), set(), [base, loader, noise], tmp_path, {})
     assert doc["best"]["candidate"] == "workers8" and "allow_tf32" not in doc["diff"]
     assert [r[-1] for r in rows(doc)] == ["baseline", "accepted", "no measurable effect"]
@@ -318,6 +399,7 @@ print(calls, rec.graphed_inputs)
 """
 
 
+@pytest.mark.slow
 def test_cuda_graph_recording_keeps_the_statistics_and_replays_only_calls_shaped_like_the_recorded_one():
     import subprocess
     import sys
@@ -338,14 +420,21 @@ def test_diff_records_the_model_as_cuda_graphs_after_its_optimizer_with_whole_ba
     diff, snippets = make_diff(script, settings, [{"shape": [32, 3, 224, 224], "dtype": "float32"}])
     added = [ln for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
     assert "drop_last=True" in added[1] and added[1].startswith("+loader = torch.utils.data.DataLoader(")
-    assert added[-2] == "+model = torch.cuda.make_graphed_callables(model, (torch.zeros(32, 3, 224, 224, " \
-                        "device='cuda'),))"
+    assert (
+        added[-2] == "+model = torch.cuda.make_graphed_callables(model, (torch.zeros(32, 3, 224, 224, "
+        "device='cuda'),))"
+    )
     assert diff.index("make_graphed_callables") > diff.index("optimizer = torch.optim.SGD")
-    assert snippets == ["# num_workers: the default of the script's own --workers flag is now 8; "
-                        "--workers still overrides it"]
-    diff, _ = make_diff(script, {**settings, "channels_last": True}, [{"shape": [32, 3, 224, 224], "dtype": "float32"}])
+    assert snippets == [
+        "# num_workers: the default of the script's own --workers flag is now 8; --workers still overrides it"
+    ]
+    diff, _ = make_diff(
+        script, {**settings, "channels_last": True}, [{"shape": [32, 3, 224, 224], "dtype": "float32"}]
+    )
     added = [ln for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
-    assert added[2] == "+model = model.to(memory_format=torch.channels_last)  # idlehound tune"  # before recording
+    assert (
+        added[2] == "+model = model.to(memory_format=torch.channels_last)  # idlehound tune"
+    )  # before recording
     _, snippets = make_diff(script, {"cuda_graphs": True})  # shapes not known: a snippet instead
     assert "make_graphed_callables(model, (torch.zeros(batch, ..." in snippets[0]
 
@@ -366,6 +455,7 @@ print(model[0].weight.is_contiguous(memory_format=cl), model[0].weight is weight
 """
 
 
+@pytest.mark.slow
 def test_channels_last_converts_the_trained_model_in_place_at_its_first_call():
     import subprocess
     import sys
@@ -378,15 +468,52 @@ def test_channels_last_converts_the_trained_model_in_place_at_its_first_call():
 MEASURED = SCRIPTS.parent.parent / "docs" / "measurements"
 
 
+def _markdown_rows(md: str) -> list[list[str]]:
+    """The cells of the markdown table's body rows (the header is the first row starting with '| ')."""
+    lines = [ln for ln in md.splitlines() if ln.startswith("| ")]
+    return [[c.strip() for c in ln[2:-2].split(" | ")] for ln in lines[1:]]
+
+
+def _expected_row(v: dict) -> list[str]:
+    """A schema-1 row as the recorded figures say it should read, formatted here independently of the renderer."""
+
+    def num(x, spec, unit=""):
+        return "—" if x is None else format(x, spec) + unit
+
+    label = v["label"] + (f" (+ {v['on_top_of']})" if v["on_top_of"] else "")
+    verdict = (
+        "baseline"
+        if v["candidate"] == "baseline"
+        else {"ok": "accepted"}.get(v["status"], v["status"]) + (f": {v['reason']}" if v["reason"] else "")
+    )
+    return [
+        label,
+        num(v["samples_per_s"], ",.0f"),
+        num(v["steps_per_s"], ".2f"),
+        num(v["speedup"], ".2f", "×"),
+        num(v["gain"], ".2f", "×"),
+        num(v["gpu_util"], ".0f", "%"),
+        v["loss_check"],
+        verdict,
+    ]
+
+
 @pytest.mark.parametrize("run", ["tune-h200-a", "tune-h200-b"])
 def test_a_tune_recorded_on_the_h200_renders_and_diffs_the_same_here(run):
     from idlehound.tune._diff import make_diff
     from idlehound.tune.report import rows, tune_html, tune_markdown
 
     doc = json.loads((MEASURED / f"{run}.json").read_text())
-    assert tune_markdown(doc) == (MEASURED / f"{run}.md").read_text()
+    md = tune_markdown(doc)
+    assert _markdown_rows(md) == [_expected_row(v) for v in doc["variants"]]
+    best = doc["best"]
+    assert f"Best safe change: {best['label']} — {best['speedup']:.2f}× faster" in md
+    assert f"step time {doc['noise']['time_pct']:.1f}%" in md
+    assert "```diff\n" + doc["diff"].rstrip() + "\n```" in md
     html = tune_html(doc)
-    assert all(r[1] in html and r[3] in html for r in rows(doc))  # the same samples/s and speed-up as the terminal
+    assert all(
+        r[1] in html and r[3] in html for r in rows(doc)
+    )  # the same samples/s and speed-up as the terminal
     best = doc["best"]
     assert best["graphed_inputs"] == [{"shape": [32, 3, 224, 224], "dtype": "float32"}]
     script = SCRIPTS.parent.parent / "examples" / "train_resnet18_cifar10.py"
@@ -398,6 +525,8 @@ def test_a_tune_recorded_on_the_h200_renders_and_diffs_the_same_here(run):
     assert "persistent_workers=args.workers > 0" in diff and f"num_workers={n}," not in diff
 
     def body(d):
-        return [ln for ln in d.splitlines() if ln[:1] in "+-" and "DataLoader" not in ln and "--workers" not in ln]
+        return [
+            ln for ln in d.splitlines() if ln[:1] in "+-" and "DataLoader" not in ln and "--workers" not in ln
+        ]
 
     assert body(diff) == body(doc["diff"])

@@ -24,11 +24,29 @@ CANDS = {c.name: c for c in all_candidates(4, cuda=True)}
 
 def _child(tmp_path, script, settings, *args, fake=""):
     out = tmp_path / "r.json"
-    path = os.pathsep.join([str(TUNE / fake), os.environ.get("PYTHONPATH", "")]) if fake else \
-        os.environ.get("PYTHONPATH", "")
+    path = (
+        os.pathsep.join([str(TUNE / fake), os.environ.get("PYTHONPATH", "")])
+        if fake
+        else os.environ.get("PYTHONPATH", "")
+    )
     env = {**os.environ, "PYTHONPATH": path, COMPILE_BACKEND_ENV: "eager"}  # no C++ compiler run in tests
-    subprocess.run([sys.executable, "-m", "idlehound.tune._child", str(out), json.dumps(settings), "2", "3",
-                    str(script), *args], check=True, timeout=300, stdin=subprocess.DEVNULL, env=env)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "idlehound.tune._child",
+            str(out),
+            json.dumps(settings),
+            "2",
+            "3",
+            str(script),
+            *args,
+        ],
+        check=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
     return json.loads(out.read_text())
 
 
@@ -42,7 +60,9 @@ def test_every_candidate_setting_is_owned_by_a_registered_change_with_its_inject
     assert order.index("autocast") < order.index("channels_last") < order.index("cuda_graphs")
 
 
-def test_compile_is_injected_at_the_models_first_call_and_is_not_applicable_where_the_script_compiles(tmp_path):
+def test_compile_is_injected_at_the_models_first_call_and_is_not_applicable_where_the_script_compiles(
+    tmp_path,
+):
     base = _child(tmp_path, TUNE / "plain_loop.py", {})
     comp = _child(tmp_path, TUNE / "plain_loop.py", CANDS["compile"].settings)
     assert base["tune_compiles"] == 0 and comp["tune_compiles"] == 1 and comp["status"] == "ok"
@@ -51,7 +71,10 @@ def test_compile_is_injected_at_the_models_first_call_and_is_not_applicable_wher
     assert not_applicable(CANDS["compile"], base["facts"]) == ""
     own = _child(tmp_path, TUNE / "plain_loop.py", {}, "compile")
     assert own["facts"]["compiled"] is True
-    assert not_applicable(CANDS["compile"], own["facts"]) == "the script compiles its model already (torch.compile)"
+    assert (
+        not_applicable(CANDS["compile"], own["facts"])
+        == "the script compiles its model already (torch.compile)"
+    )
 
 
 def test_the_compile_diff_compiles_the_model_in_place_after_its_optimizer(tmp_path):
@@ -61,10 +84,14 @@ def test_the_compile_diff_compiles_the_model_in_place_after_its_optimizer(tmp_pa
     assert added == ["model.compile()  # idlehound tune: torch.compile in place (state_dict keys unchanged)"]
     new, _ = changed_source(script.read_text(), CANDS["compile"].settings)
     lines = new.splitlines()
-    assert lines.index(added[0]) == lines.index("optimizer = torch.optim.SGD(model.parameters(), lr=0.01)") + 1
+    assert (
+        lines.index(added[0]) == lines.index("optimizer = torch.optim.SGD(model.parameters(), lr=0.01)") + 1
+    )
     (tmp_path / "plain_loop.py").write_text(script.read_text())
     (tmp_path / "d.patch").write_text(diff)
-    r = subprocess.run(["patch", "--dry-run", "-p1", "-i", "d.patch"], cwd=tmp_path, capture_output=True, text=True)
+    r = subprocess.run(
+        ["patch", "--dry-run", "-p1", "-i", "d.patch"], cwd=tmp_path, capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -90,12 +117,16 @@ def test_lightning_compile_wraps_the_module_given_to_fit_and_its_diff_edits_the_
     ast.parse(new)
 
 
-def test_lightning_precision_and_benchmark_set_by_the_script_or_useless_for_the_model_are_not_applicable(tmp_path):
+def test_lightning_precision_and_benchmark_set_by_the_script_or_useless_for_the_model_are_not_applicable(
+    tmp_path,
+):
     plain = _child(tmp_path, TUNE / "pl_settings.py", {}, "32-true", fake="fake_pl")["facts"]
     assert not_applicable(CANDS["pl_bf16"], plain) == ""
     assert not_applicable(CANDS["pl_benchmark"], plain) == "the model has no convolutions"
     set_ = _child(tmp_path, TUNE / "pl_settings.py", {}, "bf16-mixed", "benchmark", fake="fake_pl")["facts"]
-    assert not_applicable(CANDS["pl_bf16"], set_) == "the script's Trainer sets precision='bf16-mixed' already"
+    assert (
+        not_applicable(CANDS["pl_bf16"], set_) == "the script's Trainer sets precision='bf16-mixed' already"
+    )
     assert not_applicable(CANDS["pl_benchmark"], set_) == "the script's Trainer sets benchmark=True already"
     conv = _child(tmp_path, TUNE / "pl_trainer.py", {}, fake="fake_pl")["facts"]
     assert not_applicable(CANDS["pl_benchmark"], conv) == ""
@@ -103,8 +134,9 @@ def test_lightning_precision_and_benchmark_set_by_the_script_or_useless_for_the_
 
 def test_plain_loop_changes_that_a_transformers_trainer_cannot_take_are_not_applicable_there():
     facts = {"transformers_args": {"torch_compile": False}, "weights_4d": 0}
-    assert not_applicable(CANDS["cuda_graphs"], facts).startswith("the transformers Trainer calls the model with "
-                                                                  "keywords")
+    assert not_applicable(CANDS["cuda_graphs"], facts).startswith(
+        "the transformers Trainer calls the model with keywords"
+    )
     assert not_applicable(CANDS["compile"], facts).startswith("a framework's Trainer runs the model")
     assert not_applicable(CANDS["channels_last"], facts) == "the model has no 4-D weights"
     assert not_applicable(CANDS["cuda_graphs"], {"weights_4d": 2}) == ""

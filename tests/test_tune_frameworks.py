@@ -17,6 +17,8 @@ from idlehound.tune._diff import changed_source, make_diff  # noqa: E402
 
 from .conftest import SCRIPTS  # noqa: E402
 
+pytestmark = pytest.mark.slow  # tune variants of framework scripts in child processes
+
 TUNE = SCRIPTS / "tune"
 CANDS = {c.name: c for c in all_candidates(4, cuda=True)}
 
@@ -24,9 +26,22 @@ CANDS = {c.name: c for c in all_candidates(4, cuda=True)}
 def _child(tmp_path, settings):
     out = tmp_path / "r.json"
     path = os.pathsep.join([str(TUNE / "fake_hf"), os.environ.get("PYTHONPATH", "")])
-    subprocess.run([sys.executable, "-m", "idlehound.tune._child", str(out), json.dumps(settings), "2", "3",
-                    str(TUNE / "hf_trainer.py")], check=True, timeout=300, stdin=subprocess.DEVNULL,
-                   env={**os.environ, "PYTHONPATH": path})
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "idlehound.tune._child",
+            str(out),
+            json.dumps(settings),
+            "2",
+            "3",
+            str(TUNE / "hf_trainer.py"),
+        ],
+        check=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": path},
+    )
     return json.loads(out.read_text())
 
 
@@ -42,33 +57,51 @@ def test_trainer_settings_are_injected_into_the_scripts_training_arguments(tmp_p
 
 def test_trainer_candidates_are_chosen_for_a_trainer_script_and_left_out_elsewhere(tmp_path):
     base = _child(tmp_path, {})
-    chosen, skipped = _choose(list(CANDS.values()), {"data_loading", "host_bound"}, base, False, TuneOptions())
+    chosen, skipped = _choose(
+        list(CANDS.values()), {"data_loading", "host_bound"}, base, False, TuneOptions()
+    )
     names = [c.name for c in chosen]
     assert "hf_workers" in names and "hf_nan_filter" in names and "pl_benchmark" not in names
     why = {o.candidate: (o.status, o.reason) for o in skipped}
-    assert why["workers2"] == ("not applicable", "the transformers Trainer builds the loaders: hf_workers sets them")
+    assert why["workers2"] == (
+        "not applicable",
+        "the transformers Trainer builds the loaders: hf_workers sets them",
+    )
     plain = {"loaders": [{"num_workers": 0}], "facts": {"optimizer": "SGD"}}
     chosen, skipped = _choose(list(CANDS.values()), {"data_loading"}, plain, False, TuneOptions())
     assert not any(c.framework for c in chosen) and not any(o.candidate.startswith("hf_") for o in skipped)
     _, skipped = _choose(list(CANDS.values()), set(), plain, False, TuneOptions(try_=["hf_compile"]))
-    assert [(o.candidate, o.reason) for o in skipped] == [("hf_compile", "the script builds no TrainingArguments")]
-    set_already = {**base, "facts": {**base["facts"], "transformers_args": {
-        **base["facts"]["transformers_args"], "logging_nan_inf_filter": False}}}
+    assert [(o.candidate, o.reason) for o in skipped] == [
+        ("hf_compile", "the script builds no TrainingArguments")
+    ]
+    set_already = {
+        **base,
+        "facts": {
+            **base["facts"],
+            "transformers_args": {**base["facts"]["transformers_args"], "logging_nan_inf_filter": False},
+        },
+    }
     _, skipped = _choose(list(CANDS.values()), {"host_bound"}, set_already, False, TuneOptions())
     assert ("hf_nan_filter", "the script's Trainer sets logging_nan_inf_filter=False already") in [
-        (o.candidate, o.reason) for o in skipped]
+        (o.candidate, o.reason) for o in skipped
+    ]
 
 
 def _applies(tmp_path, name, text, diff):
     (tmp_path / name).write_text(text)
     (tmp_path / "d.patch").write_text(diff)
-    r = subprocess.run(["patch", "--dry-run", "-p1", "-i", "d.patch"], cwd=tmp_path, capture_output=True, text=True)
+    r = subprocess.run(
+        ["patch", "--dry-run", "-p1", "-i", "d.patch"], cwd=tmp_path, capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stdout + r.stderr
 
 
 def _keywords(source, name):
-    calls = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)
-             and getattr(n.func, "attr", getattr(n.func, "id", "")) == name]
+    calls = [
+        n
+        for n in ast.walk(ast.parse(source))
+        if isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", "")) == name
+    ]
     return [[k.arg for k in c.keywords if k.arg] for c in calls]
 
 
@@ -77,10 +110,11 @@ def test_the_diff_edits_the_training_arguments_call(tmp_path):
     diff, snippets = make_diff(script, CANDS["hf_workers"].settings)
     added = [ln[1:] for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
     # the option the call sets is edited in place; those it does not go into the dict it passes as **extra
-    assert added == ['extra = {"logging_steps": 10, "dataloader_persistent_workers": True, '
-                     '"dataloader_pin_memory": True}',
-                     'args = TrainingArguments(output_dir="out", per_device_train_batch_size=16, '
-                     'dataloader_num_workers=2, **extra)']
+    assert added == [
+        'extra = {"logging_steps": 10, "dataloader_persistent_workers": True, "dataloader_pin_memory": True}',
+        'args = TrainingArguments(output_dir="out", per_device_train_batch_size=16, '
+        "dataloader_num_workers=2, **extra)",
+    ]
     assert snippets == []
     _applies(tmp_path, "hf_trainer.py", script.read_text(), diff)
     new, _ = changed_source(script.read_text(), CANDS["hf_workers"].settings)
@@ -88,21 +122,25 @@ def test_the_diff_edits_the_training_arguments_call(tmp_path):
     assert len(kw) == len(set(kw))
     both = {"hf_args": {**CANDS["hf_nan_filter"].settings["hf_args"], **CANDS["hf_bf16"].settings["hf_args"]}}
     diff, _ = make_diff(script, both)
-    assert '+extra = {"logging_steps": 10, "logging_nan_inf_filter": False, "bf16": True}' in diff.splitlines()
+    assert (
+        '+extra = {"logging_steps": 10, "logging_nan_inf_filter": False, "bf16": True}' in diff.splitlines()
+    )
 
 
-LIGHTNING = '''import lightning as L
+LIGHTNING = """import lightning as L
 
 cfg = {"max_steps": 100, "precision": "32-true"}
 trainer = L.Trainer(accelerator="gpu", **cfg)
 trainer.fit(model)
-'''
+"""
 
 
 def test_the_diff_edits_the_lightning_trainer_call_and_its_config_dict(tmp_path):
     script = tmp_path / "train_pl.py"
     script.write_text(LIGHTNING)
-    settings = {"pl_args": {**CANDS["pl_bf16"].settings["pl_args"], **CANDS["pl_benchmark"].settings["pl_args"]}}
+    settings = {
+        "pl_args": {**CANDS["pl_bf16"].settings["pl_args"], **CANDS["pl_benchmark"].settings["pl_args"]}
+    }
     diff, _ = make_diff(script, settings)
     added = [ln[1:] for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
     assert added == ['cfg = {"max_steps": 100, "precision": \'bf16-mixed\', "benchmark": True}']
@@ -117,7 +155,9 @@ def test_the_diff_edits_the_lightning_trainer_call_and_its_config_dict(tmp_path)
 def test_the_changed_trainer_script_runs_before_its_diff_is_shown(tmp_path, monkeypatch):
     from idlehound.tune import _runs_changed
 
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TUNE / "fake_hf"), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(TUNE / "fake_hf"), os.environ.get("PYTHONPATH", "")])
+    )
     script = TUNE / "hf_trainer.py"
     new, _ = changed_source(script.read_text(), CANDS["hf_workers"].settings)
     assert _runs_changed(str(script), [], TuneOptions(timeout_s=300), tmp_path, new) == ""
@@ -132,9 +172,22 @@ def test_lightning_trainer_settings_are_injected_and_the_scripts_own_are_recorde
     path = os.pathsep.join([str(TUNE / "fake_pl"), os.environ.get("PYTHONPATH", "")])
 
     def child(settings):
-        subprocess.run([sys.executable, "-m", "idlehound.tune._child", str(out), json.dumps(settings), "2", "3",
-                        str(TUNE / "pl_trainer.py")], check=True, timeout=300, stdin=subprocess.DEVNULL,
-                       env={**os.environ, "PYTHONPATH": path})
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "idlehound.tune._child",
+                str(out),
+                json.dumps(settings),
+                "2",
+                "3",
+                str(TUNE / "pl_trainer.py"),
+            ],
+            check=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONPATH": path},
+        )
         return json.loads(out.read_text())
 
     base = child({})

@@ -52,15 +52,41 @@ def test_candidates_run_in_order_of_predicted_gain_and_those_without_one_keep_th
 
 def _doc(tmp_path):
     base = Outcome("baseline", "the script as written", speedup=1.0, steps_per_s=10.0)
-    w = Outcome("workers4", "workers", speedup=3.5, speedup_ci=[3.2, 3.9], effect="faster", predicted=3.77,
-                settings={"loader": {"num_workers": 4}})
-    g = Outcome("cuda_graphs", "graphs", speedup=4.2, speedup_ci=[3.7, 4.8], gain=1.2, gain_ci=[1.1, 1.31],
-                effect="faster", on_top_of="workers4", predicted=1.51,
-                settings={"loader": {"num_workers": 4}, "cuda_graphs": True})
-    skipped = Outcome("tf32", "TF32", status="skipped", reason="not tried: 7 more runs would not fit the "
-                      "--budget of 60 s")
-    return _document(str(SCRIPTS / "tune" / "data_bound.py"), TuneOptions(budget_s=60.0), {"data_loading"}, [base, w, g, skipped], tmp_path,
-                     {}, None, None, {"available": True, "step_ms": 49.8, "host_rate": 1.0})
+    w = Outcome(
+        "workers4",
+        "workers",
+        speedup=3.5,
+        speedup_ci=[3.2, 3.9],
+        effect="faster",
+        predicted=3.77,
+        settings={"loader": {"num_workers": 4}},
+    )
+    g = Outcome(
+        "cuda_graphs",
+        "graphs",
+        speedup=4.2,
+        speedup_ci=[3.7, 4.8],
+        gain=1.2,
+        gain_ci=[1.1, 1.31],
+        effect="faster",
+        on_top_of="workers4",
+        predicted=1.51,
+        settings={"loader": {"num_workers": 4}, "cuda_graphs": True},
+    )
+    skipped = Outcome(
+        "tf32", "TF32", status="skipped", reason="not tried: 7 more runs would not fit the --budget of 60 s"
+    )
+    return _document(
+        str(SCRIPTS / "tune" / "data_bound.py"),
+        TuneOptions(budget_s=60.0),
+        {"data_loading"},
+        [base, w, g, skipped],
+        tmp_path,
+        {},
+        None,
+        None,
+        {"available": True, "step_ms": 49.8, "host_rate": 1.0},
+    )
 
 
 def test_the_prediction_stands_beside_the_measurement_in_markdown_and_the_terminal_legend(tmp_path):
@@ -78,16 +104,37 @@ def test_the_prediction_stands_beside_the_measurement_in_markdown_and_the_termin
 
 
 def test_a_budget_too_short_for_an_experiment_leaves_it_untried_with_the_reason(run_cli, tmp_path):
-    r = run_cli("tune", "--skip", "2", "--steps", "4", "--min-rounds", "2", "--max-rounds", "2", "--json",
-                "--no-diagnose", "--try", "fused_optimizer", "--budget", "1", "--logdir", tmp_path,
-                SCRIPTS / "tune" / "no_loader.py")
+    r = run_cli(
+        "tune",
+        "--skip",
+        "2",
+        "--steps",
+        "4",
+        "--min-rounds",
+        "2",
+        "--max-rounds",
+        "2",
+        "--json",
+        "--no-diagnose",
+        "--try",
+        "fused_optimizer",
+        "--budget",
+        "1",
+        "--logdir",
+        tmp_path,
+        SCRIPTS / "tune" / "no_loader.py",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     doc = json.loads(r.stdout)
     (v,) = [v for v in doc["variants"] if v["candidate"] == "fused_optimizer"]
-    assert v["status"] == "skipped" and v["reason"] == "not tried: 5 more runs would not fit the --budget of 1 s"
+    assert (
+        v["status"] == "skipped" and v["reason"] == "not tried: 5 more runs would not fit the --budget of 1 s"
+    )
     assert doc["budget_s"] == 1.0 and doc["wall_s"] > 0 and doc["best"] is None
     assert doc["prediction"] == {"available": False}
-    assert len(list((tmp_path / doc["run_dir"].split("/")[-1]).glob("baseline.*.json"))) == 2  # no variant ran: no last one
+    assert (
+        len(list((tmp_path / doc["run_dir"].split("/")[-1]).glob("baseline.*.json"))) == 2
+    )  # no variant ran: no last one
     bad = run_cli("tune", "--budget", "0", SCRIPTS / "tune" / "no_loader.py")
     assert bad.returncode == 2 and "--budget must be > 0" in bad.stderr
 
@@ -102,11 +149,15 @@ def test_a_spent_budget_stops_the_rounds_after_the_first_and_the_reference_still
         return 10.0 if arm == "baseline" else 8.0
 
     spent = {"yes": False}
-    runs = measure_interleaved("baseline", ["a", "b"], measure, Schedule(3, 5, seed=1, enough=lambda: spent["yes"]))
+    runs = measure_interleaved(
+        "baseline", ["a", "b"], measure, Schedule(3, 5, seed=1, enough=lambda: spent["yes"])
+    )
     assert [r.arm for r in runs].count("a") == 3  # not spent: the minimum rounds
     calls.clear()
     spent["yes"] = True
-    runs = measure_interleaved("baseline", ["a", "b"], measure, Schedule(3, 5, seed=1, enough=lambda: spent["yes"]))
+    runs = measure_interleaved(
+        "baseline", ["a", "b"], measure, Schedule(3, 5, seed=1, enough=lambda: spent["yes"])
+    )
     assert sorted(calls[1:3]) == ["a", "b"] and calls[0] == calls[-1] == "baseline" and len(calls) == 4
 
 

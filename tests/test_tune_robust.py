@@ -18,6 +18,8 @@ from idlehound.tune._diff import changed_source, make_diff  # noqa: E402
 
 from .conftest import ROOT, SCRIPTS  # noqa: E402
 
+pytestmark = pytest.mark.slow  # tune runs and tune children
+
 TUNE = SCRIPTS / "tune"
 WORKERS2 = {c.name: c for c in all_candidates(2, cuda=False)}["workers2"].settings
 
@@ -28,8 +30,11 @@ def _added(diff):
 
 def _loader_keywords(source):
     """Keyword names of each DataLoader call (a name passed twice shows twice)."""
-    calls = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)
-             and getattr(n.func, "attr", getattr(n.func, "id", "")) == "DataLoader"]
+    calls = [
+        n
+        for n in ast.walk(ast.parse(source))
+        if isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", "")) == "DataLoader"
+    ]
     return [[k.arg for k in c.keywords] for c in calls]
 
 
@@ -38,14 +43,21 @@ def test_loader_options_passed_as_kwargs_are_set_in_the_dict_and_the_flag_keeps_
     diff, snippets = make_diff(script, WORKERS2)
     added = _added(diff)
     assert 'loader_kwargs = {"num_workers": 2, "shuffle": True}' in added  # edited where the script sets it
-    assert 'train_kwargs = {"batch_size": args.batch_size, "persistent_workers": True, "pin_memory": False, ' \
-           '"prefetch_factor": 4}' in added
-    assert 'parser.add_argument("-j", "--workers", type=int, default=2, help="loader workers of the test loader")' \
-        in added  # the script's own flag: its default changes, not hard-coded over it
-    assert any("persistent_workers=args.workers > 0" in ln and "4 if args.workers > 0 else None" in ln
-               for ln in added)  # `--workers 0` still runs
-    assert snippets == ["# num_workers: the default of the script's own --workers flag is now 2; "
-                        "--workers still overrides it"]
+    assert (
+        'train_kwargs = {"batch_size": args.batch_size, "persistent_workers": True, "pin_memory": False, '
+        '"prefetch_factor": 4}' in added
+    )
+    assert (
+        'parser.add_argument("-j", "--workers", type=int, default=2, help="loader workers of the test loader")'
+        in added
+    )  # the script's own flag: its default changes, not hard-coded over it
+    assert any(
+        "persistent_workers=args.workers > 0" in ln and "4 if args.workers > 0 else None" in ln
+        for ln in added
+    )  # `--workers 0` still runs
+    assert snippets == [
+        "# num_workers: the default of the script's own --workers flag is now 2; --workers still overrides it"
+    ]
     new, _ = changed_source(script.read_text(), WORKERS2)
     for keywords in _loader_keywords(new):
         assert len(keywords) == len(set(keywords))
@@ -56,8 +68,9 @@ def test_the_diffs_apply_with_patch_dry_run(tmp_path):
         diff, _ = make_diff(TUNE / name, WORKERS2)
         (tmp_path / name).write_text((TUNE / name).read_text())
         (tmp_path / "d.patch").write_text(diff)
-        r = subprocess.run(["patch", "--dry-run", "-p1", "-i", "d.patch"], cwd=tmp_path, capture_output=True,
-                           text=True)
+        r = subprocess.run(
+            ["patch", "--dry-run", "-p1", "-i", "d.patch"], cwd=tmp_path, capture_output=True, text=True
+        )
         assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -74,9 +87,18 @@ def test_a_changed_script_is_run_before_its_diff_is_shown(tmp_path):
     # a helper's **kw already holds num_workers: adding it beside would pass it twice
     script = TUNE / "helper_kwargs.py"
     base = Outcome("baseline", "as written", speedup=1.0)
-    win = Outcome("workers2", "workers", speedup=2.0, speedup_ci=[1.8, 2.2], effect="faster", settings=WORKERS2)
-    doc = _document(str(script), opts, set(), [base, win], tmp_path, {},
-                    check=lambda new: _runs_changed(str(script), [], opts, tmp_path, new))
+    win = Outcome(
+        "workers2", "workers", speedup=2.0, speedup_ci=[1.8, 2.2], effect="faster", settings=WORKERS2
+    )
+    doc = _document(
+        str(script),
+        opts,
+        set(),
+        [base, win],
+        tmp_path,
+        {},
+        check=lambda new: _runs_changed(str(script), [], opts, tmp_path, new),
+    )
     assert doc["best"]["candidate"] == "workers2" and doc["diff"] == ""
     assert doc["diff_check"].startswith("failed: failed when run: TypeError")
     assert "multiple values for keyword argument 'num_workers'" in doc["diff_check"]
@@ -85,8 +107,22 @@ def test_a_changed_script_is_run_before_its_diff_is_shown(tmp_path):
 
 def _child(tmp_path, script, settings, skip, steps, *args):
     out = tmp_path / "r.json"
-    subprocess.run([sys.executable, "-m", "idlehound.tune._child", str(out), json.dumps(settings), str(skip),
-                    str(steps), str(script), *args], check=True, timeout=300, stdin=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "idlehound.tune._child",
+            str(out),
+            json.dumps(settings),
+            str(skip),
+            str(steps),
+            str(script),
+            *args,
+        ],
+        check=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
     return json.loads(out.read_text())
 
 
@@ -94,8 +130,10 @@ def test_a_raised_warm_up_that_does_not_fit_a_short_script_is_cut_to_fit_and_say
     r = _child(tmp_path, TUNE / "short_loader.py", WORKERS2, 3, 10)  # 2 workers x prefetch 4: warm-up 16
     assert r["status"] == "ok" and r["optimizer_steps"] == 20 and r["steps_timed"] == 10
     assert r["warmup_steps"] == 10
-    assert r["warmup_note"] == ("warm-up 10 steps, not 16 (twice the 8 batches its loader holds in flight): the "
-                                "script made only 20 optimizer steps")
+    assert r["warmup_note"] == (
+        "warm-up 10 steps, not 16 (twice the 8 batches its loader holds in flight): the "
+        "script made only 20 optimizer steps"
+    )
     r = _child(tmp_path, TUNE / "short_loader.py", WORKERS2, 3, 18)
     assert r["status"] == "short" and "fewer than --skip 3 + --steps 18" in r["error"]
 
@@ -106,7 +144,10 @@ def test_candidates_that_would_change_nothing_are_found_from_the_baselines_facts
     cands = {c.name: c for c in all_candidates(16, cuda=True)}
     assert not_applicable(cands["channels_last"], facts) == "the model has no 4-D weights"
     assert not_applicable(cands["cudnn_benchmark"], facts) == "the model has no convolutions"
-    assert not_applicable(cands["fused_optimizer"], facts) == "the script's optimizer is fused or foreach already"
+    assert (
+        not_applicable(cands["fused_optimizer"], facts)
+        == "the script's optimizer is fused or foreach already"
+    )
     assert not_applicable(cands["bf16"], facts) == "" and not_applicable(cands["tf32"], facts) == ""
     conv = _child(tmp_path, TUNE / "conv_net.py", {}, 2, 3)["facts"]
     assert conv["weights_4d"] == 2 and conv["convolutions"] == 2 and conv["cudnn_benchmark"]
@@ -116,9 +157,30 @@ def test_candidates_that_would_change_nothing_are_found_from_the_baselines_facts
 
 def _tune(tmp_path, *args, stdin=subprocess.DEVNULL, timeout=600):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.run([sys.executable, "-m", "idlehound", "tune", "--skip", "2", "--steps", "4",
-                           "--min-rounds", "2", "--max-rounds", "2", "--logdir", str(tmp_path), *map(str, args)],
-                          env=env, capture_output=True, text=True, stdin=stdin, timeout=timeout)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "idlehound",
+            "tune",
+            "--skip",
+            "2",
+            "--steps",
+            "4",
+            "--min-rounds",
+            "2",
+            "--max-rounds",
+            "2",
+            "--logdir",
+            str(tmp_path),
+            *map(str, args),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=stdin,
+        timeout=timeout,
+    )
 
 
 def test_a_no_op_candidate_is_not_applicable_and_not_timed(tmp_path):
@@ -148,14 +210,34 @@ def test_the_terminal_table_fits_a_normal_terminal_without_cropping_a_word(tmp_p
 
     script = TUNE / "data_bound.py"
     base = Outcome("baseline", "the script as written", speedup=1.0, steps_per_s=7.01, rounds=4)
-    win = Outcome("workers2", "DataLoader num_workers=2, persistent", speedup=2.562, speedup_ci=[1.049, 6.257],
-                  effect="faster", steps_per_s=30.41, rounds=5, settings=WORKERS2,
-                  loss_check="bitwise equal: ok (13 steps)",
-                  warmup_note="warm-up raised from --skip 3 to 16 steps: twice the 8 batches its loader holds")
-    idle = Outcome("channels_last", "the model's weights in channels_last memory format",
-                   status="not applicable", reason="the model has no 4-D weights")
-    on_top = Outcome("fused_optimizer", "fused / foreach optimizer", speedup=2.6, speedup_ci=[0.5, 9.0],
-                     gain=1.01, gain_ci=[0.2, 5.0], effect="no measurable effect", on_top_of="workers2")
+    win = Outcome(
+        "workers2",
+        "DataLoader num_workers=2, persistent",
+        speedup=2.562,
+        speedup_ci=[1.049, 6.257],
+        effect="faster",
+        steps_per_s=30.41,
+        rounds=5,
+        settings=WORKERS2,
+        loss_check="bitwise equal: ok (13 steps)",
+        warmup_note="warm-up raised from --skip 3 to 16 steps: twice the 8 batches its loader holds",
+    )
+    idle = Outcome(
+        "channels_last",
+        "the model's weights in channels_last memory format",
+        status="not applicable",
+        reason="the model has no 4-D weights",
+    )
+    on_top = Outcome(
+        "fused_optimizer",
+        "fused / foreach optimizer",
+        speedup=2.6,
+        speedup_ci=[0.5, 9.0],
+        gain=1.01,
+        gain_ci=[0.2, 5.0],
+        effect="no measurable effect",
+        on_top_of="workers2",
+    )
     doc = _document(str(script), TuneOptions(), set(), [base, win, idle, on_top], tmp_path, {}, -12.5)
     recorded = json.loads((ROOT / "docs" / "measurements" / "tune-h200-a.json").read_text())
     for d in (doc, recorded):

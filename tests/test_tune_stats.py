@@ -83,12 +83,14 @@ def test_each_round_starts_with_the_reference_shuffles_the_arms_and_a_failed_arm
     def measure(arm, i, pos):
         return None if arm == "broken" else 10.0
 
-    runs = measure_interleaved("base", ["a", "b", "c", "broken"], measure, Schedule(min_rounds=3, max_rounds=3))
-    rounds = [[r.arm for r in runs[i:i + 4]] for i in (5, 9)]
+    runs = measure_interleaved(
+        "base", ["a", "b", "c", "broken"], measure, Schedule(min_rounds=3, max_rounds=3)
+    )
+    rounds = [[r.arm for r in runs[i : i + 4]] for i in (5, 9)]
     assert runs[0].arm == "base" and runs[-1].arm == "base" and [r.position for r in runs] == list(range(14))
     assert sorted(r.arm for r in runs[:5]) == ["a", "b", "base", "broken", "c"]
     assert all(rnd[0] == "base" and sorted(rnd[1:]) == ["a", "b", "c"] for rnd in rounds)
-    orders = {tuple(r.arm for r in runs[i:i + 5] if r.arm not in ("base", "broken")) for i in (0, 5, 9)}
+    orders = {tuple(r.arm for r in runs[i : i + 5] if r.arm not in ("base", "broken")) for i in (0, 5, 9)}
     assert len(orders) > 1  # not the same order every round
 
 

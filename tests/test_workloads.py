@@ -2,13 +2,19 @@
 
 import json
 import pickle
+from importlib.util import find_spec
 
 import pytest
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("torchvision")
 
 from idlehound.workloads.cifar import cifar10, ensure_data, write_synthetic  # noqa: E402
+
+# torchvision is looked up, not imported: importing it costs seconds even where these tests are deselected.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(find_spec("torchvision") is None, reason="needs torchvision"),
+]
 
 
 def test_synthetic_cifar10_is_torchvision_format(tmp_path):
@@ -33,7 +39,9 @@ def test_real_data_folder_is_used_when_present(tmp_path):
 
 
 def test_demo_runs_end_to_end_on_cpu(tmp_path, run_cli):
-    r = run_cli("demo", "--logdir", tmp_path / "log", "--steps", "8", env={"IDLEHOUND_CACHE": str(tmp_path / "c")})
+    r = run_cli(
+        "demo", "--logdir", tmp_path / "log", "--steps", "8", env={"IDLEHOUND_CACHE": str(tmp_path / "c")}
+    )
     assert r.returncode == 0, r.stderr
     assert "synthetic CIFAR10" in r.stderr and "random weights" in r.stderr
     assert "samples/s outside the profiled window" in r.stderr
@@ -44,9 +52,23 @@ def test_demo_runs_end_to_end_on_cpu(tmp_path, run_cli):
 
 
 def test_ladder_tiny_on_cpu_reports_skips_with_reasons(tmp_path, run_cli):
-    r = run_cli("ladder", "--device", "cpu", "--rungs", "baseline,loader,amp,channels_last", "--steps", "3",
-                "--warmup", "1", "--workers", "1", "--logdir", tmp_path / "log", "--json",
-                env={"IDLEHOUND_CACHE": str(tmp_path / "c")})
+    r = run_cli(
+        "ladder",
+        "--device",
+        "cpu",
+        "--rungs",
+        "baseline,loader,amp,channels_last",
+        "--steps",
+        "3",
+        "--warmup",
+        "1",
+        "--workers",
+        "1",
+        "--logdir",
+        tmp_path / "log",
+        "--json",
+        env={"IDLEHOUND_CACHE": str(tmp_path / "c")},
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     rungs = {x["name"]: x for x in doc["rungs"]}

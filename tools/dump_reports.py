@@ -59,7 +59,9 @@ def _others(out: Path) -> dict[str, str]:
             src = next((traces / name).glob("*.pt.trace.json.gz"))
             d = json.loads(gzip.decompress(src.read_bytes()))
             d["distributedInfo"] = {"backend": "nccl", "rank": i, "world_size": 3}
-            (Path(tmp) / f"rank{i}_host.1.pt.trace.json.gz").write_bytes(gzip.compress(json.dumps(d).encode()))
+            (Path(tmp) / f"rank{i}_host.1.pt.trace.json.gz").write_bytes(
+                gzip.compress(json.dumps(d).encode())
+            )
         r = runner.invoke(cli.main, ["analyze", "--ranks", "--json", tmp])
         texts["ranks__three"] = r.output.replace(tmp, "RANKS")
         lint_dir = Path(tmp) / "lint"
@@ -90,7 +92,9 @@ def main() -> int:
         old = args.against / target.name
         if old.read_bytes() == target.read_bytes():
             same += 1
-        elif not old.read_text().startswith("error") and json.loads(old.read_text()) == json.loads(target.read_text()):
+        elif not old.read_text().startswith("error") and json.loads(old.read_text()) == json.loads(
+            target.read_text()
+        ):
             values += 1
             print(f"same values, other bytes: {name}")
         else:

@@ -22,8 +22,9 @@ from .errors import CaptureError, IdlehoundError, TraceError  # noqa: E402
 from .trace import Trace, load_trace  # noqa: E402
 
 
-def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = None,
-            run_info: Optional[dict] = None) -> Analysis:
+def analyze(
+    trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = None, run_info: Optional[dict] = None
+) -> Analysis:
     """Steps, breakdown and idle gaps by cause, as `idlehound analyze` computes them.
 
     Reads the trace's run folder (capture sidecar, run.json) like the CLI does, so both give the same report;
@@ -49,6 +50,17 @@ def profile(*args, **kwargs):
 
 
 __all__ = [
-    "Analysis", "CaptureError", "Finding", "IdlehoundError", "Thresholds", "Trace", "TraceError", "__version__",
-    "analyze", "diagnose", "load_trace", "profile", "report_data",
+    "Analysis",
+    "CaptureError",
+    "Finding",
+    "IdlehoundError",
+    "Thresholds",
+    "Trace",
+    "TraceError",
+    "__version__",
+    "analyze",
+    "diagnose",
+    "load_trace",
+    "profile",
+    "report_data",
 ]

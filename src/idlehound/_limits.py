@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import io
 import mmap
 import os
 import tempfile
@@ -51,7 +52,9 @@ def max_trace_bytes(override: Optional[int] = None) -> int:
     """The uncompressed-size limit: the argument, else $IDLEHOUND_MAX_TRACE_BYTES, else 4 GiB."""
     if override is not None:
         if override <= 0:
-            raise TraceError(ENV_MAX_BYTES, f"the trace size limit must be a positive number of bytes, not {override}")
+            raise TraceError(
+                ENV_MAX_BYTES, f"the trace size limit must be a positive number of bytes, not {override}"
+            )
         return int(override)
     env = os.environ.get(ENV_MAX_BYTES, "").strip()
     if not env:
@@ -66,8 +69,10 @@ def max_trace_bytes(override: Optional[int] = None) -> int:
 
 
 def _too_big(path: Path, limit: int, what: str) -> TraceError:
-    return TraceError(path, f"{what} is over the {_size(limit)} limit for a trace (set {ENV_MAX_BYTES} "
-                            "or max_bytes to raise it)")
+    return TraceError(
+        path,
+        f"{what} is over the {_size(limit)} limit for a trace (set {ENV_MAX_BYTES} or max_bytes to raise it)",
+    )
 
 
 def _size(n: int) -> str:
@@ -80,7 +85,7 @@ def _size(n: int) -> str:
 Buffer = Union[bytes, bytearray, mmap.mmap]
 
 
-def read_limited(f: BinaryIO, path: Path, limit: int, gz: bool) -> Buffer:
+def read_limited(f: io.BufferedIOBase, path: Path, limit: int, gz: bool) -> Buffer:
     """The file's bytes (gunzipped when gz); stops with a TraceError past `limit` bytes.
 
     Either way the bytes are first copied into an unlinked temporary file that is then mapped (a plain file is
@@ -147,7 +152,7 @@ def _spool() -> Optional[BinaryIO]:
         return None
 
 
-def release(buf: Buffer, lo: int, hi: int) -> None:
+def release(buf: Union[Buffer, memoryview], lo: int, hi: int) -> None:
     """Drop the mapped pages of buf[lo:hi] from this process's memory (they are read back if touched again)."""
     if isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
         lo = -(-lo // mmap.PAGESIZE) * mmap.PAGESIZE
@@ -170,7 +175,7 @@ def trim() -> None:
 _LIBC: Any = None
 
 
-def _gunzip(f: BinaryIO, path: Path, limit: int, out: Any) -> Any:
+def _gunzip(f: io.BufferedIOBase, path: Path, limit: int, out: Any) -> Any:
     """Decompress into out (a bytearray, returned; or a file, returns the size)."""
     size = 0
     d, fed = _zlib.decompressobj(16 + zlib.MAX_WBITS), False
@@ -272,16 +277,18 @@ def _trailing_run(slashes: np.ndarray, size: int, carried: int) -> int:
     return size - first + (carried if first == 0 else 0)
 
 
-def scan(data: Union[bytes, bytearray, memoryview], path: Path, max_depth: int = MAX_DEPTH, level: int = 2) -> Scan:
+def scan(data: Union[Buffer, memoryview], path: Path, max_depth: int = MAX_DEPTH, level: int = 2) -> Scan:
     """Check nesting (TraceError past max_depth) and find commas at `level` (2: between the elements of a
     top-level array, such as the events) to cut that array into slices."""
     view = memoryview(data).cast("B")
     s = Scan(level)
     for lo in range(0, len(view), _SCAN_BYTES):
-        s.feed(view[lo:lo + _SCAN_BYTES].tobytes(), lo)
+        s.feed(view[lo : lo + _SCAN_BYTES].tobytes(), lo)
         release(data, lo - lo % mmap.PAGESIZE, lo + _SCAN_BYTES)
         if s.max_depth > max_depth:
-            raise TraceError(path, f"JSON nested more than {max_depth} levels deep: not a torch.profiler trace")
+            raise TraceError(
+                path, f"JSON nested more than {max_depth} levels deep: not a torch.profiler trace"
+            )
     return s
 
 
@@ -295,12 +302,13 @@ def cuts_within(shape: Scan, lo: int, n: int) -> list[int]:
     return [c - lo for c in shape.cuts if lo < c < lo + n]
 
 
-def _address(obj: object) -> int:
+def _address(obj: Any) -> int:
     return np.frombuffer(obj, np.uint8).__array_interface__["data"][0]
 
 
-def slices(data: Union[bytes, bytearray, memoryview], cuts: list[int], buf: Optional[Buffer] = None,
-           offset: int = 0) -> Iterator[bytes]:
+def slices(
+    data: Union[bytes, bytearray, memoryview], cuts: list[int], buf: Optional[Buffer] = None, offset: int = 0
+) -> Iterator[bytes]:
     """A JSON array cut at the given depth-1 commas, each piece a JSON array of its own elements.
 
     When data lies at `offset` in a mapped buf, the pages of each piece are released once it is copied out.

@@ -13,7 +13,9 @@ from pathlib import Path
 
 # Library folders in an absolute path: installed packages, the standard library, idlehound itself, and the code
 # torch.compile generates (the user cannot edit it; the user's frame that called it is the line to show).
-_LIB_PATH = re.compile(r"site-packages/|dist-packages/|/lib(?:64)?/(?:python|pypy)\d|/idlehound/|/torchinductor_")
+_LIB_PATH = re.compile(
+    r"site-packages/|dist-packages/|/lib(?:64)?/(?:python|pypy)\d|/idlehound/|/torchinductor_"
+)
 _BUILTIN_WORKLOADS = ("idlehound/workloads/", "idlehound/demo.py")
 _WINDOWS_ABS = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
 
@@ -67,8 +69,12 @@ class UserCode:
     knew were libraries (module roots, absolute folders). Anything else falls back to `is_user_file`.
     """
 
-    def __init__(self, files: Mapping[str, bool] | None = None, library_roots: Iterable[str] = (),
-                 library_prefixes: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        files: Mapping[str, bool] | None = None,
+        library_roots: Iterable[str] = (),
+        library_prefixes: Iterable[str] = (),
+    ) -> None:
         self.files = dict(files or {})
         self.library_roots = frozenset(library_roots)
         self.library_prefixes = tuple(p for p in library_prefixes if p)

@@ -23,7 +23,7 @@ def is_cli() -> bool:
     while i < len(argv):
         a = argv[i]
         if a in ("-m", "-midlehound"):
-            return a == "-midlehound" or argv[i + 1:i + 2] == ["idlehound"]
+            return a == "-midlehound" or argv[i + 1 : i + 2] == ["idlehound"]
         if a == "-c" or a.startswith("-m") or not a.startswith("-") or a == "-":
             return False  # a command, another module, a script or stdin: not idlehound's CLI
         i += 2 if a in ("-X", "-W", "--check-hash-based-pycs") else 1

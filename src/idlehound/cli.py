@@ -39,6 +39,7 @@ def _guard(fn):
             if os.environ.get("IDLEHOUND_DEBUG"):
                 raise
             _fail(f"internal error: {type(e).__name__}: {e} (set IDLEHOUND_DEBUG=1 for the traceback)", 3)
+
     return wrapper
 
 
@@ -64,15 +65,34 @@ def main() -> None:
 @click.option("--step", type=int, default=None, help="Analyse only ProfilerStep#N.")
 @click.option("--run", default=None, help="Run folder inside a log dir (default: the newest).")
 @click.option("--worker", default=None, help="Worker (trace file prefix) inside the run.")
-@click.option("--fail-under", "fail_under", multiple=True, metavar="METRIC=VALUE",
-              help="Exit 1 when a metric is below VALUE, e.g. gpu_util=70 (repeatable).")
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-              help="Also write the report: .json, .md or .html by extension (with --ranks: .json or .html).")
+@click.option(
+    "--fail-under",
+    "fail_under",
+    multiple=True,
+    metavar="METRIC=VALUE",
+    help="Exit 1 when a metric is below VALUE, e.g. gpu_util=70 (repeatable).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Also write the report: .json, .md or .html by extension (with --ranks: .json or .html).",
+)
 @click.option("--ranks", is_flag=True, help="Compare every rank of a distributed run: straggler and waits.")
 @click.option("--force", is_flag=True, help="Overwrite an existing -o file (never the input trace).")
 @_guard
-def analyze(path: Path, as_json: bool, step: Optional[int], run: Optional[str], worker: Optional[str],
-            fail_under: tuple[str, ...], output: Optional[Path], ranks: bool, force: bool = False) -> None:
+def analyze(
+    path: Path,
+    as_json: bool,
+    step: Optional[int],
+    run: Optional[str],
+    worker: Optional[str],
+    fail_under: tuple[str, ...],
+    output: Optional[Path],
+    ranks: bool,
+    force: bool = False,
+) -> None:
     """Analyse a torch.profiler trace (.pt.trace.json[.gz]) or a TensorBoard log dir."""
     code = app.analyze(path, as_json, step, run, worker, fail_under, output, ranks, force)
     if code:
@@ -81,33 +101,93 @@ def analyze(path: Path, as_json: bool, step: Optional[int], run: Optional[str], 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("-m", "module", default=None, metavar="MODULE", help="Run a module, like python -m.")
-@click.option("--logdir", type=click.Path(path_type=Path), default=Path("log"), show_default=True,
-              help="Folder for run folders (TensorBoard layout).")
+@click.option(
+    "--logdir",
+    type=click.Path(path_type=Path),
+    default=Path("log"),
+    show_default=True,
+    help="Folder for run folders (TensorBoard layout).",
+)
 @click.option("--name", "run_name", default=None, help="Run name prefix (default: the script name).")
-@click.option("--skip", type=int, default=10, show_default=True, help="Steps to run before profiling (warm-up, compile).")
-@click.option("--warmup", type=int, default=2, show_default=True, help="Profiler warm-up steps (recorded, discarded).")
+@click.option(
+    "--skip",
+    type=int,
+    default=10,
+    show_default=True,
+    help="Steps to run before profiling (warm-up, compile).",
+)
+@click.option(
+    "--warmup", type=int, default=2, show_default=True, help="Profiler warm-up steps (recorded, discarded)."
+)
 @click.option("--active", type=int, default=5, show_default=True, help="Steps to record.")
-@click.option("--step-on", default="optimizer", show_default=True,
-              help="What ends a step: optimizer, dataloader, or a function name.")
+@click.option(
+    "--step-on",
+    default="optimizer",
+    show_default=True,
+    help="What ends a step: optimizer, dataloader, or a function name.",
+)
 @click.option("--stop-after", is_flag=True, help="End the script once the window is captured.")
-@click.option("--no-stack", is_flag=True, help="Do not record Python stacks (less overhead, no source lines).")
+@click.option(
+    "--no-stack", is_flag=True, help="Do not record Python stacks (less overhead, no source lines)."
+)
 @click.option("--memory", "profile_memory", is_flag=True, help="Record memory allocations.")
 @click.option("--no-report", is_flag=True, help="Do not print the analysis at the end.")
-@click.option("--nproc", type=int, default=None, help="Launch N processes through torchrun (torch.distributed).")
-@click.option("--max-window-seconds", type=float, default=120.0, show_default=True,
-              help="Cut the profiled window when it records longer than this (0: no limit).")
-@click.option("--max-window-mb", type=float, default=512.0, show_default=True,
-              help="Cut the profiled window when the process grows by more than this while recording (0: no limit).")
+@click.option(
+    "--nproc", type=int, default=None, help="Launch N processes through torchrun (torch.distributed)."
+)
+@click.option(
+    "--max-window-seconds",
+    type=float,
+    default=120.0,
+    show_default=True,
+    help="Cut the profiled window when it records longer than this (0: no limit).",
+)
+@click.option(
+    "--max-window-mb",
+    type=float,
+    default=512.0,
+    show_default=True,
+    help="Cut the profiled window when the process grows by more than this while recording (0: no limit).",
+)
 @click.option("--run-dir", type=click.Path(path_type=Path), default=None, hidden=True)
 @click.argument("script_and_args", nargs=-1, type=click.UNPROCESSED)
-def run(module: Optional[str], logdir: Path, run_name: Optional[str], skip: int, warmup: int, active: int,
-        step_on: str, stop_after: bool, no_stack: bool, profile_memory: bool, no_report: bool,
-        nproc: Optional[int], max_window_seconds: float, max_window_mb: float, run_dir: Optional[Path],
-        script_and_args: tuple[str, ...]) -> None:
+def run(
+    module: Optional[str],
+    logdir: Path,
+    run_name: Optional[str],
+    skip: int,
+    warmup: int,
+    active: int,
+    step_on: str,
+    stop_after: bool,
+    no_stack: bool,
+    profile_memory: bool,
+    no_report: bool,
+    nproc: Optional[int],
+    max_window_seconds: float,
+    max_window_mb: float,
+    run_dir: Optional[Path],
+    script_and_args: tuple[str, ...],
+) -> None:
     """Profile an unmodified training script: idlehound run train.py [args...]."""
-    code, message = app.run(module, logdir, run_name, skip, warmup, active, step_on, stop_after, no_stack,
-                            profile_memory, no_report, nproc, max_window_seconds, max_window_mb, run_dir,
-                            script_and_args)
+    code, message = app.run(
+        module,
+        logdir,
+        run_name,
+        skip,
+        warmup,
+        active,
+        step_on,
+        stop_after,
+        no_stack,
+        profile_memory,
+        no_report,
+        nproc,
+        max_window_seconds,
+        max_window_mb,
+        run_dir,
+        script_and_args,
+    )
     if message is not None:
         _fail(message, code)
     sys.exit(code)
@@ -115,8 +195,14 @@ def run(module: Optional[str], logdir: Path, run_name: Optional[str], skip: int,
 
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("report.html"), show_default=True,
-              help="Report file: .html, .md or .json.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=Path("report.html"),
+    show_default=True,
+    help="Report file: .html, .md or .json.",
+)
 @click.option("--run", default=None, help="Run folder inside a log dir.")
 @click.option("--worker", default=None, help="Worker inside the run.")
 @click.option("--force", is_flag=True, help="Overwrite an existing report file (never the input trace).")
@@ -128,27 +214,44 @@ def report(path: Path, output: Path, run: Optional[str], worker: Optional[str], 
 
 @main.command()
 @click.option("--device", default=None, help="cuda or cpu (default: cuda when available).")
-@click.option("--data", type=click.Path(path_type=Path), default=None,
-              help="Folder holding cifar-10-batches-py (default: a synthetic copy in that format).")
+@click.option(
+    "--data",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Folder holding cifar-10-batches-py (default: a synthetic copy in that format).",
+)
 @click.option("--logdir", type=click.Path(path_type=Path), default=Path("log"), show_default=True)
-@click.option("--steps", type=int, default=None, help="Training steps in all (default: enough for the window).")
+@click.option(
+    "--steps", type=int, default=None, help="Training steps in all (default: enough for the window)."
+)
 @click.option("--batch-size", type=int, default=None, help="Override the baseline's batch size (32).")
 @_guard
-def demo(device: Optional[str], data: Optional[Path], logdir: Path, steps: Optional[int],
-         batch_size: Optional[int]) -> None:
+def demo(
+    device: Optional[str], data: Optional[Path], logdir: Path, steps: Optional[int], batch_size: Optional[int]
+) -> None:
     """Profile the built-in baseline: ResNet18 on CIFAR10 at 224, batch 32, one loader worker, fp32."""
     app.demo(device, data, logdir, steps, batch_size)
 
 
 @main.command()
 @click.option("--device", default=None, help="cuda or cpu (default: cuda when available).")
-@click.option("--rungs", default=None, help="Comma-separated rungs (default: all): " + "baseline,loader,amp,"
-              "channels_last,gpu_preprocess,compile,cuda_graphs")
+@click.option(
+    "--rungs",
+    default=None,
+    help="Comma-separated rungs (default: all): " + "baseline,loader,amp,"
+    "channels_last,gpu_preprocess,compile,cuda_graphs",
+)
 @click.option("--steps", type=int, default=50, show_default=True, help="Timed steps per rung.")
 @click.option("--warmup", type=int, default=10, show_default=True, help="Untimed steps before timing.")
-@click.option("--batch-sizes", default="128,256", show_default=True, help="Batch sizes tried by the AMP rung.")
-@click.option("--workers", default=None, help="Worker counts tried by the loader rung (default: 50-75% of cores).")
-@click.option("--data", type=click.Path(path_type=Path), default=None, help="Folder with cifar-10-batches-py.")
+@click.option(
+    "--batch-sizes", default="128,256", show_default=True, help="Batch sizes tried by the AMP rung."
+)
+@click.option(
+    "--workers", default=None, help="Worker counts tried by the loader rung (default: 50-75% of cores)."
+)
+@click.option(
+    "--data", type=click.Path(path_type=Path), default=None, help="Folder with cifar-10-batches-py."
+)
 @click.option("--logdir", type=click.Path(path_type=Path), default=Path("log"), show_default=True)
 @click.option("--no-ceiling", is_flag=True, help="Skip the in-memory ceiling.")
 @click.option("--json", "as_json", is_flag=True, help="Print the ladder as JSON.")
@@ -162,7 +265,9 @@ def ladder(device, rungs, steps, warmup, batch_sizes, workers, data, logdir, no_
 @click.argument("a", type=click.Path(path_type=Path))
 @click.argument("b", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write .md, .json or .html.")
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), default=None, help="Write .md, .json or .html."
+)
 @click.option("--force", is_flag=True, help="Overwrite an existing -o file (never an input trace).")
 @_guard
 def compare(a: Path, b: Path, as_json: bool, output: Optional[Path], force: bool = False) -> None:
@@ -173,8 +278,12 @@ def compare(a: Path, b: Path, as_json: bool, output: Optional[Path], force: bool
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print findings as JSON.")
-@click.option("--trace", type=click.Path(path_type=Path), default=None,
-              help="A run or trace of this code: join each finding to its measured GPU idle.")
+@click.option(
+    "--trace",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A run or trace of this code: join each finding to its measured GPU idle.",
+)
 @_guard
 def lint(paths: tuple[Path, ...], as_json: bool, trace: Optional[Path]) -> None:
     """Statically check training code for lines that make the GPU wait (exit 1 when any are found)."""
@@ -183,29 +292,79 @@ def lint(paths: tuple[Path, ...], as_json: bool, trace: Optional[Path]) -> None:
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--steps", type=int, default=100, show_default=True, help="Timed optimizer steps per variant.")
-@click.option("--skip", type=int, default=20, show_default=True,
-              help="Untimed warm-up steps per variant (at least twice the batches its loader holds in flight).")
-@click.option("--try", "try_", default="", help="Comma-separated candidates to try (default: from the diagnosis).")
+@click.option(
+    "--skip",
+    type=int,
+    default=20,
+    show_default=True,
+    help="Untimed warm-up steps per variant (at least twice the batches its loader holds in flight).",
+)
+@click.option(
+    "--try", "try_", default="", help="Comma-separated candidates to try (default: from the diagnosis)."
+)
 @click.option("--skip-candidate", default="", help="Comma-separated candidates not to try.")
 @click.option("--no-diagnose", is_flag=True, help="Do not profile first; try only --try candidates.")
-@click.option("--min-rounds", type=int, default=3, show_default=True,
-              help="Interleaved runs of each variant and its reference before its 95% interval may stop it.")
-@click.option("--max-rounds", type=int, default=5, show_default=True,
-              help="Most runs of each variant while its interval is wider than +-2%.")
-@click.option("--child-timeout", type=int, default=900, show_default=True,
-              help="Seconds one run of the script (start-up, warm-up and timed steps) may take.")
-@click.option("--budget", type=float, default=None,
-              help="Seconds for the whole tune: candidates (most promising first) that would not fit are not tried.")
+@click.option(
+    "--min-rounds",
+    type=int,
+    default=3,
+    show_default=True,
+    help="Interleaved runs of each variant and its reference before its 95% interval may stop it.",
+)
+@click.option(
+    "--max-rounds",
+    type=int,
+    default=5,
+    show_default=True,
+    help="Most runs of each variant while its interval is wider than +-2%.",
+)
+@click.option(
+    "--child-timeout",
+    type=int,
+    default=900,
+    show_default=True,
+    help="Seconds one run of the script (start-up, warm-up and timed steps) may take.",
+)
+@click.option(
+    "--budget",
+    type=float,
+    default=None,
+    help="Seconds for the whole tune: candidates (most promising first) that would not fit are not tried.",
+)
 @click.option("--logdir", type=click.Path(path_type=Path), default=Path("log"), show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.argument("script_and_args", nargs=-1, required=True, type=click.UNPROCESSED)
 @_guard
-def tune(steps, skip, try_, skip_candidate, no_diagnose, min_rounds, max_rounds, child_timeout, budget, logdir,
-         as_json, script_and_args) -> None:
+def tune(
+    steps,
+    skip,
+    try_,
+    skip_candidate,
+    no_diagnose,
+    min_rounds,
+    max_rounds,
+    child_timeout,
+    budget,
+    logdir,
+    as_json,
+    script_and_args,
+) -> None:
     """Apply the fixes to an unmodified script, time each in rounds interleaved with the script as written
     (a 95% interval per speed-up), and check the losses still match."""
-    app.tune(steps, skip, try_, skip_candidate, no_diagnose, min_rounds, max_rounds, child_timeout, logdir, as_json,
-             script_and_args, budget)
+    app.tune(
+        steps,
+        skip,
+        try_,
+        skip_candidate,
+        no_diagnose,
+        min_rounds,
+        max_rounds,
+        child_timeout,
+        logdir,
+        as_json,
+        script_and_args,
+        budget,
+    )
 
 
 @main.command()

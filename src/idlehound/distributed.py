@@ -98,8 +98,10 @@ def analyze_ranks(path: Union[str, Path], workers: Optional[int] = None) -> dict
     failed = [d["error"] for d in docs if "error" in d]
     docs = [d for d in docs if "error" not in d]
     if len(docs) < 2:
-        raise IdlehoundError(f"{path}: {len(docs)} of {len(paths)} rank traces could be analysed; a comparison "
-                             f"needs two ({failed[0]})")
+        raise IdlehoundError(
+            f"{path}: {len(docs)} of {len(paths)} rank traces could be analysed; a comparison "
+            f"needs two ({failed[0]})"
+        )
     doc = compare_ranks(docs)
     doc["failed"] = failed
     return doc
@@ -123,30 +125,50 @@ def ranks_model(docs: list[dict[str, Any]]) -> m.Ranks:
     is_straggler = excess > max(0.05 * slow.step_ms, 0.1)
     why = _why(straggler_doc, others) if is_straggler else []
     waiters = [r for r in rows if r.rank != slow.rank]
-    headline = (f"rank {slow.rank} is the straggler: {slow.compute_ms:.2f} ms of work per step against "
-                f"{statistics.median([r.compute_ms for r in waiters]):.2f} ms on the other ranks, which wait "
-                f"{statistics.median([r.wait_ms for r in waiters]):.2f} ms per step in collectives for it"
-                if is_straggler else "no straggler: the ranks do about the same work per step")
+    headline = (
+        f"rank {slow.rank} is the straggler: {slow.compute_ms:.2f} ms of work per step against "
+        f"{statistics.median([r.compute_ms for r in waiters]):.2f} ms on the other ranks, which wait "
+        f"{statistics.median([r.wait_ms for r in waiters]):.2f} ms per step in collectives for it"
+        if is_straggler
+        else "no straggler: the ranks do about the same work per step"
+    )
     if is_straggler and why:
         headline += f"; the difference is at {location_text({'file': why[0].file, 'line': why[0].line}, approx=False)}"
     straggler = None
     if is_straggler:
-        straggler = m.Straggler(rank=slow.rank, excess_ms_per_step=rnd(excess, m.SHARE), why_lines=why,
-                                findings=[msgspec.convert(f, m.Finding) for f in straggler_doc["findings"]],
-                                trace=straggler_doc["trace"]["path"])
-    return m.Ranks(schema="idlehound/distributed", schema_version=1, headline=headline,
-                   world_size=docs[0].get("world_size") or len(docs), backend=docs[0].get("backend"),
-                   ranks_compared=len(docs), ranks=rows, straggler=straggler)
+        straggler = m.Straggler(
+            rank=slow.rank,
+            excess_ms_per_step=rnd(excess, m.SHARE),
+            why_lines=why,
+            findings=[msgspec.convert(f, m.Finding) for f in straggler_doc["findings"]],
+            trace=straggler_doc["trace"]["path"],
+        )
+    return m.Ranks(
+        schema="idlehound/distributed",
+        schema_version=1,
+        headline=headline,
+        world_size=docs[0].get("world_size") or len(docs),
+        backend=docs[0].get("backend"),
+        ranks_compared=len(docs),
+        ranks=rows,
+        straggler=straggler,
+    )
 
 
 def _rank_row(d: dict[str, Any]) -> m.RankRow:
     f = d["rank_figures"]
     step = d["metrics"]["step_ms"]["value"] or 0.0
-    return m.RankRow(rank=d["rank"], step_ms=step, gpu_util=d["metrics"]["gpu_util"]["value"],
-                     comm_ms=rnd(f["comm_ms"], m.SHARE), exposed_comm_ms=rnd(f["exposed_comm_ms"], m.SHARE),
-                     overlapped_comm_ms=rnd(f["comm_ms"] - f["exposed_comm_ms"], m.SHARE),
-                     compute_ms=rnd(step - f["exposed_comm_ms"], m.SHARE), trace=d["trace"]["path"],
-                     top_finding=d["findings"][0]["title"] if d["findings"] else "")
+    return m.RankRow(
+        rank=d["rank"],
+        step_ms=step,
+        gpu_util=d["metrics"]["gpu_util"]["value"],
+        comm_ms=rnd(f["comm_ms"], m.SHARE),
+        exposed_comm_ms=rnd(f["exposed_comm_ms"], m.SHARE),
+        overlapped_comm_ms=rnd(f["comm_ms"] - f["exposed_comm_ms"], m.SHARE),
+        compute_ms=rnd(step - f["exposed_comm_ms"], m.SHARE),
+        trace=d["trace"]["path"],
+        top_finding=d["findings"][0]["title"] if d["findings"] else "",
+    )
 
 
 def _why(slow: dict[str, Any], others: list[dict[str, Any]]) -> list[m.WhyLine]:
@@ -157,10 +179,25 @@ def _why(slow: dict[str, Any], others: list[dict[str, Any]]) -> list[m.WhyLine]:
     for key, (fn, ms) in mine.items():
         base = statistics.median([t.get(key, 0.0) for t in theirs]) if theirs else 0.0
         if ms - base > 0:
-            out.append(m.WhyLine(file=key[0], line=key[1], function=fn, ms_per_step=rnd(ms, m.SHARE),
-                                 others_ms_per_step=rnd(base, m.SHARE), excess_ms_per_step=rnd(ms - base, m.SHARE)))
+            out.append(
+                m.WhyLine(
+                    file=key[0],
+                    line=key[1],
+                    function=fn,
+                    ms_per_step=rnd(ms, m.SHARE),
+                    others_ms_per_step=rnd(base, m.SHARE),
+                    excess_ms_per_step=rnd(ms - base, m.SHARE),
+                )
+            )
     out.sort(key=lambda r: -r.excess_ms_per_step)
     return out[:5]
 
 
-__all__ = ["analyze_ranks", "compare_ranks", "rank_traces", "ranks_title", "render_ranks", "render_ranks_html"]
+__all__ = [
+    "analyze_ranks",
+    "compare_ranks",
+    "rank_traces",
+    "ranks_title",
+    "render_ranks",
+    "render_ranks_html",
+]

@@ -76,24 +76,55 @@ def _set(**change: Any) -> Apply:
 
 
 def _amp(best: TrainConfig, opts: LadderOptions, device: str):
-    return _pick(best, opts, [replace(best, amp=a, batch_size=b) for b in opts.batch_sizes for a in ("fp16", "bf16")])
+    return _pick(
+        best, opts, [replace(best, amp=a, batch_size=b) for b in opts.batch_sizes for a in ("fp16", "bf16")]
+    )
 
 
 LADDER: tuple[Rung, ...] = (
     Rung("baseline", "0. baseline (batch 32, 1 worker, fp32)", "nothing: the textbook starting point", _same),
-    Rung("loader", "1. DataLoader tuned (batch 128, workers, pinned, non_blocking)",
-         "batch 128, the fastest worker count of a sweep, persistent workers, pinned memory, non_blocking copies",
-         lambda best, opts, device: _pick_workers(best, opts, device)),
-    Rung("amp", "2. AMP (fp16 GradScaler / bf16, batch 128-256)",
-         "autocast fp16 (GradScaler) or bf16, the fastest with each batch size", _amp, needs_cuda=True),
-    Rung("channels_last", "3. channels_last + cudnn.benchmark", "channels_last memory format, cudnn.benchmark on",
-         _set(channels_last=True, cudnn_benchmark=True), needs_cuda=True),
-    Rung("gpu_preprocess", "4. GPU-side resize and normalise", "resize and normalise batches on the GPU",
-         _set(gpu_preprocess=True), needs_cuda=True),
-    Rung("compile", "5. torch.compile", "torch.compile (default mode)", _set(compile="default"),
-         needs_compile=True),
-    Rung("cuda_graphs", "6. CUDA graphs (reduce-overhead)", "torch.compile mode reduce-overhead (CUDA graphs)",
-         _set(compile="reduce-overhead"), needs_cuda=True, needs_compile=True),
+    Rung(
+        "loader",
+        "1. DataLoader tuned (batch 128, workers, pinned, non_blocking)",
+        "batch 128, the fastest worker count of a sweep, persistent workers, pinned memory, non_blocking copies",
+        lambda best, opts, device: _pick_workers(best, opts, device),
+    ),
+    Rung(
+        "amp",
+        "2. AMP (fp16 GradScaler / bf16, batch 128-256)",
+        "autocast fp16 (GradScaler) or bf16, the fastest with each batch size",
+        _amp,
+        needs_cuda=True,
+    ),
+    Rung(
+        "channels_last",
+        "3. channels_last + cudnn.benchmark",
+        "channels_last memory format, cudnn.benchmark on",
+        _set(channels_last=True, cudnn_benchmark=True),
+        needs_cuda=True,
+    ),
+    Rung(
+        "gpu_preprocess",
+        "4. GPU-side resize and normalise",
+        "resize and normalise batches on the GPU",
+        _set(gpu_preprocess=True),
+        needs_cuda=True,
+    ),
+    Rung(
+        "compile",
+        "5. torch.compile",
+        "torch.compile (default mode)",
+        _set(compile="default"),
+        needs_compile=True,
+    ),
+    Rung(
+        "cuda_graphs",
+        "6. CUDA graphs (reduce-overhead)",
+        "torch.compile mode reduce-overhead (CUDA graphs)",
+        _set(compile="reduce-overhead"),
+        needs_cuda=True,
+        needs_compile=True,
+    ),
 )
 RUNGS = [r.name for r in LADDER]
 CEILING_LABEL = "ceiling: same model, data already on the GPU"
@@ -145,7 +176,9 @@ def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: 
         results.append(res)
         _save(results, device, run_dir)  # a ladder cut short still leaves what it measured
     if opts.ceiling:
-        res = RungResult("ceiling", CEILING_LABEL, change="the best configuration with the data already on the GPU")
+        res = RungResult(
+            "ceiling", CEILING_LABEL, change="the best configuration with the data already on the GPU"
+        )
         try:
             if cpu:
                 raise _Skip("needs CUDA")
@@ -185,9 +218,21 @@ def _pick_workers(best: TrainConfig, opts: LadderOptions, device: str):
     cands = sorted(set(opts.workers)) if opts.workers else worker_sweep(cpu_count())
     batch = 128 if device != "cpu" else best.batch_size
     pinned = device != "cpu"
-    return _pick(best, opts, [replace(best, batch_size=batch, num_workers=w, pin_memory=pinned,
-                                      persistent_workers=True, non_blocking=pinned)
-                              for w in cands])
+    return _pick(
+        best,
+        opts,
+        [
+            replace(
+                best,
+                batch_size=batch,
+                num_workers=w,
+                pin_memory=pinned,
+                persistent_workers=True,
+                non_blocking=pinned,
+            )
+            for w in cands
+        ],
+    )
 
 
 def _pick(best: TrainConfig, opts: LadderOptions, cands: list[TrainConfig]):
@@ -198,11 +243,23 @@ def _pick(best: TrainConfig, opts: LadderOptions, cands: list[TrainConfig]):
         try:
             t = Trainer(cfg)
             m = time_steps(t, warmup=max(3, opts.warmup // 2), steps=max(5, opts.steps // 3))
-            tried.append({"batch_size": cfg.batch_size, "num_workers": cfg.num_workers, "amp": cfg.amp,
-                          "samples_per_s": m["samples_per_s"]})
+            tried.append(
+                {
+                    "batch_size": cfg.batch_size,
+                    "num_workers": cfg.num_workers,
+                    "amp": cfg.amp,
+                    "samples_per_s": m["samples_per_s"],
+                }
+            )
         except Exception as e:
-            tried.append({"batch_size": cfg.batch_size, "num_workers": cfg.num_workers, "amp": cfg.amp,
-                          "error": f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"})
+            tried.append(
+                {
+                    "batch_size": cfg.batch_size,
+                    "num_workers": cfg.num_workers,
+                    "amp": cfg.amp,
+                    "error": f"{type(e).__name__}: {str(e).splitlines()[0][:120]}",
+                }
+            )
         finally:
             if t is not None:
                 t.close()
@@ -215,8 +272,14 @@ def _pick(best: TrainConfig, opts: LadderOptions, cands: list[TrainConfig]):
     return cfg, tried
 
 
-def _measure(cfg: TrainConfig, opts: LadderOptions, res: RungResult, run_dir: Path,
-             progress: Callable[[str], None], profile: Optional[bool] = None) -> None:
+def _measure(
+    cfg: TrainConfig,
+    opts: LadderOptions,
+    res: RungResult,
+    run_dir: Path,
+    progress: Callable[[str], None],
+    profile: Optional[bool] = None,
+) -> None:
     trainer = Trainer(cfg)
     try:
         _measure_trainer(trainer, cfg, opts, res, run_dir, progress, profile)
@@ -224,8 +287,15 @@ def _measure(cfg: TrainConfig, opts: LadderOptions, res: RungResult, run_dir: Pa
         trainer.close()
 
 
-def _measure_trainer(trainer: Trainer, cfg: TrainConfig, opts: LadderOptions, res: RungResult, run_dir: Path,
-                     progress: Callable[[str], None], profile: Optional[bool]) -> None:
+def _measure_trainer(
+    trainer: Trainer,
+    cfg: TrainConfig,
+    opts: LadderOptions,
+    res: RungResult,
+    run_dir: Path,
+    progress: Callable[[str], None],
+    profile: Optional[bool],
+) -> None:
     from .sampler import Sampler, summarize
 
     cuda = cfg.device != "cpu"
@@ -242,8 +312,10 @@ def _measure_trainer(trainer: Trainer, cfg: TrainConfig, opts: LadderOptions, re
         res.peak_mem_gib = round(trainer.torch.cuda.max_memory_allocated() / 2**30, 2)
     if opts.profile if profile is None else profile:
         _profile_rung(trainer, res, run_dir)
-    progress(f"  {res.samples_per_s:,.0f} samples/s, {res.ms_per_step:.2f} ms/step"
-             + (f", GPU busy {res.gpu_busy_pct:.0f}%" if res.gpu_busy_pct is not None else ""))
+    progress(
+        f"  {res.samples_per_s:,.0f} samples/s, {res.ms_per_step:.2f} ms/step"
+        + (f", GPU busy {res.gpu_busy_pct:.0f}%" if res.gpu_busy_pct is not None else "")
+    )
 
 
 def _profile_rung(trainer: Trainer, res: RungResult, run_dir: Path, steps: int = 3) -> None:
@@ -256,9 +328,13 @@ def _profile_rung(trainer: Trainer, res: RungResult, run_dir: Path, steps: int =
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
     folder = run_dir / res.name
     folder.mkdir(exist_ok=True)
-    with profile(activities=acts, schedule=torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1),
-                 on_trace_ready=torch.profiler.tensorboard_trace_handler(str(folder), worker_name=res.name,
-                                                                         use_gzip=True)) as p:
+    with profile(
+        activities=acts,
+        schedule=torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1),
+        on_trace_ready=torch.profiler.tensorboard_trace_handler(
+            str(folder), worker_name=res.name, use_gzip=True
+        ),
+    ) as p:
         for _ in range(steps + 1):
             trainer.step()
             p.step()
@@ -296,10 +372,17 @@ def _relative(results: list[RungResult]) -> None:
 def ladder_doc(results: list[RungResult], device: str) -> dict[str, Any]:
     from dataclasses import asdict
 
-    best = max((r for r in results if r.samples_per_s and r.name != "ceiling"),
-               key=lambda r: r.samples_per_s, default=None)
-    return model.as_data(model.Ladder(schema="idlehound/ladder", schema_version=1, device=device,
-                                      rungs=[model.Rung(**asdict(r)) for r in results],
-                                      best=best.name if best else None))
-
-
+    best = max(
+        (r for r in results if r.samples_per_s and r.name != "ceiling"),
+        key=lambda r: r.samples_per_s,
+        default=None,
+    )
+    return model.as_data(
+        model.Ladder(
+            schema="idlehound/ladder",
+            schema_version=1,
+            device=device,
+            rungs=[model.Rung(**asdict(r)) for r in results],
+            best=best.name if best else None,
+        )
+    )

@@ -21,9 +21,14 @@ class Result:
     doc: dict[str, Any]
 
 
-def analyze_path(path: Union[str, Path], run: Optional[str] = None, worker: Optional[str] = None,
-                 step: Optional[int] = None, thresholds: Optional[Thresholds] = None,
-                 max_bytes: Optional[int] = None) -> Result:
+def analyze_path(
+    path: Union[str, Path],
+    run: Optional[str] = None,
+    worker: Optional[str] = None,
+    step: Optional[int] = None,
+    thresholds: Optional[Thresholds] = None,
+    max_bytes: Optional[int] = None,
+) -> Result:
     """Load, analyse and diagnose a trace file or log dir; uses the capture sidecar and run.json if present.
 
     max_bytes caps the trace's uncompressed JSON (default: $IDLEHOUND_MAX_TRACE_BYTES, else 4 GiB).
@@ -34,8 +39,9 @@ def analyze_path(path: Union[str, Path], run: Optional[str] = None, worker: Opti
     return Result(a, findings, build(a, findings))
 
 
-def analyze_run_folder(trace: Trace, step: Optional[int] = None, sidecar: Optional[dict] = None,
-                       run_info: Optional[dict] = None) -> Analysis:
+def analyze_run_folder(
+    trace: Trace, step: Optional[int] = None, sidecar: Optional[dict] = None, run_info: Optional[dict] = None
+) -> Analysis:
     """Analyse a loaded trace with what its run folder holds (sidecar, run.json, samples.json).
 
     The one path for the CLI and the Python API, so both give the same document. `sidecar` / `run_info`
@@ -49,7 +55,9 @@ def analyze_run_folder(trace: Trace, step: Optional[int] = None, sidecar: Option
         base_ns = base if isinstance(base, int) and not isinstance(base, bool) and 0 <= base < 2**63 else 0
         sidecar = load_sidecar(sc, base_ns) if sc.is_file() else None
         if sidecar is None and sc.is_file():
-            notes.append(f"{sc.name} is not a readable capture sidecar: exact lines and stored source not used")
+            notes.append(
+                f"{sc.name} is not a readable capture sidecar: exact lines and stored source not used"
+            )
     if run_info is None and from_file:
         run_info = read_run_info(trace.path.parent, run_info_rank(trace.path.parent, trace.worker))
     a = analyze(trace, sidecar=sidecar, step=step, run_info=run_info)

@@ -61,9 +61,13 @@ class Sampler:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=2)
-        return {"source": self.source, "note": self.note, "hz": round(1 / self.period, 1),
-                "t0_monotonic": self.t0,
-                "samples": [[round(t, 3), round(u, 1), round(m, 1)] for t, u, m in self.samples]}
+        return {
+            "source": self.source,
+            "note": self.note,
+            "hz": round(1 / self.period, 1),
+            "t0_monotonic": self.t0,
+            "samples": [[round(t, 3), round(u, 1), round(m, 1)] for t, u, m in self.samples],
+        }
 
 
 def _cpu_seconds() -> float:

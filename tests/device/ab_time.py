@@ -29,7 +29,7 @@ def on_step(opt, args, kwargs):
     else:
         marks.append(time.perf_counter())
     if n >= skip + steps:
-        timed = marks[skip - 1:]
+        timed = marks[skip - 1 :]
         if cuda:
             torch.cuda.synchronize()
             ms = timed[0].elapsed_time(timed[-1])

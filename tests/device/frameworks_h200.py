@@ -23,8 +23,10 @@ SCRIPTS = ROOT / "tests" / "scripts" / "frameworks"
 TINY = os.environ.get("FW_TINY") == "1"
 ROUNDS = int(os.environ.get("FW_ROUNDS", "2" if TINY else "6"))
 # name: (script, skip, active, steps of the profiled run, seconds allowed: record, A/B)
-RUNS = {"hf": ("gpu_hf.py", 3 if TINY else 15, 2 if TINY else 5, 8 if TINY else 30, 240, 200),
-        "lightning": ("gpu_lightning.py", 3 if TINY else 15, 2 if TINY else 5, 8 if TINY else 30, 240, 200)}
+RUNS = {
+    "hf": ("gpu_hf.py", 3 if TINY else 15, 2 if TINY else 5, 8 if TINY else 30, 240, 200),
+    "lightning": ("gpu_lightning.py", 3 if TINY else 15, 2 if TINY else 5, 8 if TINY else 30, 240, 200),
+}
 DEADLINE = time.time() + float(os.environ.get("FW_BUDGET_S", "900" if TINY else "420"))
 
 
@@ -52,12 +54,21 @@ def framework_check(doc: dict) -> list[dict]:
     for f in doc.get("findings", []):
         for m in (f.get("details") or {}).get("framework", []):
             lib, user = m.get("library") or {}, m.get("user") or {}
-            out.append({"finding": f.get("cause"), "kind": f.get("kind"), "entry": m.get("entry"),
-                        "library": f"{lib.get('file')}:{lib.get('line')}", "library_exact": lib.get("exact"),
-                        "library_source": lib.get("source"), "blocking": _line(m.get("blocking")),
-                        "user": f"{user.get('file')}:{user.get('line')}",
-                        "count_per_step": m.get("count_per_step"), "finding_code": f.get("code"),
-                        "recoverable_share": f.get("recoverable_share_of_step")})
+            out.append(
+                {
+                    "finding": f.get("cause"),
+                    "kind": f.get("kind"),
+                    "entry": m.get("entry"),
+                    "library": f"{lib.get('file')}:{lib.get('line')}",
+                    "library_exact": lib.get("exact"),
+                    "library_source": lib.get("source"),
+                    "blocking": _line(m.get("blocking")),
+                    "user": f"{user.get('file')}:{user.get('line')}",
+                    "count_per_step": m.get("count_per_step"),
+                    "finding_code": f.get("code"),
+                    "recoverable_share": f.get("recoverable_share_of_step"),
+                }
+            )
     return out
 
 
@@ -68,9 +79,26 @@ def _line(loc: dict | None) -> str | None:
 def record(name: str, out: Path, env: dict, runs: Path, results: dict) -> None:
     script, skip, active, steps, t_rec, _ = RUNS[name]
     t0 = time.time()
-    cmd = [sys.executable, "-m", "idlehound", "run", "--logdir", str(runs / name), "--name", name, "--skip",
-           str(skip), "--warmup", "2", "--active", str(active), "--no-report", str(SCRIPTS / script), "record",
-           str(steps)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "idlehound",
+        "run",
+        "--logdir",
+        str(runs / name),
+        "--name",
+        name,
+        "--skip",
+        str(skip),
+        "--warmup",
+        "2",
+        "--active",
+        str(active),
+        "--no-report",
+        str(SCRIPTS / script),
+        "record",
+        str(steps),
+    ]
     rc, so, se = run(cmd, t_rec, env)
     log(out, f"{name}: profiled rc={rc} {time.time() - t0:.0f}s" + (f"\n{(so + se)[-2500:]}" if rc else ""))
     folders = sorted((runs / name).glob("*/run.json"))
@@ -81,8 +109,9 @@ def record(name: str, out: Path, env: dict, runs: Path, results: dict) -> None:
         tar.add(folder, arcname=name)
     rc, so, se = run([sys.executable, "-m", "idlehound", "analyze", "--json", str(folder)], 120, env)
     (out / f"{name}.analyze.json").write_text(so if so.strip() else se)
-    rc_text, text, err = run([sys.executable, "-m", "idlehound", "analyze", str(folder)], 120,
-                             {**env, "COLUMNS": "120"})
+    rc_text, text, err = run(
+        [sys.executable, "-m", "idlehound", "analyze", str(folder)], 120, {**env, "COLUMNS": "120"}
+    )
     (out / f"{name}.report.txt").write_text(text + err)
     try:
         doc = json.loads(so)
@@ -90,11 +119,16 @@ def record(name: str, out: Path, env: dict, runs: Path, results: dict) -> None:
         log(out, f"{name}: analyze rc={rc}, no JSON: {se[-1500:]}")
         return
     m = doc.get("metrics", {})
-    results[name] = {"analyze_rc": rc, "findings": [(f.get("cause"), f.get("title"), f.get("recoverable_share_of_step"))
-                                                    for f in doc.get("findings", [])],
-                     "framework": framework_check(doc),
-                     "gpu_util": (m.get("gpu_util") or {}).get("value"),
-                     "step_ms": (m.get("step_ms") or {}).get("value")}
+    results[name] = {
+        "analyze_rc": rc,
+        "findings": [
+            (f.get("cause"), f.get("title"), f.get("recoverable_share_of_step"))
+            for f in doc.get("findings", [])
+        ],
+        "framework": framework_check(doc),
+        "gpu_util": (m.get("gpu_util") or {}).get("value"),
+        "step_ms": (m.get("step_ms") or {}).get("value"),
+    }
     log(out, f"{name}: analyze rc={rc} {json.dumps(results[name])}")
 
 
@@ -109,8 +143,9 @@ def measure(name: str, out: Path, env: dict, results: dict) -> None:
         means = {v: sum(x) / len(x) for v, x in rounds.items()}
         results.setdefault(name, {})["ab_ms_per_round"] = rounds
         results[name]["ab_mean_ms"] = means
-        results[name]["ab_gain_pct"] = {v: 100 * (means["base"] - x) / means["base"] for v, x in means.items()
-                                         if v != "base"}
+        results[name]["ab_gain_pct"] = {
+            v: 100 * (means["base"] - x) / means["base"] for v, x in means.items() if v != "base"
+        }
 
 
 def missing() -> list[str]:
@@ -133,8 +168,14 @@ def main() -> None:
     if lacking:
         log(out, f"cannot run: missing {', '.join(lacking)} (python {sys.executable})")
         sys.exit(2)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": f"{ROOT / 'src'}:{os.environ.get('PYTHONPATH', '')}",
-           "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONPATH": f"{ROOT / 'src'}:{os.environ.get('PYTHONPATH', '')}",
+        "TOKENIZERS_PARALLELISM": "false",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
     results: dict = {"tiny": TINY, "rounds": ROUNDS}
     with tempfile.TemporaryDirectory() as tmp:
         for name in RUNS:

@@ -52,9 +52,13 @@ def main() -> None:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
     names = sys.argv[2:] or list(LOOPS)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1",
-           "PYTHONPATH": f"{ROOT / 'src'}:{SCRIPTS}:{os.environ.get('PYTHONPATH', '')}",
-           "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONPATH": f"{ROOT / 'src'}:{SCRIPTS}:{os.environ.get('PYTHONPATH', '')}",
+        "TOKENIZERS_PARALLELISM": "false",
+        "HF_HUB_OFFLINE": "1",
+    }
     truths_path = out / "truths.json"
     truths = json.loads(truths_path.read_text()) if truths_path.exists() else {}
     runs = Path("/tmp/replay_runs")
@@ -69,9 +73,25 @@ def main() -> None:
                 truths[name] = {**truths.get(name, {}), **json.loads(line[6:])}
                 truths_path.write_text(json.dumps(truths, indent=1))
             continue
-        cmd = [sys.executable, "-m", "idlehound", "run", "--logdir", str(runs / name), "--name", name,
-               "--skip", str(skip), "--warmup", "2", "--active", str(active), "--no-report",
-               str(SCRIPTS / f"{name}.py"), str(total)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "idlehound",
+            "run",
+            "--logdir",
+            str(runs / name),
+            "--name",
+            name,
+            "--skip",
+            str(skip),
+            "--warmup",
+            "2",
+            "--active",
+            str(active),
+            "--no-report",
+            str(SCRIPTS / f"{name}.py"),
+            str(total),
+        ]
         rc, text = run(cmd, 120, env)
         log(out, f"{name}: profiled rc={rc} {time.time() - t0:.0f}s\n{text[-1500:] if rc else ''}")
         folders = sorted((runs / name).glob("*/run.json"))

@@ -20,8 +20,10 @@ def main() -> None:
     here = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/traces/replay")
     truths = json.loads((here / "truths.json").read_text())
     h200.TRUTHS = truths
-    print("| loop | recorded step | replayed | unprofiled (mean) | host rate | fix | predicted gain | "
-          "A/B gain [95% interval] (rounds) | named |")
+    print(
+        "| loop | recorded step | replayed | unprofiled (mean) | host rate | fix | predicted gain | "
+        "A/B gain [95% interval] (rounds) | named |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for loop, t in sorted(truths.items()):
         if not (here / loop).is_dir():
@@ -32,16 +34,22 @@ def main() -> None:
         base = a.replay.play(rate=rate).step_ns
         for cause in [c for c in t if not c.startswith("base")]:
             b = statistics.mean(t.get(f"base_{cause}", t["base"]))
-            fixed = a.replay.play(reduce(Fix.merged, (FIXES[c] for c in cause.split("+")), Fix()), rate).step_ns
+            fixed = a.replay.play(
+                reduce(Fix.merged, (FIXES[c] for c in cause.split("+")), Fix()), rate
+            ).step_ns
             pred = (base - fixed) / base
-            rounds = ", ".join(f"{100 * (1 - f / s):.0f}%" for s, f in zip(t.get(f"base_{cause}", t["base"]), t[cause]))
+            rounds = ", ".join(
+                f"{100 * (1 - f / s):.0f}%" for s, f in zip(t.get(f"base_{cause}", t["base"]), t[cause])
+            )
             truth, lo, hi = h200.measured_gain(loop, cause)
             f = next((f for f in res.findings if f.cause == cause), None)
             named = f"{100 * f.share:.0f}% (#{res.findings.index(f) + 1})" if f else "no"
-            print(f"| {loop} | {obs['recorded_ms']:.2f} ms | {obs['replayed_ms']:.2f} ms | "
-                  f"{obs.get('unprofiled_ms') or float('nan'):.2f} ms (A/B base {b:.2f}) | {rate:.2f} | {cause} | "
-                  f"{100 * pred:.1f}% ({(base - fixed) / 1e6:.2f} ms) | "
-                  f"{100 * truth:.1f}% [{100 * lo:.0f}, {100 * hi:.0f}] ({rounds}) | {named} |")
+            print(
+                f"| {loop} | {obs['recorded_ms']:.2f} ms | {obs['replayed_ms']:.2f} ms | "
+                f"{obs.get('unprofiled_ms') or float('nan'):.2f} ms (A/B base {b:.2f}) | {rate:.2f} | {cause} | "
+                f"{100 * pred:.1f}% ({(base - fixed) / 1e6:.2f} ms) | "
+                f"{100 * truth:.1f}% [{100 * lo:.0f}, {100 * hi:.0f}] ({rounds}) | {named} |"
+            )
 
 
 if __name__ == "__main__":

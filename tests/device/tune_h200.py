@@ -34,9 +34,16 @@ sys.path.insert(0, str(ROOT / "src"))
 TINY = os.environ.get("TUNE_H200_TINY") == "1"
 OUT = Path(os.environ.get("OUT") or tempfile.mkdtemp(prefix="tune_h200_"))
 WORK = Path(tempfile.mkdtemp(prefix="tune_h200_work_"))
-CACHE = os.environ.get("IDLEHOUND_CACHE") or tempfile.mkdtemp(prefix="tune_h200_cache_")  # the synthetic CIFAR
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
-       "PYTHONUNBUFFERED": "1", "COLUMNS": "170", "IDLEHOUND_CACHE": CACHE}
+CACHE = os.environ.get("IDLEHOUND_CACHE") or tempfile.mkdtemp(
+    prefix="tune_h200_cache_"
+)  # the synthetic CIFAR
+ENV = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
+    "PYTHONUNBUFFERED": "1",
+    "COLUMNS": "170",
+    "IDLEHOUND_CACHE": CACHE,
+}
 if TINY:
     ENV["IDLEHOUND_TUNE_COMPILE_BACKEND"] = "eager"  # no C++ compile on the CPU
 BLOG_BUDGET = float(os.environ.get("BLOG_BUDGET", 1500 if TINY else 250))  # a shared CPU is slow
@@ -46,6 +53,8 @@ DEADLINE = time.monotonic() + float(os.environ.get("TOTAL_S", 6000 if TINY else 
 
 def left() -> float:
     return DEADLINE - time.monotonic()
+
+
 AB_ROUNDS = int(os.environ.get("AB_ROUNDS", 2 if TINY else 3))
 SUMMARY = OUT / "summary.txt"
 AB: list[dict] = []
@@ -63,8 +72,9 @@ def sh(cmd: list[str], name: str, timeout: float) -> subprocess.CompletedProcess
     logs = WORK / "logs"
     logs.mkdir(exist_ok=True)
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=ENV, cwd=ROOT,
-                           stdin=subprocess.DEVNULL)
+        r = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout, env=ENV, cwd=ROOT, stdin=subprocess.DEVNULL
+        )
     except subprocess.TimeoutExpired as e:
         r = subprocess.CompletedProcess(cmd, 124, e.stdout or "", e.stderr or "")
         r.stdout = r.stdout.decode() if isinstance(r.stdout, bytes) else r.stdout
@@ -75,8 +85,20 @@ def sh(cmd: list[str], name: str, timeout: float) -> subprocess.CompletedProcess
 
 
 def tune(name: str, script: Path, budget: float, extra: list[str], args: list[str]) -> dict | None:
-    cmd = [sys.executable, "-m", "idlehound", "tune", "--json", "--budget", str(budget), "--logdir",
-           str(WORK / "tune"), *extra, str(script), *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "idlehound",
+        "tune",
+        "--json",
+        "--budget",
+        str(budget),
+        "--logdir",
+        str(WORK / "tune"),
+        *extra,
+        str(script),
+        *args,
+    ]
     start = time.monotonic()
     r = sh(cmd, f"tune_{name}", budget + (1200 if TINY else 120))  # the budget leaves the last runs out
     wall = time.monotonic() - start
@@ -87,12 +109,18 @@ def tune(name: str, script: Path, budget: float, extra: list[str], args: list[st
     doc = json.loads(r.stdout)
     doc["device_wall_s"] = round(wall, 1)
     (OUT / f"{name}.json").write_text(json.dumps(doc, indent=2))
-    log(f"{name}: tune rc=0 wall {wall:.0f} s (budget {budget:g} s); causes {', '.join(doc['diagnosed_causes'])}; "
-        f"prediction {'yes' if doc.get('prediction', {}).get('available') else 'no'}")
+    log(
+        f"{name}: tune rc=0 wall {wall:.0f} s (budget {budget:g} s); causes {', '.join(doc['diagnosed_causes'])}; "
+        f"prediction {'yes' if doc.get('prediction', {}).get('available') else 'no'}"
+    )
     for v in doc["variants"]:
         log("  " + _variant_line(v))
     best = doc["best"]
-    log(f"  best: {best['candidate']} {best['speedup']:.2f}x {best.get('speedup_ci')}" if best else "  best: none")
+    log(
+        f"  best: {best['candidate']} {best['speedup']:.2f}x {best.get('speedup_ci')}"
+        if best
+        else "  best: none"
+    )
     return doc
 
 
@@ -100,8 +128,10 @@ def _variant_line(v: dict) -> str:
     from idlehound.tune.report import verdict, versus
 
     speed = f"{v['speedup']:.2f}x" if v.get("speedup") else "-"
-    return (f"{v['candidate']:<22} {v['status']:<15} speed-up {speed:<7} {versus(v)} | {verdict(v)} | "
-            f"{v.get('loss_check') or ''}")
+    return (
+        f"{v['candidate']:<22} {v['status']:<15} speed-up {speed:<7} {versus(v)} | {verdict(v)} | "
+        f"{v.get('loss_check') or ''}"
+    )
 
 
 def check_blog(doc: dict | None) -> None:
@@ -111,9 +141,11 @@ def check_blog(doc: dict | None) -> None:
     ran = [v for v in doc["variants"][1:] if v["status"] in ("ok", "rejected")]
     checked = all(v["loss_check"] and ": ok" in v["loss_check"] for v in ran if v["status"] == "ok")
     speed = best["speedup"] if best else 1.0
-    log(f"blog: TARGET best {speed:.2f}x (>= 5x: {'yes' if speed >= 5 else 'NO'}), "
+    log(
+        f"blog: TARGET best {speed:.2f}x (>= 5x: {'yes' if speed >= 5 else 'NO'}), "
         f"wall {doc['device_wall_s']:.0f} s (< 300 s: {'yes' if doc['device_wall_s'] < 300 else 'NO'}), losses checked on every kept variant: "
-        f"{'yes' if checked else 'NO'}")
+        f"{'yes' if checked else 'NO'}"
+    )
 
 
 def ab(name: str, script: Path, doc: dict, variant: dict, args: list[str]) -> None:
@@ -121,8 +153,11 @@ def ab(name: str, script: Path, doc: dict, variant: dict, args: list[str]) -> No
     written, interleaved in random order each round, and say whether tune's interval holds the A/B ratio."""
     from idlehound.tune._diff import make_diff
 
-    diff = doc["diff"] if variant is doc["best"] and doc["diff"] else \
-        make_diff(script, variant["settings"], variant.get("graphed_inputs"))[0]
+    diff = (
+        doc["diff"]
+        if variant is doc["best"] and doc["diff"]
+        else make_diff(script, variant["settings"], variant.get("graphed_inputs"))[0]
+    )
     if not diff:
         log(f"{name}: {variant['candidate']}: no diff (snippets only): not A/B-tested")
         return
@@ -130,8 +165,9 @@ def ab(name: str, script: Path, doc: dict, variant: dict, args: list[str]) -> No
     folder.mkdir()
     shutil.copy(script, folder / script.name)
     (folder / "change.patch").write_text(diff)
-    dry = subprocess.run(["patch", "--dry-run", "-p1", "-i", "change.patch"], cwd=folder, capture_output=True,
-                         text=True)
+    dry = subprocess.run(
+        ["patch", "--dry-run", "-p1", "-i", "change.patch"], cwd=folder, capture_output=True, text=True
+    )
     log(f"{name}: {variant['candidate']}: patch --dry-run rc={dry.returncode} {dry.stdout.strip()[:200]}")
     if dry.returncode != 0:
         return
@@ -144,14 +180,19 @@ def ab(name: str, script: Path, doc: dict, variant: dict, args: list[str]) -> No
         rng.shuffle(order)
         for arm in order:
             path = script if arm == "as written" else folder / script.name
-            r = sh([sys.executable, str(HERE / "ab_time.py"), str(skip), str(steps), str(path), *args],
-                   f"ab_{name}_{variant['candidate']}_{arm.replace(' ', '_')}_{rnd}", 600)
+            r = sh(
+                [sys.executable, str(HERE / "ab_time.py"), str(skip), str(steps), str(path), *args],
+                f"ab_{name}_{variant['candidate']}_{arm.replace(' ', '_')}_{rnd}",
+                600,
+            )
             got = [ln.split()[1] for ln in r.stdout.splitlines() if ln.startswith("AB_MS ")]
             if got:
                 times[arm].append(float(got[0]))
     if not all(len(t) == AB_ROUNDS for t in times.values()):
         log(f"{name}: {variant['candidate']}: A/B incomplete {times}")
-        AB.append({"script": name, "variant": variant["candidate"], "times_ms": times, "status": "incomplete"})
+        AB.append(
+            {"script": name, "variant": variant["candidate"], "times_ms": times, "status": "incomplete"}
+        )
         return
     from idlehound.tune._stats import interval
 
@@ -160,13 +201,25 @@ def ab(name: str, script: Path, doc: dict, variant: dict, args: list[str]) -> No
     ci = variant.get("speedup_ci")
     holds = bool(ci) and ci[0] <= ratio <= ci[1]
     overlap = bool(ci) and own[0] <= ci[1] and ci[0] <= own[1]
-    log(f"{name}: {variant['candidate']}: A/B {AB_ROUNDS} rounds: as written {times['as written']} ms, changed "
+    log(
+        f"{name}: {variant['candidate']}: A/B {AB_ROUNDS} rounds: as written {times['as written']} ms, changed "
         f"{times['changed']} ms: {ratio:.3f}x (its 95% interval {own}) vs tune {variant['speedup']}x {ci}: "
         f"{'REPRODUCES within the interval' if holds else 'does NOT reproduce within the interval'}"
-        f"{'' if holds else ' (the intervals overlap)' if overlap else ' (the intervals do not overlap)'}")
-    AB.append({"script": name, "variant": variant["candidate"], "times_ms": times, "ratio": round(ratio, 4),
-               "ratio_ci": own, "tune_speedup": variant["speedup"], "tune_ci": ci, "reproduces": holds,
-               "intervals_overlap": overlap})
+        f"{'' if holds else ' (the intervals overlap)' if overlap else ' (the intervals do not overlap)'}"
+    )
+    AB.append(
+        {
+            "script": name,
+            "variant": variant["candidate"],
+            "times_ms": times,
+            "ratio": round(ratio, 4),
+            "ratio_ci": own,
+            "tune_speedup": variant["speedup"],
+            "tune_ci": ci,
+            "reproduces": holds,
+            "intervals_overlap": overlap,
+        }
+    )
 
 
 TINY_TRY = {"hf": "hf_nan_filter,channels_last", "pl": "pl_compile,pl_benchmark"}  # pl_benchmark: no conv
@@ -175,8 +228,23 @@ TINY_TRY = {"hf": "hf_nan_filter,channels_last", "pl": "pl_compile,pl_benchmark"
 def framework(name: str, script: Path, later: int) -> list:
     """Tune one framework script; returns its (script, doc, variant) A/B jobs. `later`: framework tunes still to
     come after this one, each kept 120 s of what is left (the least that fits one experiment on an H200)."""
-    steps = ["--skip", "3", "--steps", "6", "--min-rounds", "2", "--max-rounds", "2", "--no-diagnose", "--try",
-             TINY_TRY[name]] if TINY else ["--skip", "10", "--steps", "40", "--min-rounds", "3", "--max-rounds", "4"]
+    steps = (
+        [
+            "--skip",
+            "3",
+            "--steps",
+            "6",
+            "--min-rounds",
+            "2",
+            "--max-rounds",
+            "2",
+            "--no-diagnose",
+            "--try",
+            TINY_TRY[name],
+        ]
+        if TINY
+        else ["--skip", "10", "--steps", "40", "--min-rounds", "3", "--max-rounds", "4"]
+    )
     budget = min(FRAMEWORK_BUDGET, left() - 40 - later * 120)
     if budget < 60:
         log(f"{name}: not run: {left():.0f} s left of TOTAL_S (run it alone with PHASES={name})")
@@ -188,8 +256,10 @@ def framework(name: str, script: Path, later: int) -> list:
     if name == "hf":
         cl = v.get("channels_last")
         ok = cl is not None and cl["status"] == "not applicable"
-        log(f"hf: channels_last on GPT-2: {cl['status'] + ': ' + cl['reason'] if cl else 'not proposed'} -> "
-            f"{'OK' if ok else 'CHECK' if cl is None else 'WRONG'}")
+        log(
+            f"hf: channels_last on GPT-2: {cl['status'] + ': ' + cl['reason'] if cl else 'not proposed'} -> "
+            f"{'OK' if ok else 'CHECK' if cl is None else 'WRONG'}"
+        )
     recommended = [x for x in doc["variants"][1:] if x["status"] == "ok" and x.get("effect") == "faster"]
     if doc["best"] is not None and doc["best"]["candidate"] not in [x["candidate"] for x in recommended]:
         recommended.insert(0, doc["best"])
@@ -198,7 +268,9 @@ def framework(name: str, script: Path, later: int) -> list:
     if not recommended:
         log(f"{name}: no change recommended (none measurably faster with the losses kept): nothing to A/B")
     best = doc["best"]
-    return [(name, script, doc, best if best and x["candidate"] == best["candidate"] else x) for x in recommended]
+    return [
+        (name, script, doc, best if best and x["candidate"] == best["candidate"] else x) for x in recommended
+    ]
 
 
 def main() -> None:
@@ -206,17 +278,39 @@ def main() -> None:
     start = time.monotonic()
     probe = "import torch; print(torch.__version__, torch.cuda.get_device_name() if torch.cuda.is_available() else 'cpu')"
     machine = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip()
-    log(f"tune_h200{' (tiny)' if TINY else ''}: {machine}, {os.cpu_count()} cores; budgets blog {BLOG_BUDGET:g} s, "
-        f"frameworks {FRAMEWORK_BUDGET:g} s")
+    log(
+        f"tune_h200{' (tiny)' if TINY else ''}: {machine}, {os.cpu_count()} cores; budgets blog {BLOG_BUDGET:g} s, "
+        f"frameworks {FRAMEWORK_BUDGET:g} s"
+    )
     try:
         blog_args = ["--image-size", "32", "--batch-size", "8"] if TINY else []
-        blog_opts = ["--skip", "2", "--steps", "6", "--min-rounds", "2", "--max-rounds", "2", "--no-diagnose",
-                     "--try", "workers2"] if TINY else []  # a CPU diagnosis proposes nothing
+        blog_opts = (
+            [
+                "--skip",
+                "2",
+                "--steps",
+                "6",
+                "--min-rounds",
+                "2",
+                "--max-rounds",
+                "2",
+                "--no-diagnose",
+                "--try",
+                "workers2",
+            ]
+            if TINY
+            else []
+        )  # a CPU diagnosis proposes nothing
         phases = os.environ.get("PHASES", "blog,hf,pl").split(",")
         if "blog" in phases:
-            check_blog(tune("blog", ROOT / "examples" / "train_resnet18_cifar10.py", BLOG_BUDGET, blog_opts,
-                            blog_args))
-        frameworks = [(n, s) for n, s in (("hf", "tune_hf_gpt2.py"), ("pl", "tune_pl_encoder.py")) if n in phases]
+            check_blog(
+                tune(
+                    "blog", ROOT / "examples" / "train_resnet18_cifar10.py", BLOG_BUDGET, blog_opts, blog_args
+                )
+            )
+        frameworks = [
+            (n, s) for n, s in (("hf", "tune_hf_gpt2.py"), ("pl", "tune_pl_encoder.py")) if n in phases
+        ]
         jobs = []
         for i, (name, script) in enumerate(frameworks):  # the tunes first, then the A/B runs in the time left
             jobs += framework(name, HERE / script, len(frameworks) - i - 1)
@@ -228,8 +322,13 @@ def main() -> None:
     finally:
         (OUT / "ab.json").write_text(json.dumps(AB, indent=2))
         with tarfile.open(OUT / "logs.tgz", "w:gz") as tar:
-            tar.add(WORK, arcname="tune_h200", filter=lambda t: None if "compile_cache" in t.name or
-                    t.name.endswith(".pt.trace.json.gz") else t)
+            tar.add(
+                WORK,
+                arcname="tune_h200",
+                filter=lambda t: (
+                    None if "compile_cache" in t.name or t.name.endswith(".pt.trace.json.gz") else t
+                ),
+            )
         log(f"done in {time.monotonic() - start:.0f} s; files under {OUT}")
 
 

@@ -21,10 +21,25 @@ class Tokens(torch.utils.data.Dataset):
 
 
 torch.manual_seed(0)
-config = GPT2Config(n_layer=1 if TINY else 6, n_embd=32 if TINY else 512, n_head=2 if TINY else 8, n_positions=SEQ,
-                    vocab_size=8192)
+config = GPT2Config(
+    n_layer=1 if TINY else 6,
+    n_embd=32 if TINY else 512,
+    n_head=2 if TINY else 8,
+    n_positions=SEQ,
+    vocab_size=8192,
+)
 model = GPT2LMHeadModel(config)
-args = TrainingArguments(output_dir=tempfile.mkdtemp(), max_steps=100_000, per_device_train_batch_size=4 if TINY else 16,
-                         learning_rate=3e-4, logging_steps=1, report_to=[], save_strategy="no", disable_tqdm=True,
-                         dataloader_num_workers=0, seed=0, use_cpu=not torch.cuda.is_available())
+args = TrainingArguments(
+    output_dir=tempfile.mkdtemp(),
+    max_steps=100_000,
+    per_device_train_batch_size=4 if TINY else 16,
+    learning_rate=3e-4,
+    logging_steps=1,
+    report_to=[],
+    save_strategy="no",
+    disable_tqdm=True,
+    dataloader_num_workers=0,
+    seed=0,
+    use_cpu=not torch.cuda.is_available(),
+)
 Trainer(model=model, args=args, train_dataset=Tokens()).train()

@@ -40,6 +40,14 @@ class Encoder(L.LightningModule):
 
 torch.manual_seed(0)
 loader = torch.utils.data.DataLoader(Seqs(), batch_size=8 if TINY else 64, num_workers=0)
-trainer = L.Trainer(max_steps=100_000, accelerator="auto", devices=1, logger=False, enable_checkpointing=False,
-                    enable_model_summary=False, precision="32-true", log_every_n_steps=1)
+trainer = L.Trainer(
+    max_steps=100_000,
+    accelerator="auto",
+    devices=1,
+    logger=False,
+    enable_checkpointing=False,
+    enable_model_summary=False,
+    precision="32-true",
+    log_every_n_steps=1,
+)
 trainer.fit(Encoder(), loader)

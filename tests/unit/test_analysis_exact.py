@@ -140,8 +140,15 @@ def test_pageable_copies_found_with_their_bytes():
         t0 = i * 3000
         tb.step(i, ts=t0, dur=3000)
         copy = tb.op("aten::copy_", t0, 2100)
-        tb.memcpy("HtoD (Pageable -> Device)", t0 + 100, 2000, 64 << 20, launch_ts=t0 + 10, launch_dur=2000,
-                  ext=copy)
+        tb.memcpy(
+            "HtoD (Pageable -> Device)",
+            t0 + 100,
+            2000,
+            64 << 20,
+            launch_ts=t0 + 10,
+            launch_dur=2000,
+            ext=copy,
+        )
         tb.runtime("cudaStreamSynchronize", t0 + 2015, 90, ext=copy)
         tb.op("aten::foo", t0 + 2110, 500)
         ext = tb.op("aten::mm", t0 + 2610, 50)
@@ -159,7 +166,9 @@ def test_launch_bound_tiny_kernels():
         tb.step(i, ts=t, dur=400 * 20)
         for _ in range(400):
             ext = tb.op("aten::mul", t, 18)
-            tb.kernel("vectorized_elementwise_kernel", ts=t + 17, dur=2, launch_ts=t + 8, launch_dur=8, ext=ext)
+            tb.kernel(
+                "vectorized_elementwise_kernel", ts=t + 17, dur=2, launch_ts=t + 8, launch_dur=8, ext=ext
+            )
             t += 20
     a, findings = analyse(tb)
     assert a.kernels.shorter_than_launch == 1.0
@@ -173,8 +182,13 @@ def test_fp32_gemm_without_tensor_cores_is_a_finding():
         t0 = i * 1000
         tb.step(i, ts=t0, dur=50)
         ext = tb.op("aten::mm", t0, 40, types=["float", "float"])
-        tb.kernel("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize256x128x8_ffma", ts=t0 + 45, dur=950,
-                  launch_ts=t0 + 5, ext=ext)
+        tb.kernel(
+            "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize256x128x8_ffma",
+            ts=t0 + 45,
+            dur=950,
+            launch_ts=t0 + 5,
+            ext=ext,
+        )
     a, findings = analyse(tb)
     assert a.kernels.fp32_matmul_ops == ["aten::mm"]
     assert findings[0].cause == "fp32_math"
@@ -191,14 +205,21 @@ def test_shortened_file_names_keep_exact_line_without_reading_the_file(tmp_path)
     tb.python("<built-in method item of Tensor object at 0x7f00>", 20, 5, parent=root)
     ev = parse_trace_bytes(tb.to_bytes(), "t.json").events
     start_ns = 20_000
-    sidecar = {"callers": {(start_ns, "<built-in method item of Tensor object at 0x7f00>"):
-                           ("train.py", 17, "main")}, "sys_path": [str(tmp_path)], "script": None}
+    sidecar = {
+        "callers": {
+            (start_ns, "<built-in method item of Tensor object at 0x7f00>"): ("train.py", 17, "main")
+        },
+        "sys_path": [str(tmp_path)],
+        "script": None,
+    }
     smap = SourceMap(ev, sidecar)
     import numpy as np
 
     (loc,) = smap.locate(np.array([1]), np.array([22_000]))
     assert (loc.file, loc.line, loc.exact) == ("train.py", 17, True)
-    assert "snippet" not in loc.to_json() and "path" not in loc.to_json()  # the file exists, but is never read
+    assert (
+        "snippet" not in loc.to_json() and "path" not in loc.to_json()
+    )  # the file exists, but is never read
     (outer,) = smap.locate(np.array([1]), np.array([50_000]))
     assert (outer.line, outer.exact) == (10, False)
 
@@ -211,8 +232,14 @@ def test_nccl_communication_exposed_and_overlapped():
         ext = tb.op("aten::mm", t0, 20)
         tb.kernel("gemm_bf16", ts=t0 + 100, dur=500, launch_ts=t0 + 5, ext=ext)
         comm = tb.op("nccl:all_reduce", t0 + 30, 20)
-        tb.kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", ts=t0 + 400, dur=400, launch_ts=t0 + 35, ext=comm,
-                  stream=20)
+        tb.kernel(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+            ts=t0 + 400,
+            dur=400,
+            launch_ts=t0 + 35,
+            ext=comm,
+            stream=20,
+        )
     a, _ = analyse(tb)
     # per step: collectives [30,50) on the host and [400,800) on the GPU; compute [100,600) hides 200 of it
     assert a.ranks["comm_ms"] == pytest.approx(0.42)

@@ -34,6 +34,7 @@ def _steps_with_kernel(tb: TraceBuilder, n: int = 2) -> TraceBuilder:
 
 # --- size limit and bounded decompression -------------------------------------------------------------------
 
+
 def _bomb(path: Path, mb: int) -> Path:
     with gzip.open(path, "wb", compresslevel=9) as f:
         f.write(b'{"traceEvents":[')
@@ -78,10 +79,13 @@ def test_multi_member_and_truncated_gzip(tmp_path):
 
 # --- nesting, and the scanner that cuts the events into slices -------------------------------------------------
 
+
 @pytest.mark.parametrize("where", ["event", "top"])
 def test_json_nested_1000_deep_is_a_clean_error(tmp_path, run_cli, where):
     deep = b"[" * 1000 + b"]" * 1000
-    ev = b'{"ph":"X","cat":"cpu_op","name":"a","ts":1,"dur":1,"args":{"x":' + (deep if where == "event" else b"1")
+    ev = b'{"ph":"X","cat":"cpu_op","name":"a","ts":1,"dur":1,"args":{"x":' + (
+        deep if where == "event" else b"1"
+    )
     data = b'{"traceEvents":[' + ev + b'}}], "x":' + (deep if where == "top" else b"1") + b"}"
     p = tmp_path / "deep.pt.trace.json"
     p.write_bytes(data)
@@ -116,10 +120,14 @@ def _reference(b: bytes) -> tuple[int, list[int]]:
 
 json_text = st.recursive(
     st.none() | st.integers() | st.text(alphabet='ab"\\[]{},', max_size=8),
-    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(alphabet='k"\\[{', max_size=4), c, max_size=3),
-    max_leaves=25)
+    lambda c: (
+        st.lists(c, max_size=4) | st.dictionaries(st.text(alphabet='k"\\[{', max_size=4), c, max_size=3)
+    ),
+    max_leaves=25,
+)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(json_text, max_size=6), st.integers(1, 9))
 def test_scanner_matches_a_character_by_character_parse(values, piece):
@@ -147,6 +155,7 @@ def test_large_event_arrays_are_decoded_in_slices_with_the_same_result(monkeypat
 
 # --- impossible figures: excluded with a note, or an error -----------------------------------------------------
 
+
 def test_step_number_of_thousands_of_digits_is_ignored_with_a_note(tmp_path, run_cli):
     tb = _steps_with_kernel(TraceBuilder())
     tb.step(0, ts=5000, dur=10)
@@ -168,7 +177,9 @@ def test_an_event_lasting_58_days_is_excluded_not_reported_as_a_58_day_step():
     doc = _doc(tb)
     assert check_document(doc) == []
     assert doc["trace"]["steps"] == [1, 2]  # step 0 is left with no duration and excluded
-    assert any("more than a day" in n for n in doc["notes"]) and any("zero duration" in n for n in doc["notes"])
+    assert any("more than a day" in n for n in doc["notes"]) and any(
+        "zero duration" in n for n in doc["notes"]
+    )
     assert doc["metrics"]["step_ms"]["value"] == 1.0  # the other steps, as recorded
 
 
@@ -195,13 +206,24 @@ def test_occupancy_copy_sizes_and_memory_out_of_range_are_excluded_with_notes():
     tb.kernel("gemm", ts=1700, dur=100, launch_ts=1600, occ=6.9e10)
     tb.memcpy("HtoD (Pageable -> Device)", ts=1850, dur=10, nbytes=10**30, launch_ts=1800)
     tb.memcpy("HtoD (Pageable -> Device)", ts=1900, dur=10, nbytes=4096, launch_ts=1880)
-    tb.events.append({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 100, "tid": 1, "ts": 1500,
-                      "s": "t", "args": {"Device Type": 1, "Total Allocated": -5, "Total Reserved": 2**62,
-                                         "Bytes": 5}})
+    tb.events.append(
+        {
+            "ph": "i",
+            "cat": "cpu_instant_event",
+            "name": "[memory]",
+            "pid": 100,
+            "tid": 1,
+            "ts": 1500,
+            "s": "t",
+            "args": {"Device Type": 1, "Total Allocated": -5, "Total Reserved": 2**62, "Bytes": 5},
+        }
+    )
     doc = _doc(tb)
     assert check_document(doc) == []
     notes = " ".join(doc["notes"])
-    assert "occupancy of 1 kernel" in notes and "byte counts of 1 copy" in notes and "1 memory sample" in notes
+    assert (
+        "occupancy of 1 kernel" in notes and "byte counts of 1 copy" in notes and "1 memory sample" in notes
+    )
     assert doc["metrics"]["occupancy"]["value"] == 50.0
     assert doc["copies"][0]["bandwidth_gbps"] < 1000
 
@@ -234,6 +256,7 @@ def test_report_document_is_strict_json_even_when_a_figure_is_not_finite(monkeyp
         _data.to_json({"x": float("inf")})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", sorted(p.name for p in TRACES.iterdir() if p.is_dir()))
 def test_every_recorded_run_passes_check_document(run):
     res = analyze_path(TRACES / run)
@@ -243,20 +266,28 @@ def test_every_recorded_run_passes_check_document(run):
 
 # --- wrong types in run.json, samples.json and the sidecar -----------------------------------------------------
 
+
 def _copy_run(tmp_path: Path, name: str = "healthy") -> Path:
     dst = tmp_path / name
     shutil.copytree(TRACES / name, dst)
     return dst
 
 
-@pytest.mark.parametrize("field,value,message", [
-    ("profiler_overhead", "1.4", "'profiler_overhead' must be a number, not string"),
-    ("sampler", [1], "'sampler' must be an object, not list"),
-    ("sampler", {"mean_util": None, "window_mean_util": 1e300}, "'sampler.window_mean_util' = 1e+300 is out of range"),
-    ("dataloader", {"num_workers": "4"}, "'dataloader.num_workers' must be an integer, not string"),
-    ("cudnn_benchmark", 0, "'cudnn_benchmark' must be true or false, not integer"),
-    ("steps_seen", 10**30, "'steps_seen' = <integer of 31 digits> is out of range"),
-])
+@pytest.mark.parametrize(
+    "field,value,message",
+    [
+        ("profiler_overhead", "1.4", "'profiler_overhead' must be a number, not string"),
+        ("sampler", [1], "'sampler' must be an object, not list"),
+        (
+            "sampler",
+            {"mean_util": None, "window_mean_util": 1e300},
+            "'sampler.window_mean_util' = 1e+300 is out of range",
+        ),
+        ("dataloader", {"num_workers": "4"}, "'dataloader.num_workers' must be an integer, not string"),
+        ("cudnn_benchmark", 0, "'cudnn_benchmark' must be true or false, not integer"),
+        ("steps_seen", 10**30, "'steps_seen' = <integer of 31 digits> is out of range"),
+    ],
+)
 def test_wrong_types_in_run_json_name_the_file_and_field(tmp_path, field, value, message):
     d = _copy_run(tmp_path)
     info = json.loads((d / "run.json").read_text())
@@ -267,12 +298,15 @@ def test_wrong_types_in_run_json_name_the_file_and_field(tmp_path, field, value,
     assert str(d / "run.json") in str(e.value) and "\n" not in str(e.value)
 
 
-@pytest.mark.parametrize("text,message", [
-    ('{"profiler_overhead": NaN}', "not valid JSON"),
-    ('{"x": ' + "9" * 5000 + "}", "not valid JSON"),
-    ("[1, 2]", "the top level is a list"),
-    ('{"x": ' + "[" * 200 + "]" * 200 + "}", "nested more than 64 levels"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ('{"profiler_overhead": NaN}', "not valid JSON"),
+        ('{"x": ' + "9" * 5000 + "}", "not valid JSON"),
+        ("[1, 2]", "the top level is a list"),
+        ('{"x": ' + "[" * 200 + "]" * 200 + "}", "nested more than 64 levels"),
+    ],
+)
 def test_run_json_that_is_not_json_or_not_an_object(tmp_path, text, message):
     d = _copy_run(tmp_path)
     (d / "run.json").write_text(text)
@@ -280,6 +314,7 @@ def test_run_json_that_is_not_json_or_not_an_object(tmp_path, text, message):
         analyze_path(d)
 
 
+@pytest.mark.slow
 def test_wrong_samples_rows_name_the_row_and_bad_sidecar_rows_are_skipped(tmp_path, run_cli):
     d = _copy_run(tmp_path)
     s = json.loads((d / "samples.json").read_text())
@@ -298,6 +333,7 @@ def test_wrong_samples_rows_name_the_row_and_bad_sidecar_rows_are_skipped(tmp_pa
     json.loads(r.stdout)
 
 
+@pytest.mark.slow
 def test_over_long_path_is_a_clean_error(run_cli, tmp_path):
     r = run_cli("analyze", tmp_path / ("x" * 5000) / "t.pt.trace.json")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "internal error" not in r.stderr
@@ -305,6 +341,8 @@ def test_over_long_path_is_a_clean_error(run_cli, tmp_path):
 
 # --- the fuzz harness, bounded: mutated recorded run folders ----------------------------------------------------
 
+
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 2**32))
 def test_mutated_recorded_runs_give_a_clean_error_or_sane_figures(tmp_path_factory, seed):
@@ -343,7 +381,10 @@ print(len(t.events), base, status("VmHWM:"))
 """
 
 
-@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc to read peak memory")
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc to read peak memory"
+)
 @pytest.mark.parametrize("gz", [False, True])
 def test_loading_many_tiny_events_peaks_below_twice_the_json(tmp_path, gz):
     import os
@@ -351,12 +392,16 @@ def test_loading_many_tiny_events_peaks_below_twice_the_json(tmp_path, gz):
     import sys
 
     n = 600_000  # about 43 MB: large enough that fixed costs (imports, buffers of a few MB) do not dominate
-    events = ",".join(f'{{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":{i},"dur":1}}' for i in range(n))
+    events = ",".join(
+        f'{{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":{i},"dur":1}}' for i in range(n)
+    )
     data = ('{"traceEvents":[' + events + "]}").encode()
     p = tmp_path / ("tiny.pt.trace.json" + (".gz" if gz else ""))
     p.write_bytes(gzip.compress(data, 1) if gz else data)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    out = subprocess.run([sys.executable, "-c", _PEAK, str(p)], capture_output=True, text=True, env=env, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK, str(p)], capture_output=True, text=True, env=env, check=True
+    )
     count, base, peak = map(int, out.stdout.split())
     assert count == n
     assert (peak - base) / len(data) < 2.0, (peak - base) / len(data)
@@ -364,7 +409,9 @@ def test_loading_many_tiny_events_peaks_below_twice_the_json(tmp_path, gz):
 
 def test_a_kernel_running_far_past_its_step_counts_only_inside_it():
     tb = _steps_with_kernel(TraceBuilder())
-    tb.kernel("gemm", ts=1700, dur=1e9, launch_ts=-500, bps=4.0)  # launched before the steps: does not extend one
+    tb.kernel(
+        "gemm", ts=1700, dur=1e9, launch_ts=-500, bps=4.0
+    )  # launched before the steps: does not extend one
     doc = _doc(tb)
     assert check_document(doc) == []
     assert doc["metrics"]["sm_efficiency"]["value"] <= 100
@@ -372,12 +419,14 @@ def test_a_kernel_running_far_past_its_step_counts_only_inside_it():
 
 
 def test_implausible_device_memory_is_left_unknown():
-    doc = _doc(_steps_with_kernel(TraceBuilder()), deviceProperties=[{"id": 0, "name": "x", "totalGlobalMem": 1}])
+    doc = _doc(
+        _steps_with_kernel(TraceBuilder()), deviceProperties=[{"id": 0, "name": "x", "totalGlobalMem": 1}]
+    )
     assert doc["device"]["memory_bytes"] is None and check_document(doc) == []
 
 
 def test_sidecar_file_name_too_long_for_the_file_system(tmp_path):
-    d = _copy_run(tmp_path)
+    d = _copy_run(tmp_path, "sync_item")  # a run with a located finding, so the long names are used
     side = next(d.glob("*.sidecar.json.gz"))
     doc = json.loads(gzip.decompress(side.read_bytes()))
     for row in doc["frames"]:
@@ -385,3 +434,9 @@ def test_sidecar_file_name_too_long_for_the_file_system(tmp_path):
     side.write_bytes(gzip.compress(json.dumps(doc).encode()))
     res = analyze_path(d)
     assert check_document(res.doc) == []
+    was = next(f for f in analyze_path(TRACES / "sync_item").findings if f.cause == "sync").location
+    now = next(f for f in res.findings if f.cause == "sync").location
+    assert now.exact and (now.file, now.line) == (
+        "x" * 300 + "/" + was.file,
+        was.line,
+    )  # the long name is kept

@@ -4,10 +4,11 @@ import shutil
 
 import pytest
 
+import idlehound
 from idlehound import TraceError, load_trace
 from idlehound.trace import parse_trace_bytes
 
-from ..conftest import TRACES, shared
+from ..conftest import SCRIPTS, TRACES, shared
 from .tracebuilder import TraceBuilder
 
 
@@ -67,21 +68,42 @@ def _empty(tmp_path):
     return d
 
 
-def test_capture_run_folder_loads_with_its_sidecar():
-    t = load_trace(TRACES / "sync_item")
-    assert t.path.name.endswith(".pt.trace.json.gz")
+def _sync_location(folder):
+    a = idlehound.analyze(load_trace(folder))
+    return a, next(f for f in idlehound.diagnose(a) if f.cause == "sync").location
 
 
-@pytest.mark.parametrize("data,problem", [
-    (b"", "empty file"),
-    (b"[1, 2, 3]", "top level is not a JSON object"),
-    (b'{"traceEvents": [', "invalid or truncated JSON"),
-    (b'{"foo": 1}', "no 'traceEvents'"),
-    (b'{"traceEvents": []}', "'traceEvents' is empty"),
-    (b'{"traceEvents": 5}', "not a list of events"),
-    (b'{"traceEvents": [{"ph": "X", "name": "draw", "cat": "gfx", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]}',
-     "Chrome trace from another tool"),
-])
+def test_capture_run_folder_loads_with_its_sidecar(tmp_path):
+    """The sidecar beside the trace turns the sync finding's def line into the planted line that syncs."""
+    a, loc = _sync_location(TRACES / "sync_item")
+    planted = (SCRIPTS / "planted" / "sync_item.py").read_text().splitlines()
+    assert loc.exact and loc.file == "tests/scripts/planted/sync_item.py"
+    assert "# planted" in planted[loc.line - 1]  # print(loss) or loss.item(), not the loop's first line
+    assert not any("approximate" in n for n in a.notes)
+    bare = tmp_path / "sync_item"
+    shutil.copytree(TRACES / "sync_item", bare)
+    for side in bare.glob("*.sidecar.json*"):
+        side.unlink()
+    b, def_line = _sync_location(bare)
+    assert not def_line.exact and def_line.line < loc.line
+    assert any("def lines (approximate)" in n for n in b.notes)
+
+
+@pytest.mark.parametrize(
+    "data,problem",
+    [
+        (b"", "empty file"),
+        (b"[1, 2, 3]", "top level is not a JSON object"),
+        (b'{"traceEvents": [', "invalid or truncated JSON"),
+        (b'{"foo": 1}', "no 'traceEvents'"),
+        (b'{"traceEvents": []}', "'traceEvents' is empty"),
+        (b'{"traceEvents": 5}', "not a list of events"),
+        (
+            b'{"traceEvents": [{"ph": "X", "name": "draw", "cat": "gfx", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]}',
+            "Chrome trace from another tool",
+        ),
+    ],
+)
 def test_bad_input_is_a_one_line_trace_error(data, problem):
     with pytest.raises(TraceError) as e:
         parse_trace_bytes(data, "x.json")
@@ -92,10 +114,22 @@ def test_odd_typed_fields_cost_only_that_event():
     tb = TraceBuilder(cuda=False)
     tb.step(1, 0, 100)
     tb.op("aten::mm", 10, 20)
-    tb.events.append({"ph": "X", "cat": "cpu_op", "name": "bad", "ts": "soon", "dur": [1], "pid": 1, "tid": 1})
+    tb.events.append(
+        {"ph": "X", "cat": "cpu_op", "name": "bad", "ts": "soon", "dur": [1], "pid": 1, "tid": 1}
+    )
     tb.events.append({"ph": "X", "cat": "cpu_op", "name": "huge", "ts": 1e300, "dur": 1, "pid": 1, "tid": 1})
-    tb.events.append({"ph": "X", "cat": "cpu_op", "name": 5, "ts": 30, "dur": 1, "pid": 1, "tid": 1,
-                      "args": {"External id": 2**80}})
+    tb.events.append(
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": 5,
+            "ts": 30,
+            "dur": 1,
+            "pid": 1,
+            "tid": 1,
+            "args": {"External id": 2**80},
+        }
+    )
     t = parse_trace_bytes(tb.to_bytes(), "odd.json")
     assert any("skipped 2 malformed" in w for w in t.warnings)
     assert len(t.events) == 3  # the step, aten::mm and the event whose name was not a string

@@ -5,8 +5,8 @@ import json
 import time
 
 import pytest
-
 from idlehound.analysis._runfiles import read_samples
+
 from idlehound.capture import _sampler
 from idlehound.errors import TraceError
 

@@ -21,8 +21,12 @@ EVENTS = 150_000  # ~10 MB: loading takes long enough for a truncation to land i
 def _write(path: Path, n: int = EVENTS) -> Path:
     with open(path, "wb") as f:
         f.write(b'{"traceEvents":[')
-        f.write(",".join(f'{{"ph":"X","cat":"cpu_op","name":"op{i % 50}","pid":1,"tid":1,"ts":{i},"dur":1}}'
-                         for i in range(n)).encode())
+        f.write(
+            ",".join(
+                f'{{"ph":"X","cat":"cpu_op","name":"op{i % 50}","pid":1,"tid":1,"ts":{i},"dur":1}}'
+                for i in range(n)
+            ).encode()
+        )
         f.write(b"]}")
     return path
 
@@ -31,6 +35,7 @@ def _truncate_later(path: Path, delay: float, size: int) -> threading.Thread:
     def cut():
         time.sleep(delay)
         os.truncate(path, size)
+
     t = threading.Thread(target=cut)
     t.start()
     return t
@@ -111,8 +116,13 @@ def test_cli_on_a_file_truncated_mid_analysis_exits_cleanly(tmp_path):
     codes = []
     for i in range(4):
         path = _write(tmp_path / f"c{i}.pt.trace.json")
-        p = subprocess.Popen([sys.executable, "-m", "idlehound", "analyze", str(path)], env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "idlehound", "analyze", str(path)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(rng.uniform(1.0, 3.0))  # past start-up, into reading and decoding
         os.truncate(path, rng.choice([0, path.stat().st_size // 3]))
         _, err = p.communicate(timeout=300)

@@ -21,7 +21,9 @@ def _breakdown(ctx: _Context, steps: list[Step], device: Optional[int]) -> None:
     comm = ctx.is_comm[gsel]
     memcpy = np.isin(ev.cat[g], [ev.cat_id("gpu_memcpy"), ev.cat_id("Memcpy")])
     memset = np.isin(ev.cat[g], [ev.cat_id("gpu_memset"), ev.cat_id("Memset")])
-    host = np.zeros(len(ev), bool)  # masks over the events, not np.isin of event lists (sorted copies of each)
+    host = np.zeros(
+        len(ev), bool
+    )  # masks over the events, not np.isin of event lists (sorted copies of each)
     host[ctx.x_cpu] = True
     host &= ~ev.mask_names(lambda n: roles.step_number(n) is not None)
     host[ctx.runtime] = False

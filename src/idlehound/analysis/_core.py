@@ -55,12 +55,16 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
     run_info: dict[str, Any] = field(default_factory=dict)
     timeline: dict[str, Any] = field(default_factory=dict)  # busy spans and idle gaps of the first steps
-    ranks: dict[str, Any] = field(default_factory=dict)  # communication and per-line time, for multi-rank runs
+    ranks: dict[str, Any] = field(
+        default_factory=dict
+    )  # communication and per-line time, for multi-rank runs
     replay: Optional[Replay] = None  # the steps' dependency model (None without GPU events)
     observer: dict[str, Any] = field(default_factory=dict)  # unprofiled step, host rate fitted to it
     idle_library_lines: list[IdleLine] = field(default_factory=list)  # by the innermost library line instead
     prediction: dict[str, Any] = field(default_factory=dict)  # the best stack of fixes (set by diagnose)
-    not_checked: list[dict[str, Any]] = field(default_factory=list)  # rules whose data is missing (set by diagnose)
+    not_checked: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # rules whose data is missing (set by diagnose)
 
     @property
     def n_steps(self) -> int:
@@ -88,8 +92,9 @@ class Analysis:
         return ns / max(self.n_steps, 1) / 1e6
 
 
-def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = None,
-            run_info: Optional[dict] = None) -> Analysis:
+def analyze(
+    trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = None, run_info: Optional[dict] = None
+) -> Analysis:
     """Measure where every step's time went and why the GPU idled. See docs/metrics.md."""
     validate.durations(trace)
     ev = trace.events
@@ -105,12 +110,16 @@ def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = 
     gpu_recorded = ctx.gpu.size > 0
     if device.unmeasured and not gpu_recorded:
         shown = ", ".join(f"{c}: {n}" for c, n in device.unmeasured.items())
-        notes.append(f"the trace shows {device.accelerator} device activity ({shown} events); idlehound measures "
-                     "CUDA and ROCm GPU timelines only, so device busy and idle time are not reported: the host "
-                     "side is analysed")
+        notes.append(
+            f"the trace shows {device.accelerator} device activity ({shown} events); idlehound measures "
+            "CUDA and ROCm GPU timelines only, so device busy and idle time are not reported: the host "
+            "side is analysed"
+        )
     elif trace.cuda_run and not gpu_recorded:
-        notes.append("CUDA was in use but the trace holds no GPU events: CUPTI did not record "
-                     "(profiling permissions?). Only the CPU side is analysed; GPU idle is unknown.")
+        notes.append(
+            "CUDA was in use but the trace holds no GPU events: CUPTI did not record "
+            "(profiling permissions?). Only the CPU side is analysed; GPU idle is unknown."
+        )
     busy = ctx.busy_set(device.index)
     win_s = np.array([s.start_ns for s in steps], np.int64)
     win_e = np.array([s.end_ns for s in steps], np.int64)
@@ -123,24 +132,33 @@ def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = 
     idle_lines = gaps.lines() if gaps else []
     notes += _run_notes(run_info or {})
     a = Analysis(
-        trace=trace, steps=steps, step_source=source, device=device, gpu_recorded=gpu_recorded,
+        trace=trace,
+        steps=steps,
+        step_source=source,
+        device=device,
+        gpu_recorded=gpu_recorded,
         breakdown_ns={k: sum(s.breakdown_ns.get(k, 0) for s in steps) for k in BREAKDOWN},
         idle_ns={k: sum(s.idle_ns.get(k, 0) for s in steps) for k in IDLE_CAUSES},
-        sync_sites=sync_sites, idle_lines=idle_lines, idle_library_lines=gaps.lines(by="library") if gaps else [],
+        sync_sites=sync_sites,
+        idle_lines=idle_lines,
+        idle_library_lines=gaps.lines(by="library") if gaps else [],
         copies=_copies(ctx, win_s, win_e, notes),
         kernels=_kernels(ctx, win_s, win_e, device, smap, _main_thread(trace.events, ctx), notes),
         memory=_memory(ctx, trace, win_s, win_e, device, smap, steps, notes),
         dataloader=_dataloader(ctx, smap, win_s, win_e),
         gap_count=gaps.count if gaps else 0,
-        notes=notes, run_info=dict(run_info or {}),
+        notes=notes,
+        run_info=dict(run_info or {}),
         timeline=_timeline(steps, busy, gaps),
     )
     a.ranks = _rank_figures(ctx, smap, steps, device.index, busy)
     _slow_launches(ctx, a.kernels, busy, win_s, win_e)
     if a.kernels.slow_launches:
-        a.notes.append(f"{a.kernels.slow_launches} one-off launch call(s) of up to "
-                       f"{a.kernels.slow_launch_max_us / 1e3:.2f} ms (first launch, code-object load) in the "
-                       "profiled steps: start-up cost; profile later steps (schedule wait/warmup) for steady state")
+        a.notes.append(
+            f"{a.kernels.slow_launches} one-off launch call(s) of up to "
+            f"{a.kernels.slow_launch_max_us / 1e3:.2f} ms (first launch, code-object load) in the "
+            "profiled steps: start-up cost; profile later steps (schedule wait/warmup) for steady state"
+        )
     if gpu_recorded and steps:
         a.replay = _replay(ctx, smap, steps, device.index, gaps)
         a.observer = _observer(a.replay, run_info or {})
@@ -150,7 +168,9 @@ def analyze(trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = 
 
 SLOW_LAUNCH_NS = 1_000_000
 SLOW_LAUNCH_FACTOR = 20
-SLOW_LAUNCH_MAX_SHARE = 100  # more than 1 in 100 launches slow (and more than 2) is overhead, not one-off cost
+SLOW_LAUNCH_MAX_SHARE = (
+    100  # more than 1 in 100 launches slow (and more than 2) is overhead, not one-off cost
+)
 
 
 def _slow_launches(ctx: _Context, k: KernelStats, busy: iv.Set, s0: np.ndarray, s1: np.ndarray) -> None:
@@ -169,8 +189,10 @@ def _slow_launches(ctx: _Context, k: KernelStats, busy: iv.Set, s0: np.ndarray, 
     k.slow_launch_max_us = float(ev.dur[slow].max()) / 1e3
     k.slow_launch_idle_ns = int(iv.total(idle))
 
-def _replay(ctx: _Context, smap: SourceMap, steps: list[Step], device: Optional[int],
-            gaps: Optional[_Gaps]) -> Replay:
+
+def _replay(
+    ctx: _Context, smap: SourceMap, steps: list[Step], device: Optional[int], gaps: Optional[_Gaps]
+) -> Replay:
     ev = ctx.ev
     own = np.array([smap.within(int(ev.tid[j]), int(ev.ts[j]), _OWN_FRAMES) for j in ctx.sync], bool)
     launching = iv.subtract(launching_spans(ctx), ctx.spans(ctx.dataloader))  # a graph does not load the data
@@ -178,13 +200,25 @@ def _replay(ctx: _Context, smap: SourceMap, steps: list[Step], device: Optional[
     host_only = iv.EMPTY
     if gaps is not None and gaps.count:
         long_host = (gaps.ns["cpu_ops"] + gaps.ns["python"]) > 0
-        other = iv.union(np.concatenate([launching[0], allocator[0], ev.ts[ctx.sync], ev.ts[ctx.dataloader]]),
-                         np.concatenate([launching[1], allocator[1], ev.ts[ctx.sync] + ev.dur[ctx.sync],
-                                         ev.ts[ctx.dataloader] + ev.dur[ctx.dataloader]]))
+        other = iv.union(
+            np.concatenate([launching[0], allocator[0], ev.ts[ctx.sync], ev.ts[ctx.dataloader]]),
+            np.concatenate(
+                [
+                    launching[1],
+                    allocator[1],
+                    ev.ts[ctx.sync] + ev.dur[ctx.sync],
+                    ev.ts[ctx.dataloader] + ev.dur[ctx.dataloader],
+                ]
+            ),
+        )
         host_only = iv.subtract(iv.union(gaps.gs[long_host], gaps.ge[long_host]), other)
     groups = sync_groups(ctx, own, _copy_name_by_ext(ctx))
-    spans = {"launching": launching, "allocator": allocator, "host_only": host_only,
-             "reads": _read_calls(ctx, smap, groups == "sync")}
+    spans = {
+        "launching": launching,
+        "allocator": allocator,
+        "host_only": host_only,
+        "reads": _read_calls(ctx, smap, groups == "sync"),
+    }
     return Replay(ctx, steps, device, groups, spans)
 
 
@@ -222,18 +256,27 @@ WINDOW_UTIL_GAP_PCT = 20  # the window's mean utilisation this far from the run'
 def _observer(rp: Replay, run: dict[str, Any]) -> dict[str, Any]:
     """Fit the host rate so the replayed step matches the mean steady unprofiled step (docs/metrics.md)."""
     before = [float(x) for x in run.get("step_ms_before_window") or []][STEADY_SKIP:]
-    after = [float(x) for x in run.get("step_ms_after_window") or []][1:]  # the first pays for profiler teardown
+    after = [float(x) for x in run.get("step_ms_after_window") or []][
+        1:
+    ]  # the first pays for profiler teardown
     steady = before + after
-    out: dict[str, Any] = {"replayed_ms": rp.play().step_ns / 1e6, "recorded_ms": rp.recorded_ns / 1e6,
-                           "host_rate": 1.0}
+    out: dict[str, Any] = {
+        "replayed_ms": rp.play().step_ns / 1e6,
+        "recorded_ms": rp.recorded_ns / 1e6,
+        "host_rate": 1.0,
+    }
     if len(steady) >= MIN_STEADY_STEPS:
-        out.update(unprofiled_ms=float(np.mean(steady)), unprofiled_steps=len(steady), source="mean of steady steps")
+        out.update(
+            unprofiled_ms=float(np.mean(steady)), unprofiled_steps=len(steady), source="mean of steady steps"
+        )
     elif isinstance(run.get("unprofiled_step_ms"), (int, float)):  # older run.json: only the median was kept
         out.update(unprofiled_ms=float(run["unprofiled_step_ms"]), unprofiled_steps=None, source="median")
     if "unprofiled_ms" in out:
         out["host_rate"] = rp.fit_rate(out["unprofiled_ms"] * 1e6)
         if rp.play(rate=out["host_rate"]).step_ns > (1 + FIT_TOLERANCE) * out["unprofiled_ms"] * 1e6:
-            out["host_rate"] = 1.0  # faster than the recorded GPU work alone allows: the timing is not comparable
+            out["host_rate"] = (
+                1.0  # faster than the recorded GPU work alone allows: the timing is not comparable
+            )
             out["inconsistent"] = True
     out["predicted_ms"] = rp.play(rate=out["host_rate"]).step_ns / 1e6
     return out
@@ -244,13 +287,16 @@ def _observer_notes(obs: dict[str, Any]) -> list[str]:
     rate, un = obs.get("host_rate", 1.0), obs.get("unprofiled_ms")
     if un is None or rate > OBSERVER_RATE or abs(obs["replayed_ms"] / obs["recorded_ms"] - 1) > FIT_TOLERANCE:
         return []
-    return [f"the profiler inflated host time: unprofiled steps take {un:.2f} ms ({obs['source']}) against "
-            f"{obs['recorded_ms']:.2f} ms profiled; the replay runs host work at {rate:.2f}x its recorded time to "
-            "match, and every gain is predicted for the unprofiled step"]
+    return [
+        f"the profiler inflated host time: unprofiled steps take {un:.2f} ms ({obs['source']}) against "
+        f"{obs['recorded_ms']:.2f} ms profiled; the replay runs host work at {rate:.2f}x its recorded time to "
+        "match, and every gain is predicted for the unprofiled step"
+    ]
 
 
-def _rank_figures(ctx: _Context, smap: SourceMap, steps: list[Step], device: Optional[int],
-                  busy: iv.Set) -> dict[str, Any]:
+def _rank_figures(
+    ctx: _Context, smap: SourceMap, steps: list[Step], device: Optional[int], busy: iv.Set
+) -> dict[str, Any]:
     """What a multi-rank comparison needs from one rank: communication time, how much of it the GPU's compute
     hid, and the time spent in calls made from each user line (per step)."""
     s0 = np.array([s.start_ns for s in steps], np.int64)
@@ -263,9 +309,11 @@ def _rank_figures(ctx: _Context, smap: SourceMap, steps: list[Step], device: Opt
     compute = ctx.spans(g[ctx.is_kernel[gsel] & ~ctx.is_comm[gsel]])
     exposed = iv.subtract(comm, compute) if g.size else comm
     n = max(len(steps), 1)
-    return {"comm_ms": iv.total(comm) / n / 1e6, "exposed_comm_ms": iv.total(exposed) / n / 1e6,
-            "lines": smap.time_by_line(s0, s1, n)}
-
+    return {
+        "comm_ms": iv.total(comm) / n / 1e6,
+        "exposed_comm_ms": iv.total(exposed) / n / 1e6,
+        "lines": smap.time_by_line(s0, s1, n),
+    }
 
 
 def _run_notes(run: dict[str, Any]) -> list[str]:
@@ -273,31 +321,46 @@ def _run_notes(run: dict[str, Any]) -> list[str]:
     out = []
     s = run.get("sampler") or {}
     if s.get("sawtooth"):
-        out.append(f"GPU utilisation saw-tooths over the whole run ({100 * s['idle_sample_share']:.0f}% of samples "
-                   "idle between busy bursts): the GPU works in bursts and waits for input between them")
-    if s.get("window_mean_util") is not None and s.get("mean_util") is not None \
-            and abs(s["window_mean_util"] - s["mean_util"]) > WINDOW_UTIL_GAP_PCT:
-        what = "GPU utilisation" if s.get("source") == "nvml" else "the process's CPU use"  # no NVML: CPU samples
-        out.append(f"the profiled window is not typical of the run: {what} {s['window_mean_util']:.0f}% in "
-                   f"the window vs {s['mean_util']:.0f}% over the run")
+        out.append(
+            f"GPU utilisation saw-tooths over the whole run ({100 * s['idle_sample_share']:.0f}% of samples "
+            "idle between busy bursts): the GPU works in bursts and waits for input between them"
+        )
+    if (
+        s.get("window_mean_util") is not None
+        and s.get("mean_util") is not None
+        and abs(s["window_mean_util"] - s["mean_util"]) > WINDOW_UTIL_GAP_PCT
+    ):
+        what = (
+            "GPU utilisation" if s.get("source") == "nvml" else "the process's CPU use"
+        )  # no NVML: CPU samples
+        out.append(
+            f"the profiled window is not typical of the run: {what} {s['window_mean_util']:.0f}% in "
+            f"the window vs {s['mean_util']:.0f}% over the run"
+        )
     cut = (run.get("window") or {}) if isinstance(run.get("window"), dict) else {}
     if cut.get("cut_by") in ("time budget", "memory budget"):  # the last step in the trace is partial
-        out.append(f"the window was cut by its {cut['cut_by']} after {cut.get('steps_recorded')} whole step(s) "
-                   "(--max-window-seconds / --max-window-mb): the last step shown is partial")
+        out.append(
+            f"the window was cut by its {cut['cut_by']} after {cut.get('steps_recorded')} whole step(s) "
+            "(--max-window-seconds / --max-window-mb): the last step shown is partial"
+        )
     return out
 
 
-def _timeline(steps: list[Step], busy: iv.Set, gaps: Optional[_Gaps], max_steps: int = 3,
-              max_spans: int = 4000) -> dict[str, Any]:
+def _timeline(
+    steps: list[Step], busy: iv.Set, gaps: Optional[_Gaps], max_steps: int = 3, max_spans: int = 4000
+) -> dict[str, Any]:
     """Busy spans and idle gaps (with their main cause) over the first steps, for the HTML strip."""
     if not steps:
         return {}
     lo, hi = steps[0].start_ns, steps[min(max_steps, len(steps)) - 1].end_ns
     bs, be = busy
     keep = (be > lo) & (bs < hi)
-    out: dict[str, Any] = {"start_ns": lo, "end_ns": hi,
-                           "busy": [[int(a - lo), int(b - lo)] for a, b in zip(bs[keep][:max_spans], be[keep][:max_spans])],
-                           "gaps": []}
+    out: dict[str, Any] = {
+        "start_ns": lo,
+        "end_ns": hi,
+        "busy": [[int(a - lo), int(b - lo)] for a, b in zip(bs[keep][:max_spans], be[keep][:max_spans])],
+        "gaps": [],
+    }
     if gaps is not None and gaps.count:
         sel = np.flatnonzero((gaps.ge > lo) & (gaps.gs < hi))[:max_spans]
         table = np.stack([gaps.ns[c][sel] for c in IDLE_CAUSES]) if sel.size else np.zeros((0, 0))

@@ -84,8 +84,17 @@ class _Gaps:
                 ("data_loading", dl),
                 ("allocator", ctx.spans(ctx.allocator, tid)),
                 ("sync", _merge(ctx.spans(ctx.sync, tid), self.sf_set)),
-                ("launch", ctx.spans(np.concatenate([ctx.launch[ev.tid[ctx.launch] == tid],
-                                                     launching_ops[ev.tid[launching_ops] == tid]]))),
+                (
+                    "launch",
+                    ctx.spans(
+                        np.concatenate(
+                            [
+                                ctx.launch[ev.tid[ctx.launch] == tid],
+                                launching_ops[ev.tid[launching_ops] == tid],
+                            ]
+                        )
+                    ),
+                ),
                 ("cpu_ops", ctx.spans(ctx.cpu_ops, tid)),
             ]
             for cause, cset in classes:
@@ -104,8 +113,12 @@ class _Gaps:
         ws, we = self.ws, self.we
         j = np.searchsorted(ws, s_end + SYNC_TOLERANCE_NS, side="right") - 1
         jj = np.clip(j, 0, None)
-        hit = ((j >= 0) & (s_start <= ws[jj] + SYNC_START_JITTER_NS)
-               & (s_end >= ws[jj] - SYNC_TOLERANCE_NS) & (s_end <= we[jj] + SYNC_TOLERANCE_NS))
+        hit = (
+            (j >= 0)
+            & (s_start <= ws[jj] + SYNC_START_JITTER_NS)
+            & (s_end >= ws[jj] - SYNC_TOLERANCE_NS)
+            & (s_end <= we[jj] + SYNC_TOLERANCE_NS)
+        )
         whole_drained = np.full(ws.size, -1, dtype=np.int64)
         for k in np.flatnonzero(hit)[::-1]:  # earliest sync wins
             whole_drained[jj[k]] = sync[k]
@@ -166,18 +179,28 @@ class _Gaps:
                 for i, loc in zip(missing, again):
                     locs[i] = loc
             # Few distinct locations (shared objects): one key per object, then a row per gap by numpy.
-            _, first, inverse = np.unique(np.fromiter(map(id, locs), np.uint64, len(locs)), return_index=True,
-                                            return_inverse=True)
+            _, first, inverse = np.unique(
+                np.fromiter(map(id, locs), np.uint64, len(locs)), return_index=True, return_inverse=True
+            )
             row_of_id = np.empty(first.size, np.int64)
-            for u in np.argsort(first).tolist():  # keys numbered in order of first appearance, as ties sort by it
+            for u in np.argsort(
+                first
+            ).tolist():  # keys numbered in order of first appearance, as ties sort by it
                 row_of_id[u] = keys.setdefault((cause, locs[first[u]]), len(keys))
             rows_of.append(row_of_id[inverse.reshape(-1)])
             ns_of.append(self.ns[cause][sel])
-        row, ns = (np.concatenate(rows_of), np.concatenate(ns_of).astype(np.int64)) if rows_of else ([], [])
+        row, ns = (
+            (np.concatenate(rows_of), np.concatenate(ns_of).astype(np.int64))
+            if rows_of
+            else (np.zeros(0, np.int64),) * 2
+        )
         idle, count = np.zeros(len(keys), dtype=np.int64), np.bincount(row, minlength=len(keys))
         np.add.at(idle, row, ns)
-        rows = [IdleLine(c, loc, int(idle[r]), int(count[r])) for (c, loc), r in keys.items()
-                if loc is not None or by == "user"]
+        rows = [
+            IdleLine(c, loc, int(idle[r]), int(count[r]))
+            for (c, loc), r in keys.items()
+            if loc is not None or by == "user"
+        ]
         rows.sort(key=lambda r: -r.idle_ns)
         return rows[:top]
 

@@ -39,7 +39,7 @@ def _sorted(x: np.ndarray) -> bool:
     """Whether x is in order (often so: events of one thread, every sweep's output); checked in chunks."""
     step = 2**20
     for i in range(0, x.size - 1, step):
-        chunk = x[i:i + step + 1]
+        chunk = x[i : i + step + 1]
         if (chunk[1:] < chunk[:-1]).any():
             return False
     return True
@@ -57,7 +57,7 @@ def _combine(a: Set, b: Set, want: int) -> Set:
         return EMPTY
     na, nb = a[0].size, b[0].size
     delta = np.empty(pos.size, np.int8)
-    delta[:na], delta[na:2 * na], delta[2 * na:2 * na + nb], delta[2 * na + nb:] = 1, -1, 2, -2
+    delta[:na], delta[na : 2 * na], delta[2 * na : 2 * na + nb], delta[2 * na + nb :] = 1, -1, 2, -2
     # Points at one position may come in any order: the segments between them are empty and dropped below.
     order = np.argsort(pos, kind="stable")  # four sorted runs: a merge, and no second key to sort by
     pos, delta = pos[order], delta[order]

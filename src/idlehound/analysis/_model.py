@@ -156,5 +156,7 @@ class DeviceInfo:
     memory_bytes: Optional[float] = None
     num_sms: Optional[int] = None
     devices_seen: list[int] = field(default_factory=list)
-    accelerator: str = ""  # "CUDA", "ROCm", or another device the trace shows ("MTIA", "XPU", ...); "" for none
+    accelerator: str = (
+        ""  # "CUDA", "ROCm", or another device the trace shows ("MTIA", "XPU", ...); "" for none
+    )
     unmeasured: dict[str, int] = field(default_factory=dict)  # device event categories not measured -> count

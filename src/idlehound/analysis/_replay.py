@@ -62,8 +62,9 @@ FIXES: dict[str, Fix] = {
     "launch_bound": Fix(host_rate={"launching": GRAPH_HOST_RATE}),
     "host_bound": Fix(host_rate={"host_only": 0.0}),
     "fp32_math": Fix(gpu_speedup={"fp32": FP32_SPEEDUP}),
-    "pageable_copy": Fix(host_rate={"pageable": 0.0}, gpu_speedup={"pageable": PAGEABLE_SPEEDUP},
-                         drop_syncs={"pageable"}),
+    "pageable_copy": Fix(
+        host_rate={"pageable": 0.0}, gpu_speedup={"pageable": PAGEABLE_SPEEDUP}, drop_syncs={"pageable"}
+    ),
     "memory_churn": Fix(host_rate={"allocator": 0.0}, drop_syncs={"allocator"}),
     "cudnn_benchmark": Fix(gpu_speedup={"conv": CONV_SPEEDUP}),
 }
@@ -79,8 +80,14 @@ class Outcome:
 class Replay:
     """The dependency model of the profiled steps; play() replays it under a Fix and a host rate."""
 
-    def __init__(self, ctx: _Context, steps: list[Step], device: Optional[int], sync_group: np.ndarray,
-                 host_spans: dict[str, iv.Set]) -> None:
+    def __init__(
+        self,
+        ctx: _Context,
+        steps: list[Step],
+        device: Optional[int],
+        sync_group: np.ndarray,
+        host_spans: dict[str, iv.Set],
+    ) -> None:
         self.steps = steps
         self.w0 = steps[0].host_start_ns if steps else 0
         self.w1 = max((s.end_ns for s in steps), default=0)
@@ -158,10 +165,17 @@ class Replay:
         self.s_wait = np.full((n, self.n_streams), -1, dtype=np.int64)
         for st in range(self.n_streams):
             idx = np.flatnonzero(self.stream == st)
-            self.s_wait[:, st] = _last_done(idx, np.where(self.fixed[idx], -np.inf, self.launch[idx]),
-                                            self.rec_e[idx], self.s_ts, self.s_te + SYNC_END_TOLERANCE_NS)
+            self.s_wait[:, st] = _last_done(
+                idx,
+                np.where(self.fixed[idx], -np.inf, self.launch[idx]),
+                self.rec_e[idx],
+                self.s_ts,
+                self.s_te + SYNC_END_TOLERANCE_NS,
+            )
         waited = self.s_wait >= 0
-        e_rec = np.where(waited, self.rec_e[np.where(waited, self.s_wait, 0)], -np.inf).max(axis=1, initial=-np.inf)
+        e_rec = np.where(waited, self.rec_e[np.where(waited, self.s_wait, 0)], -np.inf).max(
+            axis=1, initial=-np.inf
+        )
         self._waits = [row[row >= 0] for row in self.s_wait]
         # Host time of the call after the awaited work was done (all of it when it did not wait).
         self.s_tail = self.s_te - np.clip(e_rec, self.s_ts, self.s_te)
@@ -195,8 +209,13 @@ class Replay:
     # ---- playing it
     def play(self, fix: Optional[Fix] = None, rate: float = 1.0) -> Outcome:
         fix = fix or Fix()
-        key = (repr(sorted(fix.host_rate.items())), repr(sorted(fix.gpu_speedup.items())),
-               tuple(sorted(fix.drop_syncs)), fix.loader_ready, round(rate, 6))
+        key = (
+            repr(sorted(fix.host_rate.items())),
+            repr(sorted(fix.gpu_speedup.items())),
+            tuple(sorted(fix.drop_syncs)),
+            fix.loader_ready,
+            round(rate, 6),
+        )
         if key not in self._cache:
             self._cache[key] = self._play(fix, rate)
         return self._cache[key]
@@ -224,7 +243,10 @@ class Replay:
         # The clock is a function of recorded time alone: every time the loop needs is mapped once, up front.
         c_launch = clock(self.launch)
         c_ts, c_te = clock(self.s_ts).tolist(), clock(self.s_te).tolist()
-        base_rec, base_rep = float(clock(np.array([float(self.w0)]))[0]), float(self.w0)  # base_rec: its clock
+        base_rec, base_rep = (
+            float(clock(np.array([float(self.w0)]))[0]),
+            float(self.w0),
+        )  # base_rec: its clock
         cut = np.searchsorted(self._by_launch_t, self.s_ts, side="right")  # launches up to each call's start
         cut = np.concatenate([[0], cut, [self._by_launch.size]]).tolist()
         drop = [g in fix.drop_syncs for g in self.s_group.tolist()]
@@ -232,7 +254,7 @@ class Replay:
         for k in range(len(cut) - 1):
             at = base_rep - base_rec
             ats.append(at)
-            sel = self._by_launch[cut[k]:cut[k + 1]]
+            sel = self._by_launch[cut[k] : cut[k + 1]]
             if k == 0:
                 sel = np.concatenate([np.flatnonzero(self.fixed), sel])
             release = np.where(self.fixed[sel], self.rec_s[sel], c_launch[sel] + at + self.lat)
@@ -268,13 +290,14 @@ class Replay:
         j = int(np.searchsorted(self.marks[:, 0], self.s_ts[k], side="right"))  # steps that asked by then
         return (float(producer[k]) - float(self.w0)) / max(j, 1)
 
-    def _queue(self, sel: np.ndarray, release: np.ndarray, cost: np.ndarray, end: np.ndarray,
-               stream_end: np.ndarray) -> None:
+    def _queue(
+        self, sel: np.ndarray, release: np.ndarray, cost: np.ndarray, end: np.ndarray, stream_end: np.ndarray
+    ) -> None:
         """FIFO per stream: end_i = max(release_i, end_{i-1}) + cost_i, vectorised by a running max."""
         if sel.size == 0:
             return
         st = self.stream[sel]
-        for s in (np.unique(st) if self.n_streams > 1 else (0,)):
+        for s in np.unique(st) if self.n_streams > 1 else (0,):
             idx, rel = (sel, release) if self.n_streams == 1 else (sel[st == s], release[st == s])
             order = np.argsort(self.rec_s[idx], kind="stable")
             idx, rel = idx[order], rel[order]
@@ -346,13 +369,18 @@ class Replay:
         return (lo + hi) / 2
 
 
-def _last_done(idx: np.ndarray, launched: np.ndarray, done: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
+def _last_done(
+    idx: np.ndarray, launched: np.ndarray, done: np.ndarray, t0: np.ndarray, t1: np.ndarray
+) -> np.ndarray:
     """For each call k, the last op of idx launched by t0[k] and done by t1[k] (-1: none). In stream order both
     times only grow, so that is a prefix: two binary searches; otherwise each call is checked in turn."""
     if idx.size == 0:
         return np.full(t0.size, -1, np.int64)
     if (launched[1:] >= launched[:-1]).all() and (done[1:] >= done[:-1]).all():
-        last = np.minimum(np.searchsorted(launched, t0, side="right"), np.searchsorted(done, t1, side="right")) - 1
+        last = (
+            np.minimum(np.searchsorted(launched, t0, side="right"), np.searchsorted(done, t1, side="right"))
+            - 1
+        )
         return np.where(last >= 0, idx[np.clip(last, 0, None)], -1)
     out = np.full(t0.size, -1, np.int64)
     for k in range(t0.size):

@@ -13,7 +13,9 @@ RUNTIME_CATS = ("cuda_runtime", "cuda_driver", "Runtime")
 CPU_OP_CATS = ("cpu_op", "Operator")
 
 # ROCm's HIP runtime adds hipExtModuleLaunchKernel / hipModuleLaunchKernel (hipBLASLt, Triton) to the CUDA names.
-_LAUNCH_RE = re.compile(r"^(__)?(cuda|cu|hip)(Graph)?Launch|^cudaLaunch|^cuGraphLaunch|^hip(Ext)?(Module)?Launch")
+_LAUNCH_RE = re.compile(
+    r"^(__)?(cuda|cu|hip)(Graph)?Launch|^cudaLaunch|^cuGraphLaunch|^hip(Ext)?(Module)?Launch"
+)
 _ENQUEUE_RE = re.compile(r"^(cuda|cu|hip)Mem(cpy|set).*Async|^cuMemcpy.*Async|^cuMemset.*Async")
 # Host calls that block until the GPU catches up (cudaFree and the blocking cudaMemcpy do so implicitly;
 # PyTorch on ROCm copies with the blocking hipMemcpyWithStream).
@@ -43,13 +45,16 @@ def is_sync_call(name: str) -> bool:
 
 def is_allocator_call(name: str) -> bool:
     """Device memory allocation calls: caching-allocator misses and empty_cache() reach these."""
-    return name.startswith(("cudaMalloc", "cudaFree", "cuMemAlloc", "cuMemFree", "hipMalloc", "hipFree")) \
+    return (
+        name.startswith(("cudaMalloc", "cudaFree", "cuMemAlloc", "cuMemFree", "hipMalloc", "hipFree"))
         and "Host" not in name
+    )
 
 
 def is_dataloader(name: str) -> bool:
     return (name.startswith("enumerate(DataLoader)#") and name.endswith("__next__")) or name.startswith(
-        "enumerate(DataPipe)#")
+        "enumerate(DataPipe)#"
+    )
 
 
 def is_comm_kernel(name: str) -> bool:
@@ -100,12 +105,20 @@ def kernel_family(name: str) -> str:
 
 _GEMM_RE = re.compile(r"gemm|conv|fprop|dgrad|wgrad|nvjet|cutlass|xmma|cublas|cudnn::.*(conv|gemm)", re.I)
 _NO_TC_RE = re.compile(r"ffma|sgemm|f32f32_f32f32|_simt_|gemv", re.I)
-_TC_RE = re.compile(r"tf32|bf16|f16|fp16|hmma|hgmma|gmma|tensorop|1688|16816|884|nvjet|i8816|imma|e4m3|e5m2", re.I)
+_TC_RE = re.compile(
+    r"tf32|bf16|f16|fp16|hmma|hgmma|gmma|tensorop|1688|16816|884|nvjet|i8816|imma|e4m3|e5m2", re.I
+)
 
 
 # Input types (a cpu_op's "Input type" arg) that only run on tensor cores in GEMM/convolution kernels.
-_TC_DTYPES = ("c10::Half", "c10::BFloat16", "c10::Float8_e4m3fn", "c10::Float8_e5m2", "c10::Float8_e4m3fnuz",
-              "c10::Float8_e5m2fnuz")
+_TC_DTYPES = (
+    "c10::Half",
+    "c10::BFloat16",
+    "c10::Float8_e4m3fn",
+    "c10::Float8_e5m2",
+    "c10::Float8_e4m3fnuz",
+    "c10::Float8_e5m2fnuz",
+)
 
 
 def is_matmul_kernel(kernel: str) -> bool:
@@ -130,7 +143,11 @@ def matmul_precision(kernel: str) -> str:
     return ""
 
 
-MATMUL_OP_RE = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|_?convolution|conv\d?d|cudnn_convolution"
-                          r"|convolution_backward|addbmm|_scaled_mm)")
+MATMUL_OP_RE = re.compile(
+    r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|_?convolution|conv\d?d|cudnn_convolution"
+    r"|convolution_backward|addbmm|_scaled_mm)"
+)
 
-CONV_OP_RE = re.compile(r"^aten::(_?convolution|conv\d?d|cudnn_convolution|convolution_backward|miopen_convolution)")
+CONV_OP_RE = re.compile(
+    r"^aten::(_?convolution|conv\d?d|cudnn_convolution|convolution_backward|miopen_convolution)"
+)

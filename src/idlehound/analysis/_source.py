@@ -25,6 +25,8 @@ from ..trace import EventTable
 __all__ = ["SourceLoc", "SourceMap", "is_library", "is_user_file", "load_sidecar", "parse_frame"]
 
 _FRAME_RE = re.compile(r"^(?P<file>.*)\((?P<line>\d+)\): (?P<func>.*)$")
+
+
 @dataclass(frozen=True)
 class SourceLoc:
     """A place in the user's code. `exact` is False when only the function's def line is known."""
@@ -39,8 +41,12 @@ class SourceLoc:
         return location_text(self)
 
     def to_json(self) -> dict:
-        out: dict[str, Any] = {"file": self.file, "line": self.line, "function": self.function,
-                               "exact": self.exact}
+        out: dict[str, Any] = {
+            "file": self.file,
+            "line": self.line,
+            "function": self.function,
+            "exact": self.exact,
+        }
         if self.snippet is not None:
             out["snippet"] = {"first_line": self.snippet[0], "lines": list(self.snippet[1])}
         return out
@@ -104,8 +110,11 @@ class SourceMap:
         by_name: dict[str, Optional[SourceLoc]] = {}  # def-line locations depend on the name only
         for name in set(self._names):
             parsed = parse_frame(name)
-            by_name[name] = self._loc(parsed[0], parsed[1], parsed[2], False) \
-                if parsed and self.is_user(parsed[0]) else None
+            by_name[name] = (
+                self._loc(parsed[0], parsed[1], parsed[2], False)
+                if parsed and self.is_user(parsed[0])
+                else None
+            )
         self.loc = list(map(by_name.__getitem__, self._names))
         if callers:
             for i, name in enumerate(self._names):
@@ -217,7 +226,9 @@ class SourceMap:
         if self.n == 0:
             return []
         anchors = np.flatnonzero(self.anchor == np.arange(self.n))
-        parent_anchor = np.where(self.parent[anchors] >= 0, self.anchor[np.clip(self.parent[anchors], 0, None)], -1)
+        parent_anchor = np.where(
+            self.parent[anchors] >= 0, self.anchor[np.clip(self.parent[anchors], 0, None)], -1
+        )
         # keep anchors whose enclosing anchor is a different line (a loop body frame contains its calls)
         totals: dict[tuple, float] = {}
         lo, hi = s0.min() if s0.size else 0, s1.max() if s1.size else 0
@@ -325,7 +336,7 @@ def snippet_at(chunks: Optional[list], line: int) -> Optional[tuple[int, tuple[s
         if first <= line < first + len(lines):
             lo = max(first, line - SNIPPET_CONTEXT)
             hi = min(first + len(lines), line + SNIPPET_CONTEXT + 1)
-            return lo, lines[lo - first:hi - first]
+            return lo, lines[lo - first : hi - first]
     return None
 
 
@@ -345,12 +356,16 @@ def load_sidecar(path: Path, base_ns: int = 0) -> Optional[dict]:
         return None
     if not isinstance(data, dict):
         return None
-    return {"callers": _callers(data.get("frames"), base_ns), "code": _user_code(data),
-            "sources": _sources(data.get("sources")),
-            "library_calls": _callers(data.get("library_calls"), base_ns),
-            "points": _points(data.get("points"), base_ns),
-            "library_sources": _sources(data.get("library_sources")),
-            "sys_path": _strings(data.get("sys_path")), "script": _str(data.get("script"))}
+    return {
+        "callers": _callers(data.get("frames"), base_ns),
+        "code": _user_code(data),
+        "sources": _sources(data.get("sources")),
+        "library_calls": _callers(data.get("library_calls"), base_ns),
+        "points": _points(data.get("points"), base_ns),
+        "library_sources": _sources(data.get("library_sources")),
+        "sys_path": _strings(data.get("sys_path")),
+        "script": _str(data.get("script")),
+    }
 
 
 def _callers(rows: Any, base_ns: int) -> dict:
@@ -384,8 +399,19 @@ def _user_code(data: dict) -> Optional[UserCode]:
 def _sources(raw: Any) -> dict[str, list]:
     out: dict[str, list] = {}
     for file, chunks in raw.items() if isinstance(raw, dict) else ():
-        good = [(c[0], tuple(c[1])) for c in chunks if isinstance(c, list) and len(c) == 2 and _ints(c[0])
-                and isinstance(c[1], list) and _strs(*c[1])] if isinstance(chunks, list) else []
+        good = (
+            [
+                (c[0], tuple(c[1]))
+                for c in chunks
+                if isinstance(c, list)
+                and len(c) == 2
+                and _ints(c[0])
+                and isinstance(c[1], list)
+                and _strs(*c[1])
+            ]
+            if isinstance(chunks, list)
+            else []
+        )
         if good:
             out[file] = good
     return out

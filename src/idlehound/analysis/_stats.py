@@ -22,11 +22,15 @@ def _in_steps(ev: EventTable, idx: np.ndarray, s0: np.ndarray, s1: np.ndarray) -
     return idx[iv.owner(ev.ts[idx], s0, s1) >= 0]
 
 
-def _copies(ctx: _Context, s0: np.ndarray, s1: np.ndarray, notes: Optional[list[str]] = None) -> dict[str, CopyStats]:
+def _copies(
+    ctx: _Context, s0: np.ndarray, s1: np.ndarray, notes: Optional[list[str]] = None
+) -> dict[str, CopyStats]:
     ev = ctx.ev
     mc = ctx.gpu[np.isin(ev.cat[ctx.gpu], [ev.cat_id("gpu_memcpy"), ev.cat_id("Memcpy")])]
     mc = _in_steps(ev, mc, s0, s1)
-    sizes = validate.copy_bytes(ev.nbytes[mc], ev.dur[mc].astype(np.float64), notes if notes is not None else [])
+    sizes = validate.copy_bytes(
+        ev.nbytes[mc], ev.dur[mc].astype(np.float64), notes if notes is not None else []
+    )
     out: dict[str, CopyStats] = {}
     for j, nbytes in zip(mc, sizes.tolist()):
         name = ev.names[ev.name[j]]
@@ -41,8 +45,15 @@ def _copies(ctx: _Context, s0: np.ndarray, s1: np.ndarray, notes: Optional[list[
     return out
 
 
-def _kernels(ctx: _Context, s0: np.ndarray, s1: np.ndarray, device: DeviceInfo,
-             smap: Optional[SourceMap] = None, main_tid: int = -1, notes: Optional[list[str]] = None) -> KernelStats:
+def _kernels(
+    ctx: _Context,
+    s0: np.ndarray,
+    s1: np.ndarray,
+    device: DeviceInfo,
+    smap: Optional[SourceMap] = None,
+    main_tid: int = -1,
+    notes: Optional[list[str]] = None,
+) -> KernelStats:
     ev = ctx.ev
     k = ctx.gpu[ctx.is_kernel]
     if device.index is not None:
@@ -55,8 +66,11 @@ def _kernels(ctx: _Context, s0: np.ndarray, s1: np.ndarray, device: DeviceInfo,
     d_us = inside / 1e3
     st.p50_us, st.p90_us, st.max_us = (float(np.percentile(d_us, q)) for q in (50, 90, 100))
     rt = ctx.runtime_of(k)
-    direct = (rt >= 0) & np.isin(rt, ctx.launch) & ~np.isin(ev.name[np.clip(rt, 0, None)],
-                                                            ev.name_ids(lambda n: "Graph" in n))
+    direct = (
+        (rt >= 0)
+        & np.isin(rt, ctx.launch)
+        & ~np.isin(ev.name[np.clip(rt, 0, None)], ev.name_ids(lambda n: "Graph" in n))
+    )
     if direct.any():
         st.launches_with_duration = int(direct.sum())
         st.shorter_than_launch = float((ev.dur[k][direct] < ev.dur[rt[direct]]).mean())
@@ -74,8 +88,9 @@ def _clipped(ev: EventTable, idx: np.ndarray, s0: np.ndarray, s1: np.ndarray) ->
     return np.maximum(end - ev.ts[idx], 0).astype(np.float64)
 
 
-def _kernel_groups(ctx: _Context, k: np.ndarray, st: KernelStats, smap: Optional[SourceMap],
-                   main_tid: int) -> None:
+def _kernel_groups(
+    ctx: _Context, k: np.ndarray, st: KernelStats, smap: Optional[SourceMap], main_tid: int
+) -> None:
     ev = ctx.ev
     names, inv = np.unique(ev.name[k], return_inverse=True)
     time = np.bincount(inv, weights=ev.dur[k]).astype(np.int64)
@@ -108,8 +123,11 @@ def _tensor_cores_by_dtype(ctx: _Context, k: np.ndarray, st: KernelStats, fam: d
     """GEMM/conv kernels whose name does not tell their precision (nvjet-like names without a dtype): a
     half/bf16/fp8 matmul or convolution op that launched them ran them on tensor cores (docs/metrics.md)."""
     ev = ctx.ev
-    unsure = {nid for nid in np.unique(ev.name[k]).tolist()
-              if roles.is_matmul_kernel(ev.names[nid]) and not roles.matmul_precision(ev.names[nid])}
+    unsure = {
+        nid
+        for nid in np.unique(ev.name[k]).tolist()
+        if roles.is_matmul_kernel(ev.names[nid]) and not roles.matmul_precision(ev.names[nid])
+    }
     if not unsure:
         return
     kk = k[np.isin(ev.name[k], list(unsure))]
@@ -148,8 +166,8 @@ def _op_location(ctx: _Context, smap: SourceMap, ops: np.ndarray, main_tid: int)
         return None
     ev = ctx.ev
     o = ops[np.argmax(ev.dur[ops])]
-    loc = smap.locate(ev.tid[o:o + 1], ev.ts[o:o + 1])[0]
-    return loc or smap.locate(np.array([main_tid]), ev.ts[o:o + 1])[0]
+    loc = smap.locate(ev.tid[o : o + 1], ev.ts[o : o + 1])[0]
+    return loc or smap.locate(np.array([main_tid]), ev.ts[o : o + 1])[0]
 
 
 def _sparse_col(values: dict[int, float], k: np.ndarray) -> np.ndarray:
@@ -164,8 +182,9 @@ def _sparse_col(values: dict[int, float], k: np.ndarray) -> np.ndarray:
     return np.where(keys[pos] == k, vals[pos], np.nan)
 
 
-def _sm_metrics(ev: EventTable, k: np.ndarray, s0: np.ndarray, s1: np.ndarray, st: KernelStats,
-                notes: list[str]) -> None:
+def _sm_metrics(
+    ev: EventTable, k: np.ndarray, s0: np.ndarray, s1: np.ndarray, st: KernelStats, notes: list[str]
+) -> None:
     bps = _sparse_col(ev.extra["blocks_per_sm"], k)
     occ = validate.occupancy(_sparse_col(ev.extra["occupancy"], k), notes)
     dur = ev.dur[k].astype(np.float64)
@@ -185,17 +204,29 @@ def _sm_metrics(ev: EventTable, k: np.ndarray, s0: np.ndarray, s1: np.ndarray, s
         st.occupancy = float((occ[ok] * dur[ok]).sum() / dur[ok].sum())
 
 
-def _memory(ctx: _Context, trace: Trace, s0: np.ndarray, s1: np.ndarray, device: DeviceInfo,
-            smap: SourceMap, steps: list[Step], notes: Optional[list[str]] = None) -> MemoryStats:
+def _memory(
+    ctx: _Context,
+    trace: Trace,
+    s0: np.ndarray,
+    s1: np.ndarray,
+    device: DeviceInfo,
+    smap: SourceMap,
+    steps: list[Step],
+    notes: Optional[list[str]] = None,
+) -> MemoryStats:
     ev = ctx.ev
     m = MemoryStats(capacity=device.memory_bytes)
-    mem = np.flatnonzero((ev.ph == 1) & (ev.name == (ev.names.index("[memory]") if "[memory]" in ev.names else -9)))
+    mem = np.flatnonzero(
+        (ev.ph == 1) & (ev.name == (ev.names.index("[memory]") if "[memory]" in ev.names else -9))
+    )
     dt = ev.extra["device_type"]
     cuda = np.array([j for j in mem if dt.get(int(j)) == 1], dtype=np.int64)
     if cuda.size:
         alloc = np.array([float(ev.extra["total_allocated"][int(j)] or 0) for j in cuda])
         resv = np.array([float(ev.extra["total_reserved"][int(j)] or 0) for j in cuda])
-        cuda = cuda[validate.memory_samples(alloc, resv, device.memory_bytes, notes if notes is not None else [])]
+        cuda = cuda[
+            validate.memory_samples(alloc, resv, device.memory_bytes, notes if notes is not None else [])
+        ]
     if cuda.size:
         m.recorded = True
         m.peak_allocated = float(max(ev.extra["total_allocated"][int(j)] or 0 for j in cuda))
@@ -220,4 +251,3 @@ def _dataloader(ctx: _Context, smap: SourceMap, s0: np.ndarray, s1: np.ndarray) 
         st.iterator = name.split("#", 1)[1].split(".", 1)[0] if "#" in name else ""
         st.location = smap.locate(ev.tid[dl[:1]], ev.ts[dl[:1]] + 1)[0]
     return st
-

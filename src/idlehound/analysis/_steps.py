@@ -16,8 +16,11 @@ def _steps(ev: EventTable, ctx: _Context, notes: list[str]) -> tuple[list[Step],
     host = np.concatenate([ctx.annotations, ctx.cpu_ops])
     nums = {i: roles.step_number(ev.names[i]) for i in np.unique(ev.name[host])}
     marks = host[np.isin(ev.name[host], [i for i, n in nums.items() if n is not None])].tolist()
-    odd = sum(1 for i, n in nums.items() if n is None and ev.names[i].startswith("ProfilerStep#")
-              and validate.step_number(ev.names[i]) is None)
+    odd = sum(
+        1
+        for i, n in nums.items()
+        if n is None and ev.names[i].startswith("ProfilerStep#") and validate.step_number(ev.names[i]) is None
+    )
     if odd:
         notes.append(f"ignored {odd} ProfilerStep# marker name(s) with a step number of more than 18 digits")
     if not marks:
@@ -35,8 +38,16 @@ def _steps(ev: EventTable, ctx: _Context, notes: list[str]) -> tuple[list[Step],
     if not uniq:
         lo, hi = _window(ev, ctx, exclude=np.asarray(marks))
         return [Step(None, lo, hi, lo, hi)], "whole trace"
-    steps = [Step(nums[ev.name[j]], int(ev.ts[j]), int(ev.ts[j] + ev.dur[j]),
-                  int(ev.ts[j]), int(ev.ts[j] + ev.dur[j])) for j in uniq]
+    steps = [
+        Step(
+            nums[ev.name[j]],
+            int(ev.ts[j]),
+            int(ev.ts[j] + ev.dur[j]),
+            int(ev.ts[j]),
+            int(ev.ts[j] + ev.dur[j]),
+        )
+        for j in uniq
+    ]
     _extend_to_gpu(ev, ctx, steps, notes)
     return steps, "ProfilerStep"
 
@@ -48,9 +59,11 @@ def _within_trace(ev: EventTable, ctx: _Context, uniq: list, marks: np.ndarray, 
         return uniq
     bad = [j for j in uniq if ev.ts[j] + ev.dur[j] > end + WINDOW_SLACK_NS]
     for j in bad:
-        notes.append(f"ignored {ev.name_of(j)}: it lasts {ev.dur[j] / 1e6:.2f} ms and ends "
-                     f"{(ev.ts[j] + ev.dur[j] - end) / 1e6:.2f} ms after the profiler stopped recording "
-                     "(a broken step marker)")
+        notes.append(
+            f"ignored {ev.name_of(j)}: it lasts {ev.dur[j] / 1e6:.2f} ms and ends "
+            f"{(ev.ts[j] + ev.dur[j] - end) / 1e6:.2f} ms after the profiler stopped recording "
+            "(a broken step marker)"
+        )
     if bad and len(bad) == len(uniq):
         notes.append("no usable ProfilerStep# markers: the whole trace is analysed as one step")
     return [j for j in uniq if j not in bad]
@@ -76,7 +89,7 @@ def _window(ev: EventTable, ctx: _Context, exclude: np.ndarray = np.zeros(0, np.
         return 0, 0
     lo, hi = None, None
     for a in range(0, len(ev), _CHUNK):  # start and end of the chosen events, a chunk at a time
-        sel = np.flatnonzero(m[a:a + _CHUNK]) + a
+        sel = np.flatnonzero(m[a : a + _CHUNK]) + a
         if sel.size:
             ts = ev.ts[sel]
             c_lo, c_hi = int(ts.min()), int((ts + ev.dur[sel]).max())
@@ -108,8 +121,11 @@ def _extend_to_gpu(ev: EventTable, ctx: _Context, steps: list[Step], notes: list
         s.start_ns = max(prev_end, s.host_start_ns)
         s.end_ns = max(s.host_end_ns, int(gpu_end[i]), s.start_ns)
         prev_end = s.end_ns
-    if ctx.gpu.size and len(steps) > 1 and (counted[-1] == 0 and counted[:-1].mean() > 0
-                                            or _cut_short(ev, ctx, steps[-1])):
+    if (
+        ctx.gpu.size
+        and len(steps) > 1
+        and (counted[-1] == 0 and counted[:-1].mean() > 0 or _cut_short(ev, ctx, steps[-1]))
+    ):
         notes.append(f"dropped the last step (#{steps[-1].number}): the profiler stopped before its GPU work")
         steps.pop()
     _drop_backlog(ev, ctx, steps, owner, notes)
@@ -121,10 +137,14 @@ def _cut_short(ev: EventTable, ctx: _Context, s: Step) -> bool:
     return la.size > 0 and np.isin(ev.corr[la], ev.corr[ctx.gpu]).mean() < 0.9
 
 
-BACKLOG_SHARE = 0.05  # GPU time of work queued before the window, as a share of the first step, that spoils it
+BACKLOG_SHARE = (
+    0.05  # GPU time of work queued before the window, as a share of the first step, that spoils it
+)
 
 
-def _drop_backlog(ev: EventTable, ctx: _Context, steps: list[Step], owner: np.ndarray, notes: list[str]) -> None:
+def _drop_backlog(
+    ev: EventTable, ctx: _Context, steps: list[Step], owner: np.ndarray, notes: list[str]
+) -> None:
     """The first step is not a whole step when the GPU spent part of it on work queued before the window."""
     if len(steps) < 2:
         return
@@ -134,8 +154,10 @@ def _drop_backlog(ev: EventTable, ctx: _Context, steps: list[Step], owner: np.nd
     hi = np.clip(ev.ts[orphan] + ev.dur[orphan], s.start_ns, s.end_ns)
     backlog = iv.total(iv.union(lo, hi))
     if backlog > BACKLOG_SHARE * max(s.duration_ns, 1):
-        notes.append(f"left out the first step (#{s.number}): {backlog / 1e6:.2f} ms of its GPU time ran work "
-                     "queued before the profiled window (the host runs ahead of the GPU)")
+        notes.append(
+            f"left out the first step (#{s.number}): {backlog / 1e6:.2f} ms of its GPU time ran work "
+            "queued before the profiled window (the host runs ahead of the GPU)"
+        )
         steps.pop(0)
 
 
@@ -146,7 +168,7 @@ def _device(trace: Trace, ctx: _Context) -> DeviceInfo:
     info = DeviceInfo(devices_seen=seen)
     if seen:
         busy = {p: float(ev.dur[ctx.gpu][pids == p].sum(dtype=np.float64)) for p in seen}
-        info.index = max(busy, key=busy.get)
+        info.index = max(busy, key=lambda p: busy[p])
     props = trace.device_properties
     p = next((d for d in props if d.get("id") == info.index), props[0] if props else None)
     info.accelerator, info.unmeasured = _accelerator(ev, ctx)
@@ -157,9 +179,13 @@ def _device(trace: Trace, ctx: _Context) -> DeviceInfo:
         # values out of any real device's range are left unknown
         if validate.device_value(p.get("computeMajor"), 1, 100) and isinstance(p["computeMajor"], int):
             minor = p.get("computeMinor", 0) or 0
-            info.compute_capability = (p["computeMajor"], minor if validate.device_value(minor, 0, 100) and
-                                       isinstance(minor, int) else 0)
-        if validate.device_value(p.get("totalGlobalMem"), validate.MIN_DEVICE_MEMORY, validate.MAX_MEMORY_BYTES):
+            info.compute_capability = (
+                p["computeMajor"],
+                minor if validate.device_value(minor, 0, 100) and isinstance(minor, int) else 0,
+            )
+        if validate.device_value(
+            p.get("totalGlobalMem"), validate.MIN_DEVICE_MEMORY, validate.MAX_MEMORY_BYTES
+        ):
             info.memory_bytes = float(p["totalGlobalMem"])
         if validate.device_value(p.get("numSms"), 1, 100_000) and isinstance(p["numSms"], int):
             info.num_sms = p["numSms"]
@@ -171,7 +197,13 @@ def _device(trace: Trace, ctx: _Context) -> DeviceInfo:
 
 
 # Kineto categories of accelerators other than CUDA/ROCm GPUs (ActivityType.h), by prefix.
-_OTHER_DEVICES = {"mtia_": "MTIA", "xpu_": "XPU", "hpu_": "HPU", "privateuse1_": "PrivateUse1", "glow_": "Glow"}
+_OTHER_DEVICES = {
+    "mtia_": "MTIA",
+    "xpu_": "XPU",
+    "hpu_": "HPU",
+    "privateuse1_": "PrivateUse1",
+    "glow_": "Glow",
+}
 
 
 def _accelerator(ev: EventTable, ctx: _Context) -> tuple[str, dict[str, int]]:

@@ -16,8 +16,9 @@ from ._source import SourceMap, parse_frame
 _OWN_FRAMES = ("idlehound/capture/", "torch/profiler/")  # the profiler's own syncs, not the user's
 
 
-def _sync_sites(ctx: _Context, smap: SourceMap, gaps: Optional[_Gaps], s0: np.ndarray, s1: np.ndarray,
-                steps: list[Step]) -> list[SyncSite]:
+def _sync_sites(
+    ctx: _Context, smap: SourceMap, gaps: Optional[_Gaps], s0: np.ndarray, s1: np.ndarray, steps: list[Step]
+) -> list[SyncSite]:
     ev = ctx.ev
     sync = ctx.sync
     sync = sync[iv.owner(ev.ts[sync], s0, s1) >= 0]
@@ -35,7 +36,11 @@ def _sync_sites(ctx: _Context, smap: SourceMap, gaps: Optional[_Gaps], s0: np.nd
         op = ev.names[ev.name[ops[k]]] if ops[k] >= 0 else ""
         kind = roles.sync_kind(call, op, copies.get(int(ev.ext[j]), ""))
         # Group by the call the user wrote (print, .item(), .cpu()), not by the ops inside it.
-        py = _clean_py(smap.name(frames[k]) if frames[k] >= 0 else smap.innermost_name(int(ev.tid[j]), int(ev.ts[j])) or "")
+        py = _clean_py(
+            smap.name(frames[k])
+            if frames[k] >= 0
+            else smap.innermost_name(int(ev.tid[j]), int(ev.ts[j])) or ""
+        )
         if smap.within(int(ev.tid[j]), int(ev.ts[j]), _OWN_FRAMES):
             continue  # the profiler's own syncs (window start/stop), not the user's
         steps[step_of[k]].sync_calls += 1
@@ -62,7 +67,7 @@ def _copy_name_by_ext(ctx: _Context) -> dict[int, str]:
     ev = ctx.ev
     mc = ctx.gpu[np.isin(ev.cat[ctx.gpu], [ev.cat_id("gpu_memcpy"), ev.cat_id("Memcpy")])]
     rt = ctx.runtime_of(mc)
-    out = {}
+    out: dict[int, str] = {}
     for g, r in zip(mc, rt):
         ext = int(ev.ext[r]) if r >= 0 else int(ev.ext[g])
         if ext != -1:

@@ -25,15 +25,19 @@ def durations(trace: Trace) -> None:
     bad = ev.dur > MAX_EVENT_NS
     if bad.any():
         ev.dur = np.where(bad, 0, ev.dur)
-        trace.warnings.append(f"excluded the duration of {int(bad.sum())} event(s) lasting more than a day "
-                              "(impossible in a profile): counted as 0 long")
+        trace.warnings.append(
+            f"excluded the duration of {int(bad.sum())} event(s) lasting more than a day "
+            "(impossible in a profile): counted as 0 long"
+        )
 
 
 def nonempty(trace: Trace, steps_: list[Step], notes: list[str]) -> list[Step]:
     kept = [s for s in steps_ if s.duration_ns > 0]
     if len(kept) < len(steps_):
-        notes.append(f"excluded {len(steps_) - len(kept)} step(s) of zero duration "
-                     f"({_numbers([s.number for s in steps_ if s.duration_ns <= 0])})")
+        notes.append(
+            f"excluded {len(steps_) - len(kept)} step(s) of zero duration "
+            f"({_numbers([s.number for s in steps_ if s.duration_ns <= 0])})"
+        )
     if not kept:
         raise TraceError(trace.path, "no step with a duration above zero: nothing to measure")
     return kept
@@ -41,7 +45,7 @@ def nonempty(trace: Trace, steps_: list[Step], notes: list[str]) -> list[Step]:
 
 def step_number(name: str) -> Optional[str]:
     """The digits of a ProfilerStep#N name when N is a plausible step number, else None."""
-    digits = name[len("ProfilerStep#"):]
+    digits = name[len("ProfilerStep#") :]
     return digits if len(digits) <= 18 else None
 
 
@@ -55,20 +59,25 @@ def copy_bytes(nbytes: np.ndarray, dur_ns: np.ndarray, notes: list[str]) -> np.n
     nb = np.where(np.isfinite(nbytes), nbytes, 0.0)
     bad = (nb < 0) | (nb > MAX_COPY_GBPS * np.maximum(dur_ns, 1.0)) | (nb > MAX_MEMORY_BYTES)
     if bad.any():
-        notes.append(f"excluded the byte counts of {int(bad.sum())} copy event(s): negative or faster than "
-                     f"{MAX_COPY_GBPS:,.0f} GB/s (impossible)")
+        notes.append(
+            f"excluded the byte counts of {int(bad.sum())} copy event(s): negative or faster than "
+            f"{MAX_COPY_GBPS:,.0f} GB/s (impossible)"
+        )
     return np.where(bad, 0.0, nb)
 
 
-def memory_samples(allocated: np.ndarray, reserved: np.ndarray, capacity: Optional[float],
-                   notes: list[str]) -> np.ndarray:
+def memory_samples(
+    allocated: np.ndarray, reserved: np.ndarray, capacity: Optional[float], notes: list[str]
+) -> np.ndarray:
     """Which [memory] samples can be right: 0 <= allocated <= reserved <= the device's memory."""
     top = capacity if capacity else MAX_MEMORY_BYTES
     ok = (allocated >= 0) & (reserved >= 0) & (allocated <= reserved) & (reserved <= top)
     ok &= np.isfinite(allocated) & np.isfinite(reserved)
     if not ok.all():
-        notes.append(f"excluded {int((~ok).sum())} memory sample(s) with impossible sizes (negative, allocated "
-                     "above reserved, or above the device's memory)")
+        notes.append(
+            f"excluded {int((~ok).sum())} memory sample(s) with impossible sizes (negative, allocated "
+            "above reserved, or above the device's memory)"
+        )
     return ok
 
 

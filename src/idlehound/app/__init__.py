@@ -8,5 +8,21 @@ from ._after import analyze_run, report_ranks
 from ._capture import capture, profile, report_capture, run, why_no_trace
 from ._commands import analyze, analyze_ranks, compare, demo, doctor, ladder, lint, report, tune
 
-__all__ = ["analyze", "analyze_ranks", "analyze_run", "capture", "compare", "demo", "doctor", "ladder", "lint",
-           "profile", "report", "report_capture", "report_ranks", "run", "tune", "why_no_trace"]
+__all__ = [
+    "analyze",
+    "analyze_ranks",
+    "analyze_run",
+    "capture",
+    "compare",
+    "demo",
+    "doctor",
+    "ladder",
+    "lint",
+    "profile",
+    "report",
+    "report_capture",
+    "report_ranks",
+    "run",
+    "tune",
+    "why_no_trace",
+]

@@ -50,8 +50,12 @@ def report_ranks(run_dir: Path, print_report: bool = True) -> Optional[dict]:
         return None
     (run_dir / RANKS_JSON).write_text(encode(doc))
     (run_dir / RANKS_HTML).write_text(render_ranks_html(doc), encoding="utf-8")
-    update_run_json(run_dir, world_size=doc["world_size"], backend=doc["backend"],  # what only the traces know
-                    straggler=(doc["straggler"] or {}).get("rank"))
+    update_run_json(
+        run_dir,
+        world_size=doc["world_size"],
+        backend=doc["backend"],  # what only the traces know
+        straggler=(doc["straggler"] or {}).get("rank"),
+    )
     if print_report:
         render_ranks(doc)
         sys.stderr.write(f"idlehound: run folder {run_dir}\n")

@@ -26,33 +26,81 @@ def _after_profile(run_dir: Path, print_report: bool) -> Any:
     return analyze_run(run_dir, print_report=print_report)
 
 
-def run(module: Optional[str], logdir: Path, run_name: Optional[str], skip: int, warmup: int, active: int,
-        step_on: str, stop_after: bool, no_stack: bool, profile_memory: bool, no_report: bool,
-        nproc: Optional[int], max_window_seconds: float, max_window_mb: float, run_dir: Optional[Path],
-        script_and_args: tuple[str, ...]) -> tuple[int, Optional[str]]:
+def run(
+    module: Optional[str],
+    logdir: Path,
+    run_name: Optional[str],
+    skip: int,
+    warmup: int,
+    active: int,
+    step_on: str,
+    stop_after: bool,
+    no_stack: bool,
+    profile_memory: bool,
+    no_report: bool,
+    nproc: Optional[int],
+    max_window_seconds: float,
+    max_window_mb: float,
+    run_dir: Optional[Path],
+    script_and_args: tuple[str, ...],
+) -> tuple[int, Optional[str]]:
     """Capture a script, then report it: (exit code, None) or (exit code, the one line to end with)."""
     from ..capture import EXIT_SIGINT, EXIT_SIGTERM, Terminated, sigterm_raises
 
     sigterm_raises()  # from here a SIGTERM (timeout, a scheduler) is handled like Ctrl-C
     res = None
     try:
-        res = capture(module, logdir, run_name, skip, warmup, active, step_on, stop_after, no_stack,
-                      profile_memory, nproc, max_window_seconds, max_window_mb, run_dir, script_and_args)
+        res = capture(
+            module,
+            logdir,
+            run_name,
+            skip,
+            warmup,
+            active,
+            step_on,
+            stop_after,
+            no_stack,
+            profile_memory,
+            nproc,
+            max_window_seconds,
+            max_window_mb,
+            run_dir,
+            script_and_args,
+        )
         report_capture(res, nproc, run_dir, no_report)
     except IdlehoundError as e:
         return 2, str(e)
     except (KeyboardInterrupt, Terminated) as e:
-        code, what = (EXIT_SIGINT, "interrupted") if isinstance(e, KeyboardInterrupt) else \
-            (EXIT_SIGTERM, "terminated (SIGTERM)")
-        return code, (f"{what} before the script started; nothing was captured" if res is None else
-                      f"analysis {what}; the trace is saved: idlehound analyze {res.run_dir}")
+        code, what = (
+            (EXIT_SIGINT, "interrupted")
+            if isinstance(e, KeyboardInterrupt)
+            else (EXIT_SIGTERM, "terminated (SIGTERM)")
+        )
+        return code, (
+            f"{what} before the script started; nothing was captured"
+            if res is None
+            else f"analysis {what}; the trace is saved: idlehound analyze {res.run_dir}"
+        )
     return res.exit_code, None
 
 
-def capture(module: Optional[str], logdir: Path, run_name: Optional[str], skip: int, warmup: int, active: int,
-            step_on: str, stop_after: bool, no_stack: bool, profile_memory: bool, nproc: Optional[int],
-            max_window_seconds: float, max_window_mb: float, run_dir: Optional[Path],
-            script_and_args: tuple[str, ...]) -> RunResult:
+def capture(
+    module: Optional[str],
+    logdir: Path,
+    run_name: Optional[str],
+    skip: int,
+    warmup: int,
+    active: int,
+    step_on: str,
+    stop_after: bool,
+    no_stack: bool,
+    profile_memory: bool,
+    nproc: Optional[int],
+    max_window_seconds: float,
+    max_window_mb: float,
+    run_dir: Optional[Path],
+    script_and_args: tuple[str, ...],
+) -> RunResult:
     """Run the script (or module) under the profiler, on nproc processes through torchrun when nproc > 1."""
     from ..capture import CaptureOptions, run_distributed, run_script
     from ..runfolder import check_run_name
@@ -65,14 +113,38 @@ def capture(module: Optional[str], logdir: Path, run_name: Optional[str], skip: 
         raise IdlehoundError("run: --max-window-seconds and --max-window-mb must be >= 0 (0: no limit)")
     if run_name is not None:
         check_run_name(run_name)
-    target, args = (module, list(script_and_args)) if module else (script_and_args[0], list(script_and_args[1:]))
-    opts = CaptureOptions(logdir=logdir, run_name=run_name, skip=skip, warmup=warmup, active=active,
-                          step_on=step_on, stop_after=stop_after, with_stack=not no_stack,
-                          profile_memory=profile_memory, run_dir=run_dir, max_window_seconds=max_window_seconds,
-                          max_window_mb=max_window_mb)
+    target, args = (
+        (module, list(script_and_args)) if module else (script_and_args[0], list(script_and_args[1:]))
+    )
+    opts = CaptureOptions(
+        logdir=logdir,
+        run_name=run_name,
+        skip=skip,
+        warmup=warmup,
+        active=active,
+        step_on=step_on,
+        stop_after=stop_after,
+        with_stack=not no_stack,
+        profile_memory=profile_memory,
+        run_dir=run_dir,
+        max_window_seconds=max_window_seconds,
+        max_window_mb=max_window_mb,
+    )
     if nproc is not None and nproc > 1:
-        flags = ["--skip", str(skip), "--warmup", str(warmup), "--active", str(active), "--step-on", step_on,
-                 "--max-window-seconds", str(max_window_seconds), "--max-window-mb", str(max_window_mb)]
+        flags = [
+            "--skip",
+            str(skip),
+            "--warmup",
+            str(warmup),
+            "--active",
+            str(active),
+            "--step-on",
+            step_on,
+            "--max-window-seconds",
+            str(max_window_seconds),
+            "--max-window-mb",
+            str(max_window_mb),
+        ]
         flags += ["--stop-after"] * stop_after + ["--no-stack"] * no_stack + ["--memory"] * profile_memory
         return run_distributed(target, args, nproc, module is not None, opts, flags)
     return run_script(target, args, module=module is not None, opts=opts)
@@ -114,15 +186,21 @@ def why_no_trace(run_dir: Path) -> str:
             how = f"the script failed first ({how})"
         return f"{how} after {steps} step(s), before the window began at step {start}"
     if facts.get("child_processes") and steps == 0:
-        return (f"the script trains in {facts['child_processes']} child process(es) (multiprocessing, mp.spawn); "
-                "idlehound profiles the process it starts: use idlehound.profile() inside the worker")
+        return (
+            f"the script trains in {facts['child_processes']} child process(es) (multiprocessing, mp.spawn); "
+            "idlehound profiles the process it starts: use idlehound.profile() inside the worker"
+        )
     if sched.get("step_on") not in ("optimizer", "dataloader", "manual", None) and steps == 0:
         return f"no function named {sched['step_on']!r} returned in the main thread: check --step-on"
     if sched.get("step_on") == "optimizer" and not facts.get("optimizer_steps"):
-        return ("no optimizer.step() was called, so no step ended: use --step-on dataloader, or --step-on NAME "
-                "of the function that runs one step")
+        return (
+            "no optimizer.step() was called, so no step ended: use --step-on dataloader, or --step-on NAME "
+            "of the function that runs one step"
+        )
     if steps < start:
-        return (f"the script made {steps} step(s); the window starts after {start} "
-                "(lower --skip/--warmup, or check --step-on)")
+        return (
+            f"the script made {steps} step(s); the window starts after {start} "
+            "(lower --skip/--warmup, or check --step-on)"
+        )
     cut = (info.get("window") or {}).get("cut_by", "")
     return f"the window was ended by {cut} during the profiler's warm-up; lower --warmup"

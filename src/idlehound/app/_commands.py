@@ -19,8 +19,17 @@ from ..report import model
 from ..report.model import encode
 
 
-def analyze(path: Path, as_json: bool, step: Optional[int], run: Optional[str], worker: Optional[str],
-            fail_under: tuple[str, ...], output: Optional[Path], ranks: bool, force: bool = False) -> int:
+def analyze(
+    path: Path,
+    as_json: bool,
+    step: Optional[int],
+    run: Optional[str],
+    worker: Optional[str],
+    fail_under: tuple[str, ...],
+    output: Optional[Path],
+    ranks: bool,
+    force: bool = False,
+) -> int:
     """`idlehound analyze`: 1 when a --fail-under gate failed, else 0."""
     from ..pipeline import analyze_path, failed_gates, parse_gates
     from ..report import check_output
@@ -89,8 +98,18 @@ def compare(a: Path, b: Path, as_json: bool, output: Optional[Path], force: bool
     click.echo(encode(doc) if as_json else render_compare_markdown(doc))
 
 
-def ladder(device: Optional[str], rungs: Optional[str], steps: int, warmup: int, batch_sizes: str,
-           workers: Optional[str], data: Optional[Path], logdir: Path, no_ceiling: bool, as_json: bool) -> None:
+def ladder(
+    device: Optional[str],
+    rungs: Optional[str],
+    steps: int,
+    warmup: int,
+    batch_sizes: str,
+    workers: Optional[str],
+    data: Optional[Path],
+    logdir: Path,
+    no_ceiling: bool,
+    as_json: bool,
+) -> None:
     """`idlehound ladder`: run the rungs, print the table, name the folder."""
     from ..ladder import RUNGS, LadderOptions, ladder_doc, run_ladder
     from ..report import render_ladder
@@ -104,8 +123,17 @@ def ladder(device: Optional[str], rungs: Optional[str], steps: int, warmup: int,
         ws = [int(w) for w in workers.split(",")] if workers else None
     except ValueError:
         raise IdlehoundError("ladder: --batch-sizes and --workers take comma-separated integers") from None
-    opts = LadderOptions(device=device or "", rungs=chosen, steps=steps, warmup=warmup, batch_sizes=bs,
-                         workers=ws, data=str(data) if data else None, logdir=logdir, ceiling=not no_ceiling)
+    opts = LadderOptions(
+        device=device or "",
+        rungs=chosen,
+        steps=steps,
+        warmup=warmup,
+        batch_sizes=bs,
+        workers=ws,
+        data=str(data) if data else None,
+        logdir=logdir,
+        ceiling=not no_ceiling,
+    )
     results, run_dir = run_ladder(opts)
     doc = ladder_doc(results, opts.device)
     if as_json:
@@ -123,7 +151,9 @@ def lint(paths: tuple[Path, ...], as_json: bool, trace: Optional[Path]) -> int:
     doc = measured_doc(trace)
     costs = join_costs(found, doc) if doc else {}
     if as_json:
-        rows = [model.LintRow(**f.to_json(), measured_idle_ms_per_step=costs.get((f.file, f.line))) for f in found]
+        rows = [
+            model.LintRow(**f.to_json(), measured_idle_ms_per_step=costs.get((f.file, f.line))) for f in found
+        ]
         click.echo(encode(model.Lint(schema="idlehound/lint", schema_version=1, findings=rows)))
     else:
         for f in found:
@@ -132,8 +162,10 @@ def lint(paths: tuple[Path, ...], as_json: bool, trace: Optional[Path]) -> int:
             click.echo(f"{f.file}:{f.line}:{f.col + 1}: {f.rule} {f.info.name}: {f.info.why}{measured}")
             click.echo(f"    {f.text}\n    fix: {f.info.fix}")
         sys.stdout.flush()
-        click.echo(f"{len(found)} finding(s) in {len({f.file for f in found})} file(s)" if found else
-                   "no findings", err=True)
+        click.echo(
+            f"{len(found)} finding(s) in {len({f.file for f in found})} file(s)" if found else "no findings",
+            err=True,
+        )
     return 1 if found else 0
 
 
@@ -149,17 +181,36 @@ def _tune_progress() -> Iterator[Callable[[str, int, int], None]]:
     if not console.is_terminal:
         yield print_progress
         return
-    bar = Progress(TextColumn("idlehound tune"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("{task.description}"), console=console, transient=True)
+    bar = Progress(
+        TextColumn("idlehound tune"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=console,
+        transient=True,
+    )
     task = bar.add_task("", total=None)
     with bar:
-        yield lambda message, done, total: bar.update(task, description=message, completed=done,
-                                                      total=total or None)
+        yield lambda message, done, total: bar.update(
+            task, description=message, completed=done, total=total or None
+        )
 
 
-def tune(steps: int, skip: int, try_: str, skip_candidate: str, no_diagnose: bool, min_rounds: int, max_rounds: int,
-         child_timeout: int, logdir: Path, as_json: bool, script_and_args: tuple[str, ...],
-         budget: Optional[float] = None) -> None:
+def tune(
+    steps: int,
+    skip: int,
+    try_: str,
+    skip_candidate: str,
+    no_diagnose: bool,
+    min_rounds: int,
+    max_rounds: int,
+    child_timeout: int,
+    logdir: Path,
+    as_json: bool,
+    script_and_args: tuple[str, ...],
+    budget: Optional[float] = None,
+) -> None:
     """`idlehound tune`: try the fixes on the script, print the table and the diff, name the folder."""
     from ..tune import TuneOptions, render_tune, run_tune
 
@@ -169,10 +220,18 @@ def tune(steps: int, skip: int, try_: str, skip_candidate: str, no_diagnose: boo
         raise IdlehoundError("tune: need 2 <= --min-rounds <= --max-rounds and --child-timeout >= 1")
     if budget is not None and budget <= 0:
         raise IdlehoundError("tune: --budget must be > 0 seconds")
-    opts = TuneOptions(steps=steps, skip=skip, try_=[t for t in try_.split(",") if t],
-                       skip_candidates=[t for t in skip_candidate.split(",") if t], logdir=logdir,
-                       diagnose=not no_diagnose, timeout_s=child_timeout, min_rounds=min_rounds,
-                       max_rounds=max_rounds, budget_s=budget)
+    opts = TuneOptions(
+        steps=steps,
+        skip=skip,
+        try_=[t for t in try_.split(",") if t],
+        skip_candidates=[t for t in skip_candidate.split(",") if t],
+        logdir=logdir,
+        diagnose=not no_diagnose,
+        timeout_s=child_timeout,
+        min_rounds=min_rounds,
+        max_rounds=max_rounds,
+        budget_s=budget,
+    )
     with _tune_progress() as progress:
         doc = run_tune(script_and_args[0], list(script_and_args[1:]), opts, progress)
     if as_json:
@@ -182,8 +241,9 @@ def tune(steps: int, skip: int, try_: str, skip_candidate: str, no_diagnose: boo
     click.echo(f"idlehound: tune folder {doc['run_dir']}", err=True)
 
 
-def demo(device: Optional[str], data: Optional[Path], logdir: Path, steps: Optional[int],
-         batch_size: Optional[int]) -> None:
+def demo(
+    device: Optional[str], data: Optional[Path], logdir: Path, steps: Optional[int], batch_size: Optional[int]
+) -> None:
     """`idlehound demo`: the built-in baseline under capture."""
     from ._demo import run_demo
 

@@ -8,8 +8,14 @@ from pathlib import Path
 from typing import Optional
 
 
-def run_demo(device: Optional[str] = None, data: Optional[Path] = None, logdir: Path = Path("log"),
-             steps: Optional[int] = None, batch_size: Optional[int] = None, print_report: bool = True):
+def run_demo(
+    device: Optional[str] = None,
+    data: Optional[Path] = None,
+    logdir: Path = Path("log"),
+    steps: Optional[int] = None,
+    batch_size: Optional[int] = None,
+    print_report: bool = True,
+):
     """Train the baseline under idlehound.profile and return (result, run_dir, throughput)."""
     from ..workloads.resnet import Trainer, baseline, default_device
 
@@ -25,23 +31,36 @@ def run_demo(device: Optional[str] = None, data: Optional[Path] = None, logdir: 
     total = max(total, skip + warmup + active + 1)
     trainer = Trainer(cfg)
     say = sys.stderr.write
-    say(f"idlehound demo: ResNet18 on {'synthetic ' if trainer.synthetic else ''}CIFAR10 at {cfg.image_size}px, "
-        f"batch {cfg.batch_size}, {cfg.num_workers} loader worker, fp32, on {device}\n")
+    say(
+        f"idlehound demo: ResNet18 on {'synthetic ' if trainer.synthetic else ''}CIFAR10 at {cfg.image_size}px, "
+        f"batch {cfg.batch_size}, {cfg.num_workers} loader worker, fp32, on {device}\n"
+    )
     if trainer.synthetic:
-        say("  data: synthetic CIFAR10 written in torchvision's on-disk format (give --data DIR for the real "
-            "set); model: random weights (pretrained weights cannot be downloaded here)\n")
+        say(
+            "  data: synthetic CIFAR10 written in torchvision's on-disk format (give --data DIR for the real "
+            "set); model: random weights (pretrained weights cannot be downloaded here)\n"
+        )
     from ._capture import profile
 
-    with profile(logdir=logdir, run_name="demo", skip=skip, warmup=warmup, active=active, step_on="manual",
-                 print_report=print_report) as p:
-        p.session.opts.extra["workload"] = {"name": "resnet18-cifar10", "config": cfg.to_json()}
+    with profile(
+        logdir=logdir,
+        run_name="demo",
+        skip=skip,
+        warmup=warmup,
+        active=active,
+        step_on="manual",
+        print_report=print_report,
+    ) as p:
+        p.session.opts.extra["workload"] = {"name": "resnet18-cifar10", "config": cfg.to_json()}  # type: ignore[union-attr]
         for _ in range(total):
             trainer.step()
             p.step()
         trainer.sync()
-    timing = p.session.step_timing()
+    timing = p.session.step_timing()  # type: ignore[union-attr]  # set on entering the block
     if "unprofiled_step_ms" in timing:
         sps = cfg.batch_size / (timing["unprofiled_step_ms"] / 1e3)
-        say(f"idlehound demo: {sps:,.0f} samples/s outside the profiled window "
-            f"({timing['unprofiled_step_ms']:.1f} ms per step)\n")
+        say(
+            f"idlehound demo: {sps:,.0f} samples/s outside the profiled window "
+            f"({timing['unprofiled_step_ms']:.1f} ms per step)\n"
+        )
     return p.result, p.run_dir, timing

@@ -13,5 +13,18 @@ from ._signals import EXIT_SIGINT, EXIT_SIGTERM, Terminated, sigterm_raises
 # tests/test_capture_faults.py without a file at the old path.
 _sys.modules.setdefault(__name__ + "._folders", runfolder)
 
-__all__ = ["EXIT_SIGINT", "EXIT_SIGTERM", "CaptureOptions", "RunResult", "Session", "Terminated", "active_session", "new_run_dir",
-           "profile", "run_distributed", "run_script", "sigterm_raises", "wait_for_ranks"]
+__all__ = [
+    "EXIT_SIGINT",
+    "EXIT_SIGTERM",
+    "CaptureOptions",
+    "RunResult",
+    "Session",
+    "Terminated",
+    "active_session",
+    "new_run_dir",
+    "profile",
+    "run_distributed",
+    "run_script",
+    "sigterm_raises",
+    "wait_for_ranks",
+]

@@ -27,15 +27,36 @@ class profile:  # noqa: N801 - used like torch.profiler.profile
     the application's analyse-and-report step; without one, only the run folder is written.
     """
 
-    def __init__(self, logdir: Union[str, Path] = "log", run_name: Optional[str] = None, skip: int = 10,
-                 warmup: int = 2, active: int = 5, step_on: str = "optimizer", with_stack: bool = True,
-                 record_shapes: bool = True, profile_memory: bool = False, analyze: bool = True,
-                 print_report: bool = True, progress: bool = True, sample_hz: float = 15.0,
-                 on_finish: Optional[Callable[[Path, bool], Any]] = None) -> None:
-        self.opts = CaptureOptions(logdir=Path(logdir), run_name=run_name, skip=skip, warmup=warmup,
-                                   active=active, step_on=step_on, with_stack=with_stack,
-                                   record_shapes=record_shapes, profile_memory=profile_memory,
-                                   progress=progress, sample_hz=sample_hz)
+    def __init__(
+        self,
+        logdir: Union[str, Path] = "log",
+        run_name: Optional[str] = None,
+        skip: int = 10,
+        warmup: int = 2,
+        active: int = 5,
+        step_on: str = "optimizer",
+        with_stack: bool = True,
+        record_shapes: bool = True,
+        profile_memory: bool = False,
+        analyze: bool = True,
+        print_report: bool = True,
+        progress: bool = True,
+        sample_hz: float = 15.0,
+        on_finish: Optional[Callable[[Path, bool], Any]] = None,
+    ) -> None:
+        self.opts = CaptureOptions(
+            logdir=Path(logdir),
+            run_name=run_name,
+            skip=skip,
+            warmup=warmup,
+            active=active,
+            step_on=step_on,
+            with_stack=with_stack,
+            record_shapes=record_shapes,
+            profile_memory=profile_memory,
+            progress=progress,
+            sample_hz=sample_hz,
+        )
         self.analyze = analyze
         self.print_report = print_report
         self.on_finish = on_finish
@@ -58,8 +79,15 @@ class profile:  # noqa: N801 - used like torch.profiler.profile
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         assert self.session is not None
-        code = 0 if exc_type is None else 130 if issubclass(exc_type, KeyboardInterrupt) else \
-            EXIT_SIGTERM if issubclass(exc_type, Terminated) else 1
+        code = (
+            0
+            if exc_type is None
+            else 130
+            if issubclass(exc_type, KeyboardInterrupt)
+            else EXIT_SIGTERM
+            if issubclass(exc_type, Terminated)
+            else 1
+        )
         self.session.stop(code, f"{exc_type.__name__}: {exc}" if exc_type else None)
         if self.analyze and self.session.traces and self.on_finish is not None:
             self.result = self.on_finish(self.session.run_dir, self.print_report)

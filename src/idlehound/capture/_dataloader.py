@@ -15,11 +15,17 @@ def record_dataloaders(sink: list[dict[str, Any]]) -> Callable[[], None]:
     def __init__(self, *args, **kwargs):
         original(self, *args, **kwargs)
         with contextlib.suppress(Exception):  # an exotic subclass: settings unknown, training unaffected
-            sink.append({
-                "batch_size": self.batch_size, "num_workers": self.num_workers, "pin_memory": self.pin_memory,
-                "persistent_workers": self.persistent_workers, "prefetch_factor": self.prefetch_factor,
-                "drop_last": self.drop_last, "dataset": type(self.dataset).__name__,
-            })
+            sink.append(
+                {
+                    "batch_size": self.batch_size,
+                    "num_workers": self.num_workers,
+                    "pin_memory": self.pin_memory,
+                    "persistent_workers": self.persistent_workers,
+                    "prefetch_factor": self.prefetch_factor,
+                    "drop_last": self.drop_last,
+                    "dataset": type(self.dataset).__name__,
+                }
+            )
 
     DataLoader.__init__ = __init__
 

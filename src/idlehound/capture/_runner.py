@@ -11,7 +11,7 @@ import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 from ..errors import CaptureError
 from ._session import CaptureOptions, Session, StopRun
@@ -26,8 +26,9 @@ class RunResult:
     rank: Optional[int] = None
 
 
-def run_script(target: str, args: list[str], module: bool = False,
-               opts: Optional[CaptureOptions] = None) -> RunResult:
+def run_script(
+    target: str, args: list[str], module: bool = False, opts: Optional[CaptureOptions] = None
+) -> RunResult:
     """Execute target with sys.argv = [target, *args] under the profiler; never lose what was captured."""
     opts = opts or CaptureOptions()
     if not module and not Path(target).is_file():
@@ -86,10 +87,14 @@ def _execute(target: str, args: list[str], module: bool) -> tuple[int, Optional[
 
 
 def _signalled(e: BaseException) -> tuple[int, str]:
-    code, error = ((EXIT_SIGINT, "interrupted (Ctrl-C)") if isinstance(e, KeyboardInterrupt) else
-                   (EXIT_SIGTERM, "terminated (SIGTERM)"))
-    sys.stderr.write(f"\nidlehound: {error.split(' (')[0] if code == EXIT_SIGINT else error}; "
-                     "saving what was captured\n")
+    code, error = (
+        (EXIT_SIGINT, "interrupted (Ctrl-C)")
+        if isinstance(e, KeyboardInterrupt)
+        else (EXIT_SIGTERM, "terminated (SIGTERM)")
+    )
+    sys.stderr.write(
+        f"\nidlehound: {error.split(' (')[0] if code == EXIT_SIGINT else error}; saving what was captured\n"
+    )
     return code, error
 
 
@@ -111,8 +116,10 @@ def _drop_pending_signals(mask: Optional[set]) -> None:
         return
     for sig in signal.sigpending() & {signal.SIGINT, signal.SIGTERM}:
         signal.sigwait({sig})
-        sys.stderr.write(f"idlehound: {signal.Signals(sig).name} came while the run was being saved; it had ended "
-                         "already\n")
+        sys.stderr.write(
+            f"idlehound: {signal.Signals(sig).name} came while the run was being saved; it had ended "
+            "already\n"
+        )
     _unblock_signals(mask)
 
 
@@ -123,18 +130,21 @@ def _flush_on_os_exit(session: Session):
     """
     real_exit, pid = os._exit, os.getpid()
 
-    def _exit(code: int) -> None:
+    def _exit(code: int) -> NoReturn:
         if os.getpid() == pid and not session._stopped:
             with contextlib.suppress(BaseException):
                 session.stop(code, f"os._exit({code})")
-                what = (f"trace saved, not analysed: idlehound analyze {session.run_dir}" if session.traces else
-                        f"no trace was captured ({session.step_num} step(s); the window starts after "
-                        f"{session.opts.skip + session.opts.warmup})")
+                what = (
+                    f"trace saved, not analysed: idlehound analyze {session.run_dir}"
+                    if session.traces
+                    else f"no trace was captured ({session.step_num} step(s); the window starts after "
+                    f"{session.opts.skip + session.opts.warmup})"
+                )
                 sys.stderr.write(f"idlehound: the script called os._exit({code}): {what}\n")
                 sys.stderr.flush()
         real_exit(code)
 
-    os._exit = _exit
+    os._exit = _exit  # type: ignore[assignment]  # same call, parameter named differently
     return lambda: setattr(os, "_exit", real_exit)
 
 
@@ -147,8 +157,9 @@ def _exit_code(c) -> int:
     return 1
 
 
-def run_distributed(target: str, args: list[str], nproc: int, module: bool, opts: CaptureOptions,
-                    inner_flags: list[str]) -> RunResult:
+def run_distributed(
+    target: str, args: list[str], nproc: int, module: bool, opts: CaptureOptions, inner_flags: list[str]
+) -> RunResult:
     """Launch target on nproc processes through torchrun; every rank profiles itself into one run folder."""
     import subprocess
 
@@ -156,14 +167,38 @@ def run_distributed(target: str, args: list[str], nproc: int, module: bool, opts
 
     label = Path(target).stem if not module else target.rsplit(".", 1)[-1]
     run_dir = new_run_dir(Path(opts.logdir), opts.run_name or label)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-           "-m", "idlehound", "run", "--run-dir", str(run_dir), "--no-report", *inner_flags,
-           *(["-m", target] if module else [target]), *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={nproc}",
+        "-m",
+        "idlehound",
+        "run",
+        "--run-dir",
+        str(run_dir),
+        "--no-report",
+        *inner_flags,
+        *(["-m", target] if module else [target]),
+        *args,
+    ]
     code = subprocess.call(cmd)
     traces = sorted(p.name for p in run_dir.glob(TRACE_GLOB))
-    write_run_file(run_dir, None, RUN, {
-        "idlehound_run": 1, "status": "done", "command": cmd, "nproc": nproc, "exit_code": code,
-        "traces": traces, "rank_runs": sorted(p.name for p in run_dir.glob(RANK_RUN_GLOB))})
+    write_run_file(
+        run_dir,
+        None,
+        RUN,
+        {
+            "idlehound_run": 1,
+            "status": "done",
+            "command": cmd,
+            "nproc": nproc,
+            "exit_code": code,
+            "traces": traces,
+            "rank_runs": sorted(p.name for p in run_dir.glob(RANK_RUN_GLOB)),
+        },
+    )
     return RunResult(run_dir, code, traces)
 
 

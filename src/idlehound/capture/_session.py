@@ -55,7 +55,9 @@ class CaptureOptions:
     progress: bool = True
     run_dir: Optional[Path] = None  # an existing folder to write into (ranks of one job share one)
     max_window_seconds: float = 120.0  # cut the window when it records longer than this (0: no limit)
-    max_window_mb: float = 512.0  # ... or when the process grows by more than this while recording (0: no limit)
+    max_window_mb: float = (
+        512.0  # ... or when the process grows by more than this while recording (0: no limit)
+    )
     extra: dict[str, Any] = field(default_factory=dict)  # merged into run.json
 
 
@@ -93,7 +95,7 @@ class Session:
         self.window: list[float] = []
         self.manual = opts.step_on == "manual"
         self._undo: list[Callable[[], None]] = []
-        self._prof = None
+        self._prof: Any = None  # torch.profiler.profile while the window is open
         self._first_opt: Optional[int] = None
         self._t_start = time.monotonic()
         self._wall0 = time.time()
@@ -135,9 +137,14 @@ class Session:
         self._undo.append(_count_child_processes(self.facts))
         self._install_stepper()
         self.sampler = _sampler.Sampler(hz=o.sample_hz).start() if o.sample_hz > 0 else None
-        self._make_profiler = lambda: profile(activities=acts, schedule=self._schedule, on_trace_ready=self._on_trace,
-                                              with_stack=o.with_stack, record_shapes=o.record_shapes,
-                                              profile_memory=o.profile_memory)
+        self._make_profiler = lambda: profile(
+            activities=acts,
+            schedule=self._schedule,
+            on_trace_ready=self._on_trace,
+            with_stack=o.with_stack,
+            record_shapes=o.record_shapes,
+            profile_memory=o.profile_memory,
+        )
         self._maybe_start_profiler()
         self._write_run_json(status="running")
         _ACTIVE.append(self)
@@ -188,9 +195,14 @@ class Session:
                 self._save_window("steps")
             else:
                 try:
-                    with self._held(), kineto_quiet():  # a Ctrl-C inside the profiler's bookkeeping: half-stepped
+                    with (
+                        self._held(),
+                        kineto_quiet(),
+                    ):  # a Ctrl-C inside the profiler's bookkeeping: half-stepped
                         self._prof.step()
-                except Exception as e:  # raised inside the user's optimizer.step(): never let it stop training
+                except (
+                    Exception
+                ) as e:  # raised inside the user's optimizer.step(): never let it stop training
                     self._profiler_failed("step", e)
                 if self._cut_at_step:  # a budget passed; the script's own SIGINT handler bars the signal
                     self._cut_window()
@@ -206,11 +218,14 @@ class Session:
         if self._watchdog is not None:
             self._watchdog.stop()
         steps = self._recorded_steps()
-        self.window_info = {"cut_by": cut_by, "steps_recorded": steps,
-                            "seconds": round(time.monotonic() - self._t_window, 3),
-                            "memory_growth_mb": round(self._watchdog.peak_growth_mb, 1) if self._watchdog else None,
-                            "max_window_seconds": self.opts.max_window_seconds,
-                            "max_window_mb": self.opts.max_window_mb}
+        self.window_info = {
+            "cut_by": cut_by,
+            "steps_recorded": steps,
+            "seconds": round(time.monotonic() - self._t_window, 3),
+            "memory_growth_mb": round(self._watchdog.peak_growth_mb, 1) if self._watchdog else None,
+            "max_window_seconds": self.opts.max_window_seconds,
+            "max_window_mb": self.opts.max_window_mb,
+        }
         self._say(f"saving the profiled window ({steps} step(s) recorded, ended by {cut_by})...")
         t0, error = time.monotonic(), None
         try:
@@ -223,19 +238,27 @@ class Session:
             self._prof = None
         size = sum((self.run_dir / t).stat().st_size for t in self.traces if (self.run_dir / t).exists())
         self.window_info["save_seconds"] = round(time.monotonic() - t0, 3)
-        self._say(f"saved {len(self.traces)} trace file(s), {size / 2**20:.1f} MB, in "
-                  f"{self.window_info['save_seconds']:.1f} s" if self.traces else
-                  "no trace: the window ended before the profiler's warm-up was over")
+        self._say(
+            f"saved {len(self.traces)} trace file(s), {size / 2**20:.1f} MB, in "
+            f"{self.window_info['save_seconds']:.1f} s"
+            if self.traces
+            else "no trace: the window ended before the profiler's warm-up was over"
+        )
         return error
 
     def _profiler_failed(self, when: str, e: Exception) -> None:
-        sys.stderr.write(f"idlehound: the profiler failed to {when} at step {self.step_num} ({type(e).__name__}: "
-                         f"{e}); the script runs on unprofiled\n")
+        sys.stderr.write(
+            f"idlehound: the profiler failed to {when} at step {self.step_num} ({type(e).__name__}: "
+            f"{e}); the script runs on unprofiled\n"
+        )
         if self._watchdog is not None:
             self._watchdog.stop()
         self._prof = None
-        self.window_info = {"cut_by": "profiler error", "error": f"{type(e).__name__}: {e}",
-                            "steps_recorded": self._recorded_steps()}
+        self.window_info = {
+            "cut_by": "profiler error",
+            "error": f"{type(e).__name__}: {e}",
+            "steps_recorded": self._recorded_steps(),
+        }
 
     def _recorded_steps(self) -> int:
         return sum(1 for _, a in self.step_times if a in ("RECORD", "RECORD_AND_SAVE"))
@@ -259,8 +282,10 @@ class Session:
             return
         o = self.opts
         budget = f"{o.max_window_seconds:g} s" if self._cut_reason == "time" else f"{o.max_window_mb:g} MB"
-        self._say(f"the profiled window passed its {self._cut_reason} budget ({budget}) during step "
-                  f"{self.step_num}; cutting it there (raise --max-window-seconds / --max-window-mb to record more)")
+        self._say(
+            f"the profiled window passed its {self._cut_reason} budget ({budget}) during step "
+            f"{self.step_num}; cutting it there (raise --max-window-seconds / --max-window-mb to record more)"
+        )
         self._cut_step = self.step_num
         if len(self.window) == 1:
             self.window.append(time.monotonic() - self._t_start)
@@ -371,7 +396,9 @@ class Session:
             self.step()
 
     def _action(self, n: int) -> str:
-        if self._cut_step is not None and n >= self._cut_step:  # after a cut: partly recorded, then not at all
+        if (
+            self._cut_step is not None and n >= self._cut_step
+        ):  # after a cut: partly recorded, then not at all
             return "CUT" if n == self._cut_step else "NONE"
         return self._schedule(n).name
 
@@ -416,7 +443,9 @@ class Session:
             return self._timing
         if self._cuda and len(self.gpu_marks) > 1 and self._stopped:
             self._torch.cuda.synchronize()
-            pairs = [(a0, e0.elapsed_time(e1)) for (e0, a0), (e1, _) in zip(self.gpu_marks, self.gpu_marks[1:])]
+            pairs = [
+                (a0, e0.elapsed_time(e1)) for (e0, a0), (e1, _) in zip(self.gpu_marks, self.gpu_marks[1:])
+            ]
             clock = "cuda_events"
         else:
             ts = self.step_times
@@ -426,35 +455,64 @@ class Session:
         inside = [ms for a, ms in pairs if a in ("RECORD", "RECORD_AND_SAVE")]
         # Every unprofiled step, before and after the window: the replay fits its host rate to their mean.
         first = next((i for i, (a, _) in enumerate(pairs) if a in ("RECORD", "RECORD_AND_SAVE")), len(pairs))
-        last = max((i for i, (a, _) in enumerate(pairs) if a in ("RECORD", "RECORD_AND_SAVE")), default=len(pairs))
+        last = max(
+            (i for i, (a, _) in enumerate(pairs) if a in ("RECORD", "RECORD_AND_SAVE")), default=len(pairs)
+        )
         # An interval is labelled by the step that opened it: the last "NONE" one already runs the profiler.
         steps_before = [round(ms, 4) for a, ms in pairs[:first] if a == "NONE"][:-1]
-        steps_after = [round(ms, 4) for _, ms in pairs[last + 1:]]
+        steps_after = [round(ms, 4) for _, ms in pairs[last + 1 :]]
         outside = outside[3:] if len(outside) > 6 else outside  # first steps warm up caches and compile
-        out: dict[str, Any] = {"steps_seen": self.step_num, "step_clock": clock,
-                               "step_ms_before_window": steps_before, "step_ms_after_window": steps_after}
+        out: dict[str, Any] = {
+            "steps_seen": self.step_num,
+            "step_clock": clock,
+            "step_ms_before_window": steps_before,
+            "step_ms_after_window": steps_after,
+        }
         if outside:
             out["unprofiled_step_ms"] = round(statistics.median(outside), 3)
         if inside:
             out["profiled_step_ms"] = round(statistics.median(inside), 3)
         if outside and inside:
-            out["profiler_overhead"] = round(out["profiled_step_ms"] / max(out["unprofiled_step_ms"], 1e-9), 3)
+            out["profiler_overhead"] = round(
+                out["profiled_step_ms"] / max(out["unprofiled_step_ms"], 1e-9), 3
+            )
         if self._stopped:
             self._timing = out
         return out
 
-    def _write_run_json(self, status: str, exit_code: Optional[int] = None, error: Optional[str] = None,
-                        samples: Optional[dict] = None) -> None:
+    def _write_run_json(
+        self,
+        status: str,
+        exit_code: Optional[int] = None,
+        error: Optional[str] = None,
+        samples: Optional[dict] = None,
+    ) -> None:
         info: dict[str, Any] = {
-            "idlehound_run": 1, "status": status, "command": self.command, "cwd": os.getcwd(),
+            "idlehound_run": 1,
+            "status": status,
+            "command": self.command,
+            "cwd": os.getcwd(),
             "started": _dt.datetime.fromtimestamp(self._wall0).isoformat(timespec="seconds"),
-            "wall_time_s": round(time.time() - self._wall0, 3), "exit_code": exit_code, "error": error,
-            "schedule": {"skip": self.opts.skip, "warmup": self.opts.warmup, "active": self.opts.active,
-                         "step_on": self.opts.step_on, "stop_after": self.opts.stop_after},
-            "worker": self.worker, "rank": self.rank, "world_size": int(os.environ.get("WORLD_SIZE", "1")),
-            "traces": self.traces, "dataloaders": self.loaders,
+            "wall_time_s": round(time.time() - self._wall0, 3),
+            "exit_code": exit_code,
+            "error": error,
+            "schedule": {
+                "skip": self.opts.skip,
+                "warmup": self.opts.warmup,
+                "active": self.opts.active,
+                "step_on": self.opts.step_on,
+                "stop_after": self.opts.stop_after,
+            },
+            "worker": self.worker,
+            "rank": self.rank,
+            "world_size": int(os.environ.get("WORLD_SIZE", "1")),
+            "traces": self.traces,
+            "dataloaders": self.loaders,
             "dataloader": self.loaders[0] if self.loaders else None,
-            "environment": _environment(), **self.flags, **self.step_timing(), **self.opts.extra,
+            "environment": _environment(),
+            **self.flags,
+            **self.step_timing(),
+            **self.opts.extra,
         }
         if samples is not None:
             window = (self.window[0], self.window[-1]) if len(self.window) == 2 else None
@@ -526,18 +584,24 @@ def _isatty() -> bool:
 def _torch_flags() -> dict[str, Any]:
     import torch
 
-    return {"cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
-            "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
-            "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
-            "float32_matmul_precision": torch.get_float32_matmul_precision()}
+    return {
+        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+        "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+        "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+    }
 
 
 def _environment() -> dict[str, Any]:
     import torch
 
     env: dict[str, Any] = {
-        "python": platform.python_version(), "platform": platform.platform(), "cpu_count": os.cpu_count(),
-        "torch": torch.__version__, "cuda": torch.version.cuda, "cuda_available": torch.cuda.is_available(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cuda_available": torch.cuda.is_available(),
     }
     try:
         env["cudnn"] = torch.backends.cudnn.version()
@@ -561,7 +625,7 @@ def _count_child_processes(facts: dict[str, int]) -> Callable[[], None]:
             facts["child_processes"] += 1
         return original(proc)
 
-    BaseProcess.start = start
+    BaseProcess.start = start  # type: ignore[method-assign]
     return lambda: setattr(BaseProcess, "start", original)
 
 

@@ -43,7 +43,8 @@ def write_sidecar(prof: Any, path: Path, script: str = "", cwd: Optional[str] = 
     files = {p[0] for p in (_parse(n.name) for n in nodes) if p}
     files |= {c.file_name for c in (_caller(n) for n in nodes) if c is not None}
     decided = {f: here.is_user(f) for f in sorted(files) if f}
-    rows, refs = [], {}
+    rows: list[list[Any]] = []
+    refs: dict[str, set[int]] = {}
     for node in nodes:
         parsed = _parse(node.name)
         if parsed and decided.get(parsed[0]):
@@ -51,16 +52,31 @@ def write_sidecar(prof: Any, path: Path, script: str = "", cwd: Optional[str] = 
         caller = _caller(node)
         if caller is None or not decided.get(caller.file_name):
             continue
-        rows.append([int(node.start_time_ns), node.name, caller.file_name, int(caller.line_number),
-                     caller.function_name])
+        rows.append(
+            [
+                int(node.start_time_ns),
+                node.name,
+                caller.file_name,
+                int(caller.line_number),
+                caller.function_name,
+            ]
+        )
         refs.setdefault(caller.file_name, set()).add(int(caller.line_number))
     lib_rows, point_rows, lib_refs = _library_stacks(points, decided)
-    doc = {"version": SIDECAR_VERSION, "script": script, "cwd": here.cwd, "sys_path": list(sys.path),
-           "library_prefixes": list(here.prefixes),
-           "library_roots": _library_roots(decided),
-           "files": decided, "sources": read_sources(refs, here), "frames": rows,
-           "library_calls": lib_rows, "points": point_rows,
-           "library_sources": read_sources(lib_refs, here, LIBRARY_CONTEXT, MAX_LIBRARY_LINES)}
+    doc = {
+        "version": SIDECAR_VERSION,
+        "script": script,
+        "cwd": here.cwd,
+        "sys_path": list(sys.path),
+        "library_prefixes": list(here.prefixes),
+        "library_roots": _library_roots(decided),
+        "files": decided,
+        "sources": read_sources(refs, here),
+        "frames": rows,
+        "library_calls": lib_rows,
+        "points": point_rows,
+        "library_sources": read_sources(lib_refs, here, LIBRARY_CONTEXT, MAX_LIBRARY_LINES),
+    }
     path.write_bytes(gzip.compress(json.dumps(doc).encode(), compresslevel=6))
     return len(rows)
 
@@ -98,12 +114,22 @@ def _is_idle_point(name: str) -> bool:
     """Where the host waits: the ops analysis counts as sync points, and DataLoader waits."""
     from ..analysis import roles
 
-    return (roles.sync_kind("", name, "") in ("scalar_read", "data_dependent_shape") or roles.is_sync_call(name)
-            or name.startswith(COLLECTIVES) or roles.is_dataloader(name))
+    return (
+        roles.sync_kind("", name, "") in ("scalar_read", "data_dependent_shape")
+        or roles.is_sync_call(name)
+        or name.startswith(COLLECTIVES)
+        or roles.is_dataloader(name)
+    )
 
 
 # Collectives as the calling thread records them (gloo and NCCL alike): a per-step one is a wait for every rank.
-COLLECTIVES = ("c10d::allreduce_", "c10d::barrier", "c10d::allgather", "c10d::_allgather_base", "c10d::broadcast_")
+COLLECTIVES = (
+    "c10d::allreduce_",
+    "c10d::barrier",
+    "c10d::allgather",
+    "c10d::_allgather_base",
+    "c10d::broadcast_",
+)
 
 
 def _library_stacks(points: list, decided: dict[str, bool]) -> tuple[list, list, dict[str, set[int]]]:
@@ -160,8 +186,11 @@ def _line_inside(frame: Any, point: Any) -> Optional[list]:
     if frame.tag == _EventType.PyCCall:  # a C function (x.item(), print): its caller line made the call
         c = _caller(frame)
         return None if c is None else [c.file_name, int(c.line_number), c.function_name, "call"]
-    before = [ch for ch in frame.children if ch.tag in (_EventType.PyCall, _EventType.PyCCall)
-              and ch.start_time_ns <= point.start_time_ns]
+    before = [
+        ch
+        for ch in frame.children
+        if ch.tag in (_EventType.PyCall, _EventType.PyCCall) and ch.start_time_ns <= point.start_time_ns
+    ]
     c = _caller(max(before, key=lambda ch: ch.start_time_ns)) if before else None
     return None if c is None else [c.file_name, int(c.line_number), c.function_name, "after"]
 
@@ -237,8 +266,9 @@ def _library_prefixes() -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
-def read_sources(refs: dict[str, set[int]], here: CaptureFiles, context: int = CONTEXT,
-                 total: int = MAX_LINES) -> dict[str, list]:
+def read_sources(
+    refs: dict[str, set[int]], here: CaptureFiles, context: int = CONTEXT, total: int = MAX_LINES
+) -> dict[str, list]:
     """{file: [[first_line, [line, ...]], ...]}: the lines around each referenced line, bounded in size."""
     out: dict[str, list] = {}
     budget = total
@@ -282,7 +312,7 @@ def _chunks(text: list[str], lines: list[int], budget: int, context: int = CONTE
         hi = min(hi, lo + budget - 1)
         if hi < lo:
             break
-        out.append([lo, [_clip(s) for s in text[lo - 1:hi]]])
+        out.append([lo, [_clip(s) for s in text[lo - 1 : hi]]])
         budget -= hi - lo + 1
     return out
 

@@ -26,10 +26,21 @@ from ._registry import (
 from ._rule import Need, Rule
 
 # Finding rules, then the rules that refine their findings (frameworks: phrase the fix as the framework's setting).
-RULES: dict[str, Rule] = {r.name: r for r in [
-    dataloader.RULE, sync.RULE, copies.RULE, launch.RULE, host.RULE, precision.RULE, cudnn.RULE,
-    memory.CHURN_RULE, memory.NEAR_OOM_RULE, frameworks.RULE,
-]}
+RULES: dict[str, Rule] = {
+    r.name: r
+    for r in [
+        dataloader.RULE,
+        sync.RULE,
+        copies.RULE,
+        launch.RULE,
+        host.RULE,
+        precision.RULE,
+        cudnn.RULE,
+        memory.CHURN_RULE,
+        memory.NEAR_OOM_RULE,
+        frameworks.RULE,
+    ]
+}
 
 
 def diagnose(a: Analysis, thresholds: Optional[Thresholds] = None) -> list[Finding]:
@@ -46,5 +57,20 @@ def diagnose(a: Analysis, thresholds: Optional[Thresholds] = None) -> list[Findi
     return out
 
 
-__all__ = ["CAUSES", "DEFAULT", "IDLE_CAUSE_DEFINITIONS", "IDLE_CAUSE_INFO", "IDLE_CAUSE_LABELS", "IdleCause", "RULES", "Cause", "Finding", "Kind", "Need", "Rule", "Severity", "Thresholds",
-           "diagnose"]
+__all__ = [
+    "CAUSES",
+    "DEFAULT",
+    "IDLE_CAUSE_DEFINITIONS",
+    "IDLE_CAUSE_INFO",
+    "IDLE_CAUSE_LABELS",
+    "IdleCause",
+    "RULES",
+    "Cause",
+    "Finding",
+    "Kind",
+    "Need",
+    "Rule",
+    "Severity",
+    "Thresholds",
+    "diagnose",
+]

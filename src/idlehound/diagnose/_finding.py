@@ -17,11 +17,15 @@ class Thresholds:
     min_ms: float = 0.02  # ...and at least this many ms per step
     high_share: float = 0.30
     medium_share: float = 0.10
-    conv_share_for_cudnn: float = 0.20  # cudnn.benchmark advice only when convolutions are this much of a step
+    conv_share_for_cudnn: float = (
+        0.20  # cudnn.benchmark advice only when convolutions are this much of a step
+    )
     near_oom_share: float = 0.90
     fp32_speedup: float = FP32_SPEEDUP  # TF32 or bf16 on tensor cores vs fp32 CUDA-core GEMM (the replay's)
     pageable_speedup: float = PAGEABLE_SPEEDUP  # pinned vs pageable host-to-device bandwidth (the replay's)
-    observer_rate: float = OBSERVER_RATE  # evidence notes the observer when the fitted host rate is below this
+    observer_rate: float = (
+        OBSERVER_RATE  # evidence notes the observer when the fitted host rate is below this
+    )
 
 
 DEFAULT = Thresholds()
@@ -50,11 +54,17 @@ class Finding:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "cause": str(self.cause), "title": self.title, "severity": str(self.severity), "kind": str(self.kind),
+            "cause": str(self.cause),
+            "title": self.title,
+            "severity": str(self.severity),
+            "kind": str(self.kind),
             "recoverable_ms_per_step": round(self.recoverable_ms, 4),
             "recoverable_share_of_step": round(self.share, 4),
             "location": self.location.to_json() if self.location else None,
-            "evidence": self.evidence, "fix": self.fix, "code": self.code, "details": self.details,
+            "evidence": self.evidence,
+            "fix": self.fix,
+            "code": self.code,
+            "details": self.details,
         }
 
 
@@ -66,8 +76,13 @@ def grade(f: Finding, t: Thresholds) -> Optional[Finding]:
     basis = f.basis_ms if f.basis_ms is not None else f.recoverable_ms
     if f.recoverable_ms < t.min_ms or (basis / f.step_ms if f.step_ms > 0 else 0.0) < t.min_share:
         return None
-    f.severity = (Severity.HIGH if f.share >= t.high_share else Severity.MEDIUM if f.share >= t.medium_share
-                  else Severity.LOW)
+    f.severity = (
+        Severity.HIGH
+        if f.share >= t.high_share
+        else Severity.MEDIUM
+        if f.share >= t.medium_share
+        else Severity.LOW
+    )
     return f
 
 

@@ -18,20 +18,27 @@ def predict(a: Analysis, found: list[Finding]) -> dict[str, Any]:
     rate = float(a.observer.get("host_rate", 1.0))
     base = rp.play(rate=rate).step_ns
 
-    def step(causes) -> float:
+    def step(causes: list[str]) -> float:
         fix = reduce(Fix.merged, (FIXES[c] for c in causes), Fix())
         return rp.play(fix, rate).step_ns
 
     fixable = [f for f in found if f.kind != Kind.RISK and f.cause in FIXES]
     alone = {f.cause: base - step([f.cause]) for f in fixable}
-    stack = sorted((str(c) for c, g in alone.items() if g > 0), key=lambda c: -alone[c])  # plain strings for JSON
+    stack = sorted(
+        (str(c) for c, g in alone.items() if g > 0), key=lambda c: -alone[c]
+    )  # plain strings for JSON
     all_ns = step(stack)
     for f in fixable:
         others = [c for c in stack if c != f.cause]
         on_top = step(others) - step(others + [f.cause])
         _apply(f, base, alone[f.cause], on_top, bool(others))
-    return {"step_ms": base / 1e6, "host_rate": rate, "stack": stack, "stack_step_ms": all_ns / 1e6,
-            "stack_gain_ms": (base - all_ns) / 1e6}
+    return {
+        "step_ms": base / 1e6,
+        "host_rate": rate,
+        "stack": stack,
+        "stack_step_ms": all_ns / 1e6,
+        "stack_gain_ms": (base - all_ns) / 1e6,
+    }
 
 
 def _apply(f: Finding, base: float, gain: float, on_top: float, has_others: bool) -> None:
@@ -39,10 +46,15 @@ def _apply(f: Finding, base: float, gain: float, on_top: float, has_others: bool
     f.recoverable_ms, f.step_ms = gain / 1e6, base / 1e6
     if f.cause != Cause.CUDNN_BENCHMARK:  # its 10% of convolution time is a guess the replay cannot check
         f.basis_ms = None
-    f.details["replay"] = {"predicted_step_ms": (base - gain) / 1e6, "gain_ms": gain / 1e6,
-                           "gain_with_other_fixes_ms": max(on_top, 0.0) / 1e6}
-    line = (f"replay: removing this cause alone takes the step from {base / 1e6:.2f} to "
-            f"{(base - gain) / 1e6:.2f} ms")
+    f.details["replay"] = {
+        "predicted_step_ms": (base - gain) / 1e6,
+        "gain_ms": gain / 1e6,
+        "gain_with_other_fixes_ms": max(on_top, 0.0) / 1e6,
+    }
+    line = (
+        f"replay: removing this cause alone takes the step from {base / 1e6:.2f} to "
+        f"{(base - gain) / 1e6:.2f} ms"
+    )
     if has_others:
         line += f"; with the other named fixes in place it gives {max(on_top, 0.0) / 1e6:.2f} ms"
     f.evidence.append(line)

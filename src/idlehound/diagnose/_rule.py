@@ -24,10 +24,16 @@ class Need:
 
 
 GPU_EVENTS = Need("gpu_events", "GPU events (kernels and copies recorded by CUPTI)", lambda a: a.gpu_recorded)
-MEMORY_EVENTS = Need("memory_events", "memory events (profile_memory=True) and the device's memory size",
-                     lambda a: a.memory.recorded and bool(a.memory.capacity))
-RUN_JSON = Need("run_json", "run.json of idlehound run (the cudnn.benchmark setting)",
-                lambda a: isinstance(a.run_info.get("cudnn_benchmark"), bool))
+MEMORY_EVENTS = Need(
+    "memory_events",
+    "memory events (profile_memory=True) and the device's memory size",
+    lambda a: a.memory.recorded and bool(a.memory.capacity),
+)
+RUN_JSON = Need(
+    "run_json",
+    "run.json of idlehound run (the cudnn.benchmark setting)",
+    lambda a: isinstance(a.run_info.get("cudnn_benchmark"), bool),
+)
 PYTHON_STACKS = Need("python_stacks", "Python stacks (with_stack=True)", lambda a: a.trace.with_stack)
 
 Match = Callable[[Analysis, Thresholds], list[Finding]]
@@ -59,5 +65,9 @@ class Rule:
         miss = self.missing(a)
         if not miss:
             return None
-        return {"rule": self.name, "causes": [str(c) for c in self.causes],
-                "needs": " and ".join(n.text for n in miss), "missing": [n.id for n in miss]}
+        return {
+            "rule": self.name,
+            "causes": [str(c) for c in self.causes],
+            "needs": " and ".join(n.text for n in miss),
+            "missing": [n.id for n in miss],
+        }

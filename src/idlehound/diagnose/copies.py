@@ -25,16 +25,38 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
         + (f" at {h2d.bandwidth_gbps:.1f} GB/s" if h2d.bandwidth_gbps else ""),
     ]
     if idle > 0:
-        evidence.append(f"each copy blocks the host until it is done: GPU idle {idle:.3f} ms per step after them")
+        evidence.append(
+            f"each copy blocks the host until it is done: GPU idle {idle:.3f} ms per step after them"
+        )
     fix = CAUSES[Cause.PAGEABLE_COPY].fix
-    code = ("loader = DataLoader(..., pin_memory=True)\n"
-            "x = x.to(device, non_blocking=True)\n"
-            "# tensors you create yourself: torch.empty(..., pin_memory=True) or t.pin_memory()")
-    return [Finding(Cause.PAGEABLE_COPY, CAUSES[Cause.PAGEABLE_COPY].title, idle + saved_copy, a.step_ms, evidence,
-                    fix, code, location=loc,
-                    details={"pageable_bytes_per_step": h2d.pageable_bytes / a.n_steps,
-                             "idle_after_ms": idle, "estimated_copy_saving_ms": saved_copy})]
+    code = (
+        "loader = DataLoader(..., pin_memory=True)\n"
+        "x = x.to(device, non_blocking=True)\n"
+        "# tensors you create yourself: torch.empty(..., pin_memory=True) or t.pin_memory()"
+    )
+    return [
+        Finding(
+            Cause.PAGEABLE_COPY,
+            CAUSES[Cause.PAGEABLE_COPY].title,
+            idle + saved_copy,
+            a.step_ms,
+            evidence,
+            fix,
+            code,
+            location=loc,
+            details={
+                "pageable_bytes_per_step": h2d.pageable_bytes / a.n_steps,
+                "idle_after_ms": idle,
+                "estimated_copy_saving_ms": saved_copy,
+            },
+        )
+    ]
 
 
-RULE = Rule(Cause.PAGEABLE_COPY.value, "host-to-device copies from pageable memory", (Cause.PAGEABLE_COPY,),
-            needs=(GPU_EVENTS,), match=check)
+RULE = Rule(
+    Cause.PAGEABLE_COPY.value,
+    "host-to-device copies from pageable memory",
+    (Cause.PAGEABLE_COPY,),
+    needs=(GPU_EVENTS,),
+    match=check,
+)

@@ -17,15 +17,34 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
     conv_ms = ms(a, a.kernels.conv_ns)
     if conv_ms < t.conv_share_for_cudnn * a.step_ms:
         return []
-    evidence = [f"convolution kernels ran {conv_ms:.2f} ms per step ({pct(conv_ms / a.step_ms)} of the step) "
-                "with torch.backends.cudnn.benchmark = False (recorded by idlehound run)",
-                f"estimate: {100 * TYPICAL_GAIN:.0f}% of convolution time; the real gain depends on the shapes"]
+    evidence = [
+        f"convolution kernels ran {conv_ms:.2f} ms per step ({pct(conv_ms / a.step_ms)} of the step) "
+        "with torch.backends.cudnn.benchmark = False (recorded by idlehound run)",
+        f"estimate: {100 * TYPICAL_GAIN:.0f}% of convolution time; the real gain depends on the shapes",
+    ]
     fix = CAUSES[Cause.CUDNN_BENCHMARK].fix
     code = "torch.backends.cudnn.benchmark = True"
-    return [Finding(Cause.CUDNN_BENCHMARK, CAUSES[Cause.CUDNN_BENCHMARK].title, TYPICAL_GAIN * conv_ms, a.step_ms, evidence,
-                    fix, code, location=a.kernels.conv_location, kind=Kind.SLOW, basis_ms=conv_ms,
-                    details={"conv_ms": conv_ms})]
+    return [
+        Finding(
+            Cause.CUDNN_BENCHMARK,
+            CAUSES[Cause.CUDNN_BENCHMARK].title,
+            TYPICAL_GAIN * conv_ms,
+            a.step_ms,
+            evidence,
+            fix,
+            code,
+            location=a.kernels.conv_location,
+            kind=Kind.SLOW,
+            basis_ms=conv_ms,
+            details={"conv_ms": conv_ms},
+        )
+    ]
 
 
-RULE = Rule(Cause.CUDNN_BENCHMARK.value, "convolutions run with cudnn.benchmark off", (Cause.CUDNN_BENCHMARK,),
-            needs=(GPU_EVENTS, RUN_JSON), match=check)
+RULE = Rule(
+    Cause.CUDNN_BENCHMARK.value,
+    "convolutions run with cudnn.benchmark off",
+    (Cause.CUDNN_BENCHMARK,),
+    needs=(GPU_EVENTS, RUN_JSON),
+    match=check,
+)

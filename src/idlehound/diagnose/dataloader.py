@@ -26,18 +26,35 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
     ]
     multi = dl.workers_in_use if workers is None else workers > 0
     if multi:
-        evidence.append(f"worker processes are in use ({workers if workers is not None else 'count unknown'})"
-                        "; they cannot keep up")
+        evidence.append(
+            f"worker processes are in use ({workers if workers is not None else 'count unknown'})"
+            "; they cannot keep up"
+        )
         fix, code = _more_workers(workers, cfg)
     else:
         evidence.append("batches are loaded in the main process (num_workers=0)")
         fix, code = _start_workers()
-    title = CAUSES[Cause.DATA_LOADING].title if a.gpu_recorded else "Data loading takes a large share of the step"
+    title = (
+        CAUSES[Cause.DATA_LOADING].title if a.gpu_recorded else "Data loading takes a large share of the step"
+    )
     if not a.gpu_recorded:
-        evidence[0] = (f"{exposed:.2f} ms per step ({pct(exposed / a.step_ms)} of the step) spent in DataLoader "
-                       f"__next__ ({dl.calls} calls)")
-    return [Finding(Cause.DATA_LOADING, title, exposed, a.step_ms, evidence, fix, code,
-                    location=dl.location, details={"num_workers": workers, "iterator": dl.iterator})]
+        evidence[0] = (
+            f"{exposed:.2f} ms per step ({pct(exposed / a.step_ms)} of the step) spent in DataLoader "
+            f"__next__ ({dl.calls} calls)"
+        )
+    return [
+        Finding(
+            Cause.DATA_LOADING,
+            title,
+            exposed,
+            a.step_ms,
+            evidence,
+            fix,
+            code,
+            location=dl.location,
+            details={"num_workers": workers, "iterator": dl.iterator},
+        )
+    ]
 
 
 MIN_WORKERS, MAX_WORKERS = 2, 16  # fewer gives no overlap; more rarely helps one GPU and costs memory
@@ -65,22 +82,28 @@ def worker_sweep(cores: int) -> list[int]:
 def _start_workers() -> tuple[str, str]:
     n = suggested_workers()
     fix = CAUSES[Cause.DATA_LOADING].fix
-    code = (f"loader = DataLoader(dataset, batch_size=..., num_workers={n}, pin_memory=True,\n"
-            "                    persistent_workers=True, prefetch_factor=4)\n"
-            "x = x.to(device, non_blocking=True)")
+    code = (
+        f"loader = DataLoader(dataset, batch_size=..., num_workers={n}, pin_memory=True,\n"
+        "                    persistent_workers=True, prefetch_factor=4)\n"
+        "x = x.to(device, non_blocking=True)"
+    )
     return fix, code
 
 
 def _more_workers(workers, cfg: dict) -> tuple[str, str]:
     n = max(suggested_workers(), (workers or 0) * 2)  # workers that cannot keep up: at least double
-    fix = ("The workers are too slow for the GPU. Add workers, keep them alive between epochs, prefetch more, "
-           "and move per-sample work (decode, resize, augmentation) off the CPU: resize and normalise batches "
-           "on the GPU, or store pre-decoded uint8 tensors.")
-    code = (f"loader = DataLoader(dataset, batch_size=..., num_workers={n}, pin_memory=True,\n"
-            "                    persistent_workers=True, prefetch_factor=4)\n"
-            "# per-sample CPU transforms -> one batched GPU transform:\n"
-            "x = x.to(device, non_blocking=True).float().div_(255)\n"
-            "x = torch.nn.functional.interpolate(x, size=224, mode='bilinear')")
+    fix = (
+        "The workers are too slow for the GPU. Add workers, keep them alive between epochs, prefetch more, "
+        "and move per-sample work (decode, resize, augmentation) off the CPU: resize and normalise batches "
+        "on the GPU, or store pre-decoded uint8 tensors."
+    )
+    code = (
+        f"loader = DataLoader(dataset, batch_size=..., num_workers={n}, pin_memory=True,\n"
+        "                    persistent_workers=True, prefetch_factor=4)\n"
+        "# per-sample CPU transforms -> one batched GPU transform:\n"
+        "x = x.to(device, non_blocking=True).float().div_(255)\n"
+        "x = torch.nn.functional.interpolate(x, size=224, mode='bilinear')"
+    )
     if cfg and not cfg.get("pin_memory"):
         fix += " pin_memory is off: turn it on."
     return fix, code

@@ -22,7 +22,13 @@ from ._rule import PYTHON_STACKS, Rule
 from .frameworks_table import ENTRIES, FrameworkEntry
 
 # Collectives as the calling thread records them (gloo and NCCL alike): a per-step one is a wait for every rank.
-_COLLECTIVES = ("c10d::allreduce_", "c10d::barrier", "c10d::allgather", "c10d::_allgather_base", "c10d::broadcast_")
+_COLLECTIVES = (
+    "c10d::allreduce_",
+    "c10d::barrier",
+    "c10d::allgather",
+    "c10d::_allgather_base",
+    "c10d::broadcast_",
+)
 _OWN_FRAMES = ("idlehound/capture/", "torch/profiler/")  # the profiler's own syncs (window start/stop)
 MAX_STACK_DEPTH = 200  # frames walked up from a sync point (a recursion in a trace cannot loop forever)
 EVIDENCE_MATCHES = 4  # framework matches named in the evidence (all are in details)
@@ -43,11 +49,17 @@ class FrameworkMatch:
         return out
 
     def to_json(self, n_steps: int) -> dict[str, Any]:
-        return {"entry": self.entry.name, "framework": self.entry.framework, "title": self.entry.title,
-                "library": _loc_json(self.library),
-                "blocking": _loc_json(self.blocking) if self.blocking else None,
-                "user": self.user.to_json() if self.user else None,
-                "count_per_step": self.count / max(n_steps, 1), "fix": self.entry.fix, "code": self.entry.code}
+        return {
+            "entry": self.entry.name,
+            "framework": self.entry.framework,
+            "title": self.entry.title,
+            "library": _loc_json(self.library),
+            "blocking": _loc_json(self.blocking) if self.blocking else None,
+            "user": self.user.to_json() if self.user else None,
+            "count_per_step": self.count / max(n_steps, 1),
+            "fix": self.entry.fix,
+            "code": self.entry.code,
+        }
 
 
 def source_text(loc: SourceLoc) -> Optional[str]:
@@ -60,22 +72,27 @@ def source_text(loc: SourceLoc) -> Optional[str]:
 
 def _where(loc: SourceLoc) -> str:
     text = source_text(loc) if loc.exact else None
-    return f"{loc.file}:{loc.line}" + (f" `{text}`" if text else "" if loc.exact else f" ({loc.function}, def line)")
+    return f"{loc.file}:{loc.line}" + (
+        f" `{text}`" if text else "" if loc.exact else f" ({loc.function}, def line)"
+    )
 
 
 def _loc_json(loc: SourceLoc) -> dict[str, Any]:
     return {**loc.to_json(), "source": source_text(loc) if loc.exact else None}
 
 
-def match_stack(stack: list[str], entries: tuple[FrameworkEntry, ...] = ENTRIES
-                ) -> Optional[tuple[FrameworkEntry, tuple[str, int, str]]]:
+def match_stack(
+    stack: list[str], entries: tuple[FrameworkEntry, ...] = ENTRIES
+) -> Optional[tuple[FrameworkEntry, tuple[str, int, str]]]:
     """The first entry whose frames appear in `stack` (python_function names, innermost first), with the
     library frame that matched; None when no entry does."""
     hit = _match(stack, entries)
     return None if hit is None else (hit[0], parse_frame(stack[hit[1]]))  # type: ignore[return-value]
 
 
-def _match(stack: list[str], entries: tuple[FrameworkEntry, ...] = ENTRIES) -> Optional[tuple[FrameworkEntry, int]]:
+def _match(
+    stack: list[str], entries: tuple[FrameworkEntry, ...] = ENTRIES
+) -> Optional[tuple[FrameworkEntry, int]]:
     """(entry, index in stack of the frame that matched), or None."""
     parsed = [(i, p) for i, p in ((i, parse_frame(n)) for i, n in enumerate(stack)) if p is not None]
     library = [(i, p) for i, p in parsed if not p[0].startswith(("torch/", "<"))]
@@ -90,8 +107,13 @@ def _match(stack: list[str], entries: tuple[FrameworkEntry, ...] = ENTRIES) -> O
 def sync_stacks(a: Analysis) -> tuple[SourceMap, list[tuple[int, int, int]]]:
     """(tid, ts, innermost python frame) of each host read of a device value or collective in the steps."""
     ev = a.trace.events
-    is_point = ev.mask_names(lambda n: roles.sync_kind("", n, "") in ("scalar_read", "data_dependent_shape")
-                             or roles.is_sync_call(n) or n.startswith(_COLLECTIVES))
+    is_point = ev.mask_names(
+        lambda n: (
+            roles.sync_kind("", n, "") in ("scalar_read", "data_dependent_shape")
+            or roles.is_sync_call(n)
+            or n.startswith(_COLLECTIVES)
+        )
+    )
     cats = [ev.cat_id(c) for c in roles.CPU_OP_CATS + roles.RUNTIME_CATS]
     idx = np.flatnonzero(is_point & np.isin(ev.cat, [c for c in cats if c >= 0]))
     if a.steps and idx.size:
@@ -135,7 +157,9 @@ def find_matches(a: Analysis) -> list[FrameworkMatch]:
     out: dict[tuple, FrameworkMatch] = {}
     lines: dict[tuple, Counter] = {}
     for tid, ts, _ in points:
-        if smap.within(tid, ts, _OWN_FRAMES):  # only frames below the user's code: `idlehound run` is above it
+        if smap.within(
+            tid, ts, _OWN_FRAMES
+        ):  # only frames below the user's code: `idlehound run` is above it
             continue
         path = smap.path(tid, ts)
         hit = _match([smap.name(k) for k in path])
@@ -171,8 +195,11 @@ def annotate(a: Analysis, findings: list[Finding]) -> list[Finding]:
         _library_evidence(a, next((f for f in findings if f.cause == "sync"), None))
         return findings
     top = matches[0]
-    lines = [f"{m.library_str()}: {m.entry.title}, {m.count / a.n_steps:.1f}/step"
-             + (f", reached from {m.user}" if m.user else "") for m in matches[:EVIDENCE_MATCHES]]
+    lines = [
+        f"{m.library_str()}: {m.entry.title}, {m.count / a.n_steps:.1f}/step"
+        + (f", reached from {m.user}" if m.user else "")
+        for m in matches[:EVIDENCE_MATCHES]
+    ]
     details = [m.to_json(a.n_steps) for m in matches]
     sync = next((f for f in findings if f.cause == Cause.SYNC), None)
     if sync is not None:
@@ -183,10 +210,23 @@ def annotate(a: Analysis, findings: list[Finding]) -> list[Finding]:
         return findings
     if a.gpu_recorded:
         return findings  # the GPU did not wait on these reads long enough to matter
-    risk = Finding(Cause.FRAMEWORK_SYNC, f"On a GPU this would wait: {top.entry.title}", 0.0, a.step_ms,
-                   ["no GPU timeline in this trace: these host reads of tensor values (and collectives) make the "
-                    "host wait for the GPU once it runs on one"] + lines, top.entry.fix, top.entry.code, location=top.user,
-                   severity=Severity.MEDIUM, kind=Kind.RISK, details={"framework": details})
+    risk = Finding(
+        Cause.FRAMEWORK_SYNC,
+        f"On a GPU this would wait: {top.entry.title}",
+        0.0,
+        a.step_ms,
+        [
+            "no GPU timeline in this trace: these host reads of tensor values (and collectives) make the "
+            "host wait for the GPU once it runs on one"
+        ]
+        + lines,
+        top.entry.fix,
+        top.entry.code,
+        location=top.user,
+        severity=Severity.MEDIUM,
+        kind=Kind.RISK,
+        details={"framework": details},
+    )
     return [*findings, risk]
 
 
@@ -206,11 +246,20 @@ def _library_evidence(a: Analysis, sync: Optional[Finding]) -> None:
     if not found:
         return
     top = found.most_common(3)
-    sync.evidence.extend(f"host waits in {_where(lib)}, {n / a.n_steps:.1f}/step"
-                         + (f", reached from {user}" if user else "") for (lib, user), n in top)
-    sync.details["library_lines"] = [{"library": _loc_json(lib), "user": user.to_json() if user else None,
-                                      "count_per_step": n / a.n_steps} for (lib, user), n in top]
+    sync.evidence.extend(
+        f"host waits in {_where(lib)}, {n / a.n_steps:.1f}/step" + (f", reached from {user}" if user else "")
+        for (lib, user), n in top
+    )
+    sync.details["library_lines"] = [
+        {"library": _loc_json(lib), "user": user.to_json() if user else None, "count_per_step": n / a.n_steps}
+        for (lib, user), n in top
+    ]
 
 
-RULE = Rule(Cause.FRAMEWORK_SYNC.value, "a framework's own code reads tensor values (names the setting that fixes it)",
-            (Cause.FRAMEWORK_SYNC,), needs=(PYTHON_STACKS,), refine=annotate)
+RULE = Rule(
+    Cause.FRAMEWORK_SYNC.value,
+    "a framework's own code reads tensor values (names the setting that fixes it)",
+    (Cause.FRAMEWORK_SYNC,),
+    needs=(PYTHON_STACKS,),
+    refine=annotate,
+)

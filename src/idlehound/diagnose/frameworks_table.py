@@ -25,44 +25,71 @@ class FrameworkEntry:
 
 ENTRIES: tuple[FrameworkEntry, ...] = (
     FrameworkEntry(
-        name="hf_nan_inf_filter", framework="transformers",
+        name="hf_nan_inf_filter",
+        framework="transformers",
         title="Hugging Face Trainer's NaN/Inf loss check (logging_nan_inf_filter) reads the loss every step",
         frames=(("transformers/trainer.py", ("_run_epoch", "_inner_training_loop")),),
         innermost=True,
         fix="Turn off the Trainer's per-step NaN/Inf loss check with TrainingArguments(logging_nan_inf_filter="
-            "False): the loss then stays on the GPU until the next logging step (a NaN/Inf step is no longer "
-            "left out of the logged average).",
-        code="args = TrainingArguments(..., logging_nan_inf_filter=False)"),
+        "False): the loss then stays on the GPU until the next logging step (a NaN/Inf step is no longer "
+        "left out of the logged average).",
+        code="args = TrainingArguments(..., logging_nan_inf_filter=False)",
+    ),
     FrameworkEntry(
-        name="lightning_step_log", framework="lightning",
+        name="lightning_step_log",
+        framework="lightning",
         title="Lightning converts per-step logged tensors (self.log on_step / prog_bar) to Python numbers "
-              "every batch",
-        frames=(("trainer/connectors/logger_connector/logger_connector.py",
-                 ("metrics", "progress_bar_metrics", "on_batch_end", "update_train_step_metrics")),),
+        "every batch",
+        frames=(
+            (
+                "trainer/connectors/logger_connector/logger_connector.py",
+                ("metrics", "progress_bar_metrics", "on_batch_end", "update_train_step_metrics"),
+            ),
+        ),
         fix="Log tensors per epoch, not per step: self.log(..., on_step=False, on_epoch=True) keeps the running "
-            "value on the device and reads it once per epoch; log a per-step value only every N steps.",
-        code='self.log("train_loss", loss, prog_bar=True, on_step=False, on_epoch=True)'),
+        "value on the device and reads it once per epoch; log a per-step value only every N steps.",
+        code='self.log("train_loss", loss, prog_bar=True, on_step=False, on_epoch=True)',
+    ),
     FrameworkEntry(
-        name="lightning_sync_dist", framework="lightning",
+        name="lightning_sync_dist",
+        framework="lightning",
         title="Lightning synchronises a logged value across processes every step (self.log(..., sync_dist=True) "
-              "with on_step)",
+        "with on_step)",
         frames=(("fabric/utilities/distributed.py", ("_sync_ddp", "_sync_ddp_if_available")),),
         fix="Reduce logged values across processes once per epoch: self.log(..., on_step=False, on_epoch=True, "
-            "sync_dist=True). Each per-step sync_dist is a barrier and an all-reduce that every rank waits for.",
-        code='self.log("train_loss", loss, on_step=False, on_epoch=True, sync_dist=True)'),
+        "sync_dist=True). Each per-step sync_dist is a barrier and an all-reduce that every rank waits for.",
+        code='self.log("train_loss", loss, on_step=False, on_epoch=True, sync_dist=True)',
+    ),
     FrameworkEntry(
-        name="tqdm_tensor_postfix", framework="tqdm",
+        name="tqdm_tensor_postfix",
+        framework="tqdm",
         title="A tqdm progress bar formats a tensor (set_postfix / set_description) every step",
-        frames=(("tqdm/std.py", ("set_postfix", "set_postfix_str", "set_description", "set_description_str",
-                                 "format_meter", "__str__", "display", "refresh")),),
+        frames=(
+            (
+                "tqdm/std.py",
+                (
+                    "set_postfix",
+                    "set_postfix_str",
+                    "set_description",
+                    "set_description_str",
+                    "format_meter",
+                    "__str__",
+                    "display",
+                    "refresh",
+                ),
+            ),
+        ),
         fix="Give the progress bar Python numbers, and only every N steps: a tensor in set_postfix is "
-            "formatted on the host, which waits for the GPU.",
-        code="if step % 50 == 0:\n    pbar.set_postfix(loss=loss.item())   # one read per 50 steps"),
+        "formatted on the host, which waits for the GPU.",
+        code="if step % 50 == 0:\n    pbar.set_postfix(loss=loss.item())   # one read per 50 steps",
+    ),
     FrameworkEntry(
-        name="hf_eval_in_loop", framework="transformers",
-        title="Hugging Face Trainer runs evaluation inside the training loop (eval_strategy=\"steps\")",
+        name="hf_eval_in_loop",
+        framework="transformers",
+        title='Hugging Face Trainer runs evaluation inside the training loop (eval_strategy="steps")',
         frames=(("transformers/trainer.py", ("evaluate", "evaluation_loop", "prediction_step")),),
-        fix="Evaluate less often: eval_strategy=\"epoch\" or a larger eval_steps; each evaluation stops training "
-            "and reads its results on the host.",
-        code='args = TrainingArguments(..., eval_strategy="epoch")   # or eval_steps=2000'),
+        fix='Evaluate less often: eval_strategy="epoch" or a larger eval_steps; each evaluation stops training '
+        "and reads its results on the host.",
+        code='args = TrainingArguments(..., eval_strategy="epoch")   # or eval_steps=2000',
+    ),
 )

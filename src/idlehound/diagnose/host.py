@@ -17,19 +17,38 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
     if idle <= 0 or not a.gpu_recorded:
         return []
     lines = [ln for ln in a.idle_lines if ln.cause in ("cpu_ops", "python") and ln.location]
-    evidence = [f"GPU idle {idle:.2f} ms per step while the host ran Python ({py:.2f} ms) "
-                f"or CPU-side ops that launch no GPU work ({cpu:.2f} ms)"]
+    evidence = [
+        f"GPU idle {idle:.2f} ms per step while the host ran Python ({py:.2f} ms) "
+        f"or CPU-side ops that launch no GPU work ({cpu:.2f} ms)"
+    ]
     evidence += [f"{ln.location}: {ms(a, ln.idle_ns):.2f} ms per step" for ln in lines[:EVIDENCE_LINES]]
     rate = a.observer.get("host_rate", 1.0)
     if rate < t.observer_rate:
-        evidence.append(f"unprofiled steps run host work at {rate:.2f}x its profiled time: part of this is the "
-                        "observer (the gain is predicted for the unprofiled step)")
+        evidence.append(
+            f"unprofiled steps run host work at {rate:.2f}x its profiled time: part of this is the "
+            "observer (the gain is predicted for the unprofiled step)"
+        )
     fix = CAUSES[Cause.HOST_BOUND].fix
     code = "model = torch.compile(model)   # fewer Python and dispatcher round-trips per step"
-    return [Finding(Cause.HOST_BOUND, CAUSES[Cause.HOST_BOUND].title, idle, a.step_ms, evidence,
-                    fix, code, location=lines[0].location if lines else None,
-                    details={"python_ms": py, "cpu_ops_ms": cpu})]
+    return [
+        Finding(
+            Cause.HOST_BOUND,
+            CAUSES[Cause.HOST_BOUND].title,
+            idle,
+            a.step_ms,
+            evidence,
+            fix,
+            code,
+            location=lines[0].location if lines else None,
+            details={"python_ms": py, "cpu_ops_ms": cpu},
+        )
+    ]
 
 
-RULE = Rule(Cause.HOST_BOUND.value, "Python or CPU-only ops keep the host busy while the GPU has nothing queued",
-            (Cause.HOST_BOUND,), needs=(GPU_EVENTS,), match=check)
+RULE = Rule(
+    Cause.HOST_BOUND.value,
+    "Python or CPU-only ops keep the host busy while the GPU has nothing queued",
+    (Cause.HOST_BOUND,),
+    needs=(GPU_EVENTS,),
+    match=check,
+)

@@ -19,18 +19,43 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
         f"GPU idle {idle:.2f} ms per step while the host was in op dispatch and kernel launch calls",
     ]
     if k.slow_launches:
-        evidence.append(f"not counted: {k.slow_launches} one-off launch call(s) of up to {k.slow_launch_max_us / 1e3:.2f} ms "
-                        "(first launch or code-object load)")
+        evidence.append(
+            f"not counted: {k.slow_launches} one-off launch call(s) of up to {k.slow_launch_max_us / 1e3:.2f} ms "
+            "(first launch or code-object load)"
+        )
     if k.shorter_than_launch is not None:
-        evidence.append(f"{pct(k.shorter_than_launch)} of kernels ran shorter than the call that launched them")
+        evidence.append(
+            f"{pct(k.shorter_than_launch)} of kernels ran shorter than the call that launched them"
+        )
     fix = CAUSES[Cause.LAUNCH_BOUND].fix
-    code = ("model = torch.compile(model, mode=\"reduce-overhead\")   # fuses ops and replays CUDA graphs\n"
-            "opt = torch.optim.AdamW(model.parameters(), fused=True)  # one kernel for all parameters")
+    code = (
+        'model = torch.compile(model, mode="reduce-overhead")   # fuses ops and replays CUDA graphs\n'
+        "opt = torch.optim.AdamW(model.parameters(), fused=True)  # one kernel for all parameters"
+    )
     loc = next((ln.location for ln in a.idle_lines if ln.cause == "launch" and ln.location), None)
-    return [Finding(Cause.LAUNCH_BOUND, CAUSES[Cause.LAUNCH_BOUND].title, idle, a.step_ms, evidence, fix, code,
-                    location=loc, details={"kernels_per_step": k.count / a.n_steps, "median_kernel_us": k.p50_us,
-                                           "shorter_than_launch": k.shorter_than_launch})]
+    return [
+        Finding(
+            Cause.LAUNCH_BOUND,
+            CAUSES[Cause.LAUNCH_BOUND].title,
+            idle,
+            a.step_ms,
+            evidence,
+            fix,
+            code,
+            location=loc,
+            details={
+                "kernels_per_step": k.count / a.n_steps,
+                "median_kernel_us": k.p50_us,
+                "shorter_than_launch": k.shorter_than_launch,
+            },
+        )
+    ]
 
 
-RULE = Rule(Cause.LAUNCH_BOUND.value, "kernels so short the GPU finishes each before the next is launched",
-            (Cause.LAUNCH_BOUND,), needs=(GPU_EVENTS,), match=check)
+RULE = Rule(
+    Cause.LAUNCH_BOUND.value,
+    "kernels so short the GPU finishes each before the next is launched",
+    (Cause.LAUNCH_BOUND,),
+    needs=(GPU_EVENTS,),
+    match=check,
+)

@@ -30,28 +30,45 @@ def _churn(a: Analysis):
     if idle <= 0:
         return None
     m = a.memory
-    evidence = [f"{m.allocator_calls / a.n_steps:.1f} cudaMalloc/cudaFree calls per step: the caching allocator "
-                "keeps going back to the driver"]
+    evidence = [
+        f"{m.allocator_calls / a.n_steps:.1f} cudaMalloc/cudaFree calls per step: the caching allocator "
+        "keeps going back to the driver"
+    ]
     if drained:
         evidence.append(f"cudaFree waits for the whole GPU: idle {drained:.3f} ms per step after those calls")
     if inside:
         evidence.append(f"GPU idle {inside:.3f} ms per step while the host was inside cudaMalloc/cudaFree")
     if m.empty_cache_calls:
-        evidence.append(f"torch.cuda.empty_cache() called {m.empty_cache_calls / a.n_steps:.1f} times per step")
+        evidence.append(
+            f"torch.cuda.empty_cache() called {m.empty_cache_calls / a.n_steps:.1f} times per step"
+        )
     if m.allocs_per_step:
         evidence.append(f"{m.allocs_per_step:.0f} tensor allocations per step")
     # Advice names only calls this trace shows: empty_cache() is visible only through Python events.
     if m.empty_cache_calls:
-        fix = ("Let the caching allocator keep its memory: remove torch.cuda.empty_cache() from the loop and keep "
-               "tensor shapes stable so cached blocks are reused.")
-        code = "# delete: torch.cuda.empty_cache()\n# optional: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+        fix = (
+            "Let the caching allocator keep its memory: remove torch.cuda.empty_cache() from the loop and keep "
+            "tensor shapes stable so cached blocks are reused."
+        )
+        code = (
+            "# delete: torch.cuda.empty_cache()\n# optional: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+        )
     else:
         fix = CAUSES[Cause.MEMORY_CHURN].fix
         code = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
     where = "in the loop" if a.step_source == "ProfilerStep" else "in the profiled window"
     loc = next((s.location for s in sites if s.location), None)
-    return Finding(Cause.MEMORY_CHURN, f"Memory churn: allocator calls {where}", idle, a.step_ms, evidence, fix,
-                   code, location=loc, details={"drained_ms": drained, "inside_calls_ms": inside})
+    return Finding(
+        Cause.MEMORY_CHURN,
+        f"Memory churn: allocator calls {where}",
+        idle,
+        a.step_ms,
+        evidence,
+        fix,
+        code,
+        location=loc,
+        details={"drained_ms": drained, "inside_calls_ms": inside},
+    )
 
 
 def _near_oom(a: Analysis, t: Thresholds):
@@ -61,15 +78,28 @@ def _near_oom(a: Analysis, t: Thresholds):
     share = m.peak_reserved / m.capacity
     if share < t.near_oom_share:
         return None
-    evidence = [f"peak reserved {m.peak_reserved / 2**30:.1f} GiB of {m.capacity / 2**30:.1f} GiB "
-                f"({100 * share:.0f}%); peak allocated {m.peak_allocated / 2**30:.1f} GiB"]
+    evidence = [
+        f"peak reserved {m.peak_reserved / 2**30:.1f} GiB of {m.capacity / 2**30:.1f} GiB "
+        f"({100 * share:.0f}%); peak allocated {m.peak_allocated / 2**30:.1f} GiB"
+    ]
     fix = CAUSES[Cause.NEAR_OOM].fix
     code = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True   # less fragmentation"
-    return Finding(Cause.NEAR_OOM, CAUSES[Cause.NEAR_OOM].title, 0.0, a.step_ms, evidence, fix, code,
-                   kind=Kind.RISK)
+    return Finding(
+        Cause.NEAR_OOM, CAUSES[Cause.NEAR_OOM].title, 0.0, a.step_ms, evidence, fix, code, kind=Kind.RISK
+    )
 
 
-CHURN_RULE = Rule(Cause.MEMORY_CHURN.value, "allocator calls and empty_cache() in the loop synchronize",
-                  (Cause.MEMORY_CHURN,), needs=(GPU_EVENTS,), match=check_churn)
-NEAR_OOM_RULE = Rule(Cause.NEAR_OOM.value, "peak reserved memory near the device's size", (Cause.NEAR_OOM,),
-                     needs=(MEMORY_EVENTS,), match=check_near_oom)
+CHURN_RULE = Rule(
+    Cause.MEMORY_CHURN.value,
+    "allocator calls and empty_cache() in the loop synchronize",
+    (Cause.MEMORY_CHURN,),
+    needs=(GPU_EVENTS,),
+    match=check_churn,
+)
+NEAR_OOM_RULE = Rule(
+    Cause.NEAR_OOM.value,
+    "peak reserved memory near the device's size",
+    (Cause.NEAR_OOM,),
+    needs=(MEMORY_EVENTS,),
+    match=check_near_oom,
+)

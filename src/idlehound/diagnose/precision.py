@@ -24,14 +24,33 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
         f"tensor-core kernels ran {ms(a, k.tensor_core_ns):.2f} ms per step",
     ]
     fix = CAUSES[Cause.FP32_MATH].fix
-    code = ("torch.backends.cuda.matmul.allow_tf32 = True   # or torch.set_float32_matmul_precision('high')\n"
-            "torch.backends.cudnn.allow_tf32 = True\n"
-            "with torch.autocast('cuda', dtype=torch.bfloat16):\n"
-            "    loss = loss_fn(model(x), y)")
-    return [Finding(Cause.FP32_MATH, CAUSES[Cause.FP32_MATH].title, saved, a.step_ms, evidence, fix, code,
-                    location=k.fp32_location, kind=Kind.SLOW, basis_ms=fp32,
-                    details={"fp32_matmul_ms": fp32, "ops": k.fp32_matmul_ops})]
+    code = (
+        "torch.backends.cuda.matmul.allow_tf32 = True   # or torch.set_float32_matmul_precision('high')\n"
+        "torch.backends.cudnn.allow_tf32 = True\n"
+        "with torch.autocast('cuda', dtype=torch.bfloat16):\n"
+        "    loss = loss_fn(model(x), y)"
+    )
+    return [
+        Finding(
+            Cause.FP32_MATH,
+            CAUSES[Cause.FP32_MATH].title,
+            saved,
+            a.step_ms,
+            evidence,
+            fix,
+            code,
+            location=k.fp32_location,
+            kind=Kind.SLOW,
+            basis_ms=fp32,
+            details={"fp32_matmul_ms": fp32, "ops": k.fp32_matmul_ops},
+        )
+    ]
 
 
-RULE = Rule(Cause.FP32_MATH.value, "fp32 matrix math on CUDA cores on a GPU with tensor cores", (Cause.FP32_MATH,),
-            needs=(GPU_EVENTS,), match=check)
+RULE = Rule(
+    Cause.FP32_MATH.value,
+    "fp32 matrix math on CUDA cores on a GPU with tensor cores",
+    (Cause.FP32_MATH,),
+    needs=(GPU_EVENTS,),
+    match=check,
+)

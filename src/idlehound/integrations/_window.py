@@ -13,7 +13,15 @@ from ..app import profile
 LogFn = Callable[[dict[str, float], int], None]
 
 # The figures a framework's logger gets: the headline, not every breakdown share (those are in the run folder).
-HEADLINE = ("gpu_util", "step_ms", "gpu_idle_ms", "dataloader_pct", "kernel_pct", "sync_per_step", "sm_efficiency")
+HEADLINE = (
+    "gpu_util",
+    "step_ms",
+    "gpu_idle_ms",
+    "dataloader_pct",
+    "kernel_pct",
+    "sync_per_step",
+    "sm_efficiency",
+)
 
 
 class Window:
@@ -23,12 +31,28 @@ class Window:
     closes itself as soon as its last step is recorded, so the rest of training runs unprofiled.
     """
 
-    def __init__(self, logdir: Union[str, Path] = "log", run_name: Optional[str] = None, skip: int = 10,
-                 warmup: int = 2, active: int = 5, print_report: bool = True,
-                 on_close: Optional[Callable[[Window], None]] = None, **profile_kwargs: Any) -> None:
+    def __init__(
+        self,
+        logdir: Union[str, Path] = "log",
+        run_name: Optional[str] = None,
+        skip: int = 10,
+        warmup: int = 2,
+        active: int = 5,
+        print_report: bool = True,
+        on_close: Optional[Callable[[Window], None]] = None,
+        **profile_kwargs: Any,
+    ) -> None:
         self.on_close = on_close  # called once the analysis is ready
-        self.profile = profile(logdir=logdir, run_name=run_name, skip=skip, warmup=warmup, active=active,
-                               step_on="manual", print_report=print_report, **profile_kwargs)
+        self.profile = profile(
+            logdir=logdir,
+            run_name=run_name,
+            skip=skip,
+            warmup=warmup,
+            active=active,
+            step_on="manual",
+            print_report=print_report,
+            **profile_kwargs,
+        )
         self.started = False
         self.closed = False
         self.deferred_to: Optional[str] = None  # why this window stood aside for a profiler already running
@@ -49,9 +73,15 @@ class Window:
 
         self.deferred_to = _running_profiler()
         self._host_dir = getattr(active_session(), "run_dir", None)  # the window that stays
-        if self.deferred_to is not None:  # two profilers would each distort the other's trace: keep one window
-            print(f"idlehound: {self.deferred_to} already profiles this process: this callback "
-                  "starts no second profiler and that window stays the only one", file=sys.stderr, flush=True)
+        if (
+            self.deferred_to is not None
+        ):  # two profilers would each distort the other's trace: keep one window
+            print(
+                f"idlehound: {self.deferred_to} already profiles this process: this callback "
+                "starts no second profiler and that window stays the only one",
+                file=sys.stderr,
+                flush=True,
+            )
             return
         self.profile.__enter__()
         self.started = True
@@ -113,9 +143,15 @@ def headline(result: Any) -> dict[str, float]:
 
 
 @contextlib.contextmanager
-def profile_steps(logdir: Union[str, Path] = "log", run_name: Optional[str] = None, skip: int = 10,
-                  warmup: int = 2, active: int = 5, log: Optional[LogFn] = None,
-                  **profile_kwargs: Any) -> Iterator[Window]:
+def profile_steps(
+    logdir: Union[str, Path] = "log",
+    run_name: Optional[str] = None,
+    skip: int = 10,
+    warmup: int = 2,
+    active: int = 5,
+    log: Optional[LogFn] = None,
+    **profile_kwargs: Any,
+) -> Iterator[Window]:
     """Profile a window of a hand-written (e.g. accelerate) loop; call `.step()` after each optimizer step::
 
         with profile_steps(skip=10, active=5, log=accelerator.log) as prof:

@@ -18,7 +18,9 @@ def _callback_base() -> type:
         try:
             from pytorch_lightning import Callback
         except ImportError:
-            raise ImportError("idlehound.integrations.lightning needs Lightning: pip install lightning") from None
+            raise ImportError(
+                "idlehound.integrations.lightning needs Lightning: pip install lightning"
+            ) from None
     return Callback
 
 
@@ -26,10 +28,20 @@ class IdlehoundCallback(_callback_base()):  # type: ignore[misc]
     """Profile training batches [skip + warmup, skip + warmup + active), print the analysis, and log the
     headline figures to `trainer.logger` (TensorBoard, CSV, W&B...) when one is configured."""
 
-    def __init__(self, logdir: Union[str, Path] = "log", run_name: Optional[str] = "lightning", skip: int = 10,
-                 warmup: int = 2, active: int = 5, print_report: bool = True, **profile_kwargs: Any) -> None:
+    def __init__(
+        self,
+        logdir: Union[str, Path] = "log",
+        run_name: Optional[str] = "lightning",
+        skip: int = 10,
+        warmup: int = 2,
+        active: int = 5,
+        print_report: bool = True,
+        **profile_kwargs: Any,
+    ) -> None:
         super().__init__()
-        self.window = Window(logdir, run_name, skip, warmup, active, print_report=print_report, **profile_kwargs)
+        self.window = Window(
+            logdir, run_name, skip, warmup, active, print_report=print_report, **profile_kwargs
+        )
 
     @property
     def run_dir(self) -> Optional[Path]:
@@ -42,7 +54,9 @@ class IdlehoundCallback(_callback_base()):  # type: ignore[misc]
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         self.window.start()
 
-    def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+    def on_train_batch_end(
+        self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
         if self.window.step():
             self._log(trainer)
 

@@ -10,7 +10,9 @@ from ._window import Window
 try:
     from transformers import TrainerCallback
 except ImportError:
-    raise ImportError("idlehound.integrations.transformers needs transformers: pip install transformers") from None
+    raise ImportError(
+        "idlehound.integrations.transformers needs transformers: pip install transformers"
+    ) from None
 
 
 class IdlehoundCallback(TrainerCallback):
@@ -18,9 +20,19 @@ class IdlehoundCallback(TrainerCallback):
     headline figures into the Trainer's log history and, when `report_to` includes tensorboard, into
     TensorBoard scalars (see tensorboard_dir)."""
 
-    def __init__(self, logdir: Union[str, Path] = "log", run_name: Optional[str] = "transformers", skip: int = 10,
-                 warmup: int = 2, active: int = 5, print_report: bool = True, **profile_kwargs: Any) -> None:
-        self.window = Window(logdir, run_name, skip, warmup, active, print_report=print_report, **profile_kwargs)
+    def __init__(
+        self,
+        logdir: Union[str, Path] = "log",
+        run_name: Optional[str] = "transformers",
+        skip: int = 10,
+        warmup: int = 2,
+        active: int = 5,
+        print_report: bool = True,
+        **profile_kwargs: Any,
+    ) -> None:
+        self.window = Window(
+            logdir, run_name, skip, warmup, active, print_report=print_report, **profile_kwargs
+        )
 
     @property
     def run_dir(self) -> Optional[Path]:

@@ -39,8 +39,12 @@ def lint_paths(paths: list[Union[str, Path]]) -> list[LintFinding]:
 
 def _check_foreign_helpers(checkers: dict[Path, Checker]) -> None:
     """A helper imported from another linted file and called every step is checked there, as per-step code."""
-    owner = {id(n): k for k, c in checkers.items() for n in ast.walk(c.tree)
-             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    owner = {
+        id(n): k
+        for k, c in checkers.items()
+        for n in ast.walk(c.tree)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
     for _ in range(3):  # bounded: helpers calling helpers across files
         moved = set()
         for c in checkers.values():
@@ -64,8 +68,11 @@ def join_costs(found: list[LintFinding], doc: dict) -> dict[tuple[str, int], flo
         if loc and loc.get("exact"):
             key = (Path(loc["file"]).name, loc["line"])
             per_line[key] = max(per_line.get(key, 0.0), ms)
-    return {(f.file, f.line): per_line[(Path(f.file).name, f.line)] for f in found
-            if (Path(f.file).name, f.line) in per_line}
+    return {
+        (f.file, f.line): per_line[(Path(f.file).name, f.line)]
+        for f in found
+        if (Path(f.file).name, f.line) in per_line
+    }
 
 
 def measured_doc(trace: Optional[Path]) -> Optional[dict]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable, Iterator
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 TENSOR, PY, UNKNOWN = "tensor", "py", "unknown"
 Func = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -16,27 +16,189 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 # Calls and methods whose result is a Python number, string or container, never a tensor.
-_PY_BUILTINS = {"float", "int", "bool", "len", "str", "repr", "format", "round", "isinstance", "hasattr", "range",
-                "list", "tuple", "dict", "set", "sorted", "type", "id", "hash", "ord", "chr", "input", "open"}
-_PY_METHODS = {"item", "tolist", "size", "dim", "numel", "ndimension", "element_size", "format", "join", "split",
-               "strip", "startswith", "endswith", "keys", "values", "items", "get_last_lr", "state_dict",
-               "is_available", "get_rank", "get_world_size", "is_initialized", "nelement", "is_contiguous"}
+_PY_BUILTINS = {
+    "float",
+    "int",
+    "bool",
+    "len",
+    "str",
+    "repr",
+    "format",
+    "round",
+    "isinstance",
+    "hasattr",
+    "range",
+    "list",
+    "tuple",
+    "dict",
+    "set",
+    "sorted",
+    "type",
+    "id",
+    "hash",
+    "ord",
+    "chr",
+    "input",
+    "open",
+}
+_PY_METHODS = {
+    "item",
+    "tolist",
+    "size",
+    "dim",
+    "numel",
+    "ndimension",
+    "element_size",
+    "format",
+    "join",
+    "split",
+    "strip",
+    "startswith",
+    "endswith",
+    "keys",
+    "values",
+    "items",
+    "get_last_lr",
+    "state_dict",
+    "is_available",
+    "get_rank",
+    "get_world_size",
+    "is_initialized",
+    "nelement",
+    "is_contiguous",
+}
 _PY_ATTRS = {"shape", "ndim", "dtype", "device", "is_cuda", "requires_grad", "__name__"}
-_PY_MODULES = ("time.", "math.", "np.", "numpy.", "random.", "os.", "sys.", "json.", "datetime.", "statistics.",
-               "torch.cuda.", "torch.backends.", "torch.distributed.", "dist.", "torch.accelerator.", "logging.",
-               "torch.is_", "torch.get_", "torch.numel", "torch.manual_seed")
+_PY_MODULES = (
+    "time.",
+    "math.",
+    "np.",
+    "numpy.",
+    "random.",
+    "os.",
+    "sys.",
+    "json.",
+    "datetime.",
+    "statistics.",
+    "torch.cuda.",
+    "torch.backends.",
+    "torch.distributed.",
+    "dist.",
+    "torch.accelerator.",
+    "logging.",
+    "torch.is_",
+    "torch.get_",
+    "torch.numel",
+    "torch.manual_seed",
+)
 # Methods only tensors have (numpy arrays and Python numbers do not): an unknown receiver is then a tensor.
-_TENSOR_METHODS = {"detach", "float", "half", "double", "bfloat16", "long", "cuda", "to", "clone", "contiguous",
-                   "view", "view_as", "softmax", "log_softmax", "sigmoid", "relu", "eq", "ne", "gt", "lt", "ge", "le",
-                   "unsqueeze", "masked_fill", "norm", "type_as", "expand", "permute", "matmul", "bmm", "mm", "add",
-                   "sub", "mul", "div", "isnan", "isinf", "isfinite", "topk", "exp", "log", "sqrt", "pow", "abs_",
-                   "add_", "mul_", "div_", "sub_", "logical_and", "logical_or", "nansum", "square", "neg"}
+_TENSOR_METHODS = {
+    "detach",
+    "float",
+    "half",
+    "double",
+    "bfloat16",
+    "long",
+    "cuda",
+    "to",
+    "clone",
+    "contiguous",
+    "view",
+    "view_as",
+    "softmax",
+    "log_softmax",
+    "sigmoid",
+    "relu",
+    "eq",
+    "ne",
+    "gt",
+    "lt",
+    "ge",
+    "le",
+    "unsqueeze",
+    "masked_fill",
+    "norm",
+    "type_as",
+    "expand",
+    "permute",
+    "matmul",
+    "bmm",
+    "mm",
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "topk",
+    "exp",
+    "log",
+    "sqrt",
+    "pow",
+    "abs_",
+    "add_",
+    "mul_",
+    "div_",
+    "sub_",
+    "logical_and",
+    "logical_or",
+    "nansum",
+    "square",
+    "neg",
+}
 # Methods shared with numpy: the result has the receiver's kind.
-_SHARED_METHODS = {"mean", "sum", "max", "min", "argmax", "argmin", "std", "var", "any", "all", "abs", "reshape",
-                   "squeeze", "transpose", "flatten", "prod", "cumsum", "round", "clamp", "t"}
-_MODULE_NAMES = ("model", "net", "criterion", "loss", "encoder", "decoder", "layer", "module", "head", "backbone")
-_OPTIMIZERS = {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "LBFGS",
-               "SparseAdam", "ASGD", "Rprop", "Adafactor", "ZeroRedundancyOptimizer", "Muon"}
+_SHARED_METHODS = {
+    "mean",
+    "sum",
+    "max",
+    "min",
+    "argmax",
+    "argmin",
+    "std",
+    "var",
+    "any",
+    "all",
+    "abs",
+    "reshape",
+    "squeeze",
+    "transpose",
+    "flatten",
+    "prod",
+    "cumsum",
+    "round",
+    "clamp",
+    "t",
+}
+_MODULE_NAMES = (
+    "model",
+    "net",
+    "criterion",
+    "loss",
+    "encoder",
+    "decoder",
+    "layer",
+    "module",
+    "head",
+    "backbone",
+)
+_OPTIMIZERS = {
+    "SGD",
+    "Adam",
+    "AdamW",
+    "RMSprop",
+    "Adagrad",
+    "Adadelta",
+    "Adamax",
+    "NAdam",
+    "RAdam",
+    "LBFGS",
+    "SparseAdam",
+    "ASGD",
+    "Rprop",
+    "Adafactor",
+    "ZeroRedundancyOptimizer",
+    "Muon",
+}
 
 
 def dotted(node: ast.AST) -> str:
@@ -67,8 +229,11 @@ def join(kinds: Iterable[str]) -> str:
     return PY if ks == {PY} else UNKNOWN
 
 
-def own_nodes(stmts: Iterable[ast.AST], into_loops: bool = True, into_defs: bool = False) -> Iterator[ast.AST]:
+def own_nodes(
+    stmts: Iterable[ast.AST], into_loops: bool = True, into_defs: bool = False
+) -> Iterator[ast.AST]:
     """Nodes of these statements, iteratively; nested loops and definitions only when asked."""
+
     def wanted(n: ast.AST) -> bool:
         if isinstance(n, _LOOPS) and not into_loops:
             return False
@@ -85,11 +250,17 @@ class Functions:
     """The functions and methods defined in one file, by name, and those it imports from files linted with it
     (`imported`: name -> function or class; `modules`: alias -> that module's top-level definitions)."""
 
-    def __init__(self, tree: ast.Module, imported: Optional[dict[str, ast.AST]] = None,
-                 modules: Optional[dict[str, dict[str, ast.AST]]] = None) -> None:
+    def __init__(
+        self,
+        tree: ast.Module,
+        imported: Optional[dict[str, ast.AST]] = None,
+        modules: Optional[dict[str, dict[str, ast.AST]]] = None,
+    ) -> None:
         self.plain: dict[str, list[Func]] = {}
-        self.modules = {alias: {n: d for n, d in defs.items() if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
-                        for alias, defs in (modules or {}).items()}
+        self.modules = {
+            alias: {n: d for n, d in defs.items() if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            for alias, defs in (modules or {}).items()
+        }
         self.methods: dict[str, list[Func]] = {}
         self.scopes: dict[tuple[int, int], Scope] = {}
         self.module: Optional[Scope] = None  # parent scope of every function's (module globals)
@@ -108,8 +279,10 @@ class Functions:
             if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.plain.setdefault(name, [d])
             elif isinstance(d, ast.ClassDef):
-                self.classes.setdefault(name, {i.name: i for i in d.body
-                                               if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))})
+                self.classes.setdefault(
+                    name,
+                    {i.name: i for i in d.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))},
+                )
 
     def scope(self, f: Func, depth: int) -> Scope:
         key = (id(f), depth)
@@ -137,11 +310,14 @@ class Functions:
 class Scope:
     """Kinds (tensor / Python value / unknown) of the names of one function or module, flow-insensitively."""
 
-    def __init__(self, node: Union[ast.Module, Func], funcs: Functions, parent: Optional[Scope] = None,
-                 depth: int = 0) -> None:
+    def __init__(
+        self, node: Union[ast.Module, Func], funcs: Functions, parent: Optional[Scope] = None, depth: int = 0
+    ) -> None:
         self.node, self.funcs, self.parent, self.depth = node, funcs, parent, depth
         self.values: dict[str, list[tuple[ast.expr, Optional[int]]]] = {}  # name -> (value, tuple index)
-        self.fixed: dict[str, list[str]] = {}  # kinds known without an expression (parameters, loop variables)
+        self.fixed: dict[
+            str, list[str]
+        ] = {}  # kinds known without an expression (parameters, loop variables)
         self.memo: dict[str, str] = {}
         self.optimizers: set[str] = set()
         self.schedulers: set[str] = set()
@@ -159,7 +335,11 @@ class Scope:
                 for t in node.targets:
                     self._bind(t, node.value)
             elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
-                value = node.value if isinstance(node, ast.AnnAssign) else ast.BinOp(node.target, node.op, node.value)
+                value = (
+                    node.value
+                    if isinstance(node, ast.AnnAssign)
+                    else ast.BinOp(node.target, node.op, node.value)
+                )
                 self._bind(node.target, value)
             elif isinstance(node, (ast.For, ast.AsyncFor)):
                 self._bind_loop(node.target, node.iter)
@@ -176,7 +356,9 @@ class Scope:
             ann = dotted(a.annotation) if a.annotation is not None else ""
             if ann.endswith("Tensor"):
                 self.fixed.setdefault(a.arg, []).append(TENSOR)
-            elif ann in ("int", "float", "str", "bool") or isinstance(d, ast.Constant) and d.value is not None:
+            elif (
+                ann in ("int", "float", "str", "bool") or isinstance(d, ast.Constant) and d.value is not None
+            ):
                 self.fixed.setdefault(a.arg, []).append(PY)
             else:
                 self.fixed.setdefault(a.arg, []).append(UNKNOWN)
@@ -191,7 +373,11 @@ class Scope:
                     self._bind(t, value.elts[i])
                 else:
                     self._bind(t, value, i)
-        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+        elif (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+        ):
             self._note_role("self." + target.attr, value)
 
     def _note_role(self, name: str, value: ast.expr) -> None:
@@ -209,8 +395,13 @@ class Scope:
             self.instances[name] = value.func.id
 
     def _bind_loop(self, target: ast.expr, it: ast.expr) -> None:
-        if isinstance(it, ast.Call) and dotted(it.func) == "enumerate" and it.args and \
-                isinstance(target, ast.Tuple) and len(target.elts) == 2:
+        if (
+            isinstance(it, ast.Call)
+            and dotted(it.func) == "enumerate"
+            and it.args
+            and isinstance(target, ast.Tuple)
+            and len(target.elts) == 2
+        ):
             self._fix(target.elts[0], PY)
             self._bind_loop(target.elts[1], it.args[0])
         elif isinstance(it, ast.Call) and dotted(it.func) == "range":
@@ -254,7 +445,9 @@ class Scope:
             return self.parent.name_kind(name) if self.parent else UNKNOWN
         self.memo[name] = UNKNOWN  # a cycle (x = x + 1) resolves to unknown
         kinds = list(self.fixed.get(name, []))
-        kinds += [self.kind(v) if i is None else self.element_kind(v, i) for v, i in self.values.get(name, [])]
+        kinds += [
+            self.kind(v) if i is None else self.element_kind(v, i) for v, i in self.values.get(name, [])
+        ]
         self.memo[name] = join(kinds)
         return self.memo[name]
 
@@ -262,8 +455,12 @@ class Scope:
         if isinstance(value, ast.Call):
             rets = self._returns(value)
             if rets is not None:
-                kinds = [r.scope.kind(r.value.elts[index]) if isinstance(r.value, ast.Tuple)
-                         and index < len(r.value.elts) else UNKNOWN for r in rets]
+                kinds = [
+                    r.scope.kind(r.value.elts[index])
+                    if isinstance(r.value, ast.Tuple) and index < len(r.value.elts)
+                    else UNKNOWN
+                    for r in rets
+                ]
                 return join(kinds) if kinds else UNKNOWN
         return TENSOR if self.kind(value) == TENSOR else UNKNOWN
 
@@ -283,8 +480,21 @@ class Scope:
     def kind(self, e: ast.expr) -> str:
         if isinstance(e, _Bound):
             return e.scope.kind(e.value)
-        if isinstance(e, (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp,
-                          ast.DictComp, ast.SetComp, ast.Lambda)):
+        if isinstance(
+            e,
+            (
+                ast.Constant,
+                ast.JoinedStr,
+                ast.List,
+                ast.Tuple,
+                ast.Dict,
+                ast.Set,
+                ast.ListComp,
+                ast.DictComp,
+                ast.SetComp,
+                ast.Lambda,
+            ),
+        ):
             return PY
         if isinstance(e, ast.Name):
             return self.name_kind(e.id)
@@ -316,7 +526,14 @@ class Scope:
             return PY
         if e.attr in ("grad", "data", "T"):
             return TENSOR if e.attr == "grad" else self.kind(e.value)
-        if isinstance(e.value, ast.Name) and e.value.id in ("args", "opt", "config", "cfg", "opts", "hparams"):
+        if isinstance(e.value, ast.Name) and e.value.id in (
+            "args",
+            "opt",
+            "config",
+            "cfg",
+            "opts",
+            "hparams",
+        ):
             return PY  # argparse namespaces and configs hold Python values
         return UNKNOWN
 
@@ -375,8 +592,9 @@ def is_step_call(call: ast.Call, scope: Scope) -> bool:
     return ("opt" in last and "sched" not in last) or last in ("scaler", "grad_scaler") or "optim" in last
 
 
-def reaches_step(stmts: list[ast.stmt], funcs: Functions, scope: Scope, depth: int = 0,
-                 seen: Optional[set[int]] = None) -> bool:
+def reaches_step(
+    stmts: list[ast.stmt], funcs: Functions, scope: Scope, depth: int = 0, seen: Optional[set[int]] = None
+) -> bool:
     """Whether these statements call backward()/step() without entering a nested loop, directly or through a
     function of the same file (followed two levels)."""
     seen = set() if seen is None else seen
@@ -394,13 +612,16 @@ def reaches_step(stmts: list[ast.stmt], funcs: Functions, scope: Scope, depth: i
     return False
 
 
-def loop_body(loop: ast.AST) -> list[ast.stmt]:
+def loop_body(loop: Union[ast.For, ast.AsyncFor, ast.While]) -> list[ast.stmt]:
     return list(loop.body) + list(getattr(loop, "orelse", []))
 
 
 # ---- **kwargs of a call: dicts built in the same function or module
 
-def resolve_kwargs(value: ast.expr, scopes: list[ast.AST], depth: int = 0) -> Optional[dict[str, list[ast.expr]]]:
+
+def resolve_kwargs(
+    value: ast.expr, scopes: list[ast.AST], depth: int = 0
+) -> Optional[dict[str, list[ast.expr]]]:
     """Keys (and their possible values) a `**value` can pass, or None when it cannot be known."""
     if depth > 3:
         return None
@@ -449,16 +670,17 @@ def _merge(a: dict[str, list[ast.expr]], b: dict[str, list[ast.expr]]) -> dict[s
 def _resolve_name(name: str, scopes: list[ast.AST], depth: int) -> Optional[dict[str, list[ast.expr]]]:
     """Every way `name` is built in the innermost scope that binds it; any unreadable step gives None."""
     for i in range(len(scopes) - 1, -1, -1):
-        scope = scopes[i]
+        scope: Any = scopes[i]  # a module or a function: both have a body
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
             a = scope.args
-            if name in {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs} or \
-                    (a.kwarg is not None and a.kwarg.arg == name):
+            if name in {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs} or (
+                a.kwarg is not None and a.kwarg.arg == name
+            ):
                 return None  # a parameter: whatever the caller passes
         out: dict[str, list[ast.expr]] = {}
         bound = False
         for node in own_nodes(scope.body):
-            found = _dict_step(node, name, scopes[:i + 1], depth)
+            found = _dict_step(node, name, scopes[: i + 1], depth)
             if found is False:
                 continue
             if found is None:
@@ -474,22 +696,28 @@ def _dict_step(node: ast.AST, name: str, scopes: list[ast.AST], depth: int):
     """What this statement adds to dict `name`: a key map, None (unreadable) or False (not about `name`)."""
     if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
         return resolve_kwargs(node.value, scopes, depth + 1)
-    if isinstance(node, ast.Assign) and any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
-                                            and t.value.id == name for t in node.targets):
+    if isinstance(node, ast.Assign) and any(
+        isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == name
+        for t in node.targets
+    ):
         t = next(t for t in node.targets if isinstance(t, ast.Subscript))
         key = const(t.slice)
         return {key: [node.value]} if isinstance(key, str) else None
     if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
         return resolve_kwargs(node.value, scopes, depth + 1)  # kwargs |= {...}
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-            isinstance(node.func.value, ast.Name) and node.func.value.id == name:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == name
+    ):
         if node.func.attr == "update":
             if len(node.args) > 1:
                 return None
             out = resolve_kwargs(node.args[0], scopes, depth + 1) if node.args else {}
             return None if out is None else _merge(out, _kwargs_of(node, scopes, depth) or {})
         if node.func.attr == "setdefault" and node.args and isinstance(const(node.args[0]), str):
-            return {node.args[0].value: node.args[1:2]}
+            return {const(node.args[0]): node.args[1:2]}
         if node.func.attr in ("pop", "get", "copy", "items", "keys", "values"):
             return False
         return None

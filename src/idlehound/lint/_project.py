@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 from ._rules import Facts
 
@@ -33,7 +33,9 @@ def _roots(here: Path, level: int) -> list[Path]:
     return [here]
 
 
-def _imports(tree: ast.Module, here: Path) -> Iterator[tuple[str, list[str], list[Path], ast.AST]]:
+def _imports(
+    tree: ast.Module, here: Path
+) -> Iterator[tuple[str, list[str], list[Path], Union[ast.Import, ast.ImportFrom]]]:
     """(module, imported names, lookup folders, node) for every import statement."""
     for n in ast.walk(tree):
         if isinstance(n, ast.Import):
@@ -54,11 +56,14 @@ def imported_files(path: Path, tree: ast.Module, known: set[Path]) -> set[Path]:
 
 
 def _top_level(tree: ast.Module) -> dict[str, ast.AST]:
-    return {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    return {
+        n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    }
 
 
-def imported_defs(path: Path, tree: ast.Module, trees: dict[Path, ast.Module]
-                  ) -> tuple[dict[str, ast.AST], dict[str, dict[str, ast.AST]]]:
+def imported_defs(
+    path: Path, tree: ast.Module, trees: dict[Path, ast.Module]
+) -> tuple[dict[str, ast.AST], dict[str, dict[str, ast.AST]]]:
     """Functions and classes this file imports from files linted with it (`from steps import train_step`), and
     modules it imports whole (`import steps as s` -> s.train_step)."""
     names: dict[str, ast.AST] = {}
@@ -71,7 +76,9 @@ def imported_defs(path: Path, tree: ast.Module, trees: dict[Path, ast.Module]
                 modules[alias] = _top_level(trees[files[0]])
             continue
         for a in node.names:
-            found = next((_top_level(trees[f]).get(a.name) for f in files if a.name in _top_level(trees[f])), None)
+            found = next(
+                (_top_level(trees[f]).get(a.name) for f in files if a.name in _top_level(trees[f])), None
+            )
             if found is not None:
                 names[a.asname or a.name] = found
     return names, modules

@@ -33,39 +33,107 @@ class Rule:
     fix: str
 
 
-RULES: dict[str, Rule] = {r.id: r for r in [
-    Rule("IH001", "item-in-loop", "`.item()` copies a GPU value to the host and waits for all queued GPU work",
-         "keep the value on the GPU (`total += loss.detach()`) and call .item() every N steps"),
-    Rule("IH002", "cpu-in-loop", "`.cpu()` copies a GPU tensor to the host and waits for the GPU",
-         "copy only every N steps, or into pinned memory with non_blocking=True"),
-    Rule("IH003", "numpy-in-loop", "`.numpy()` needs the tensor on the host: a blocking copy from the GPU",
-         "keep the computation in torch on the GPU; convert every N steps"),
-    Rule("IH004", "tolist-in-loop", "`.tolist()` copies a GPU tensor to the host and waits for the GPU",
-         "keep the values on the GPU; convert every N steps"),
-    Rule("IH005", "print-tensor", "printing or formatting a tensor reads its values on the host (several syncs)",
-         "print a Python number every N steps: `print(f\"{loss.item():.4f}\")` inside `if step % 100 == 0`"),
-    Rule("IH006", "float-int-of-tensor", "`float(t)` / `int(t)` of a tensor is a hidden `.item()`: a sync",
-         "keep it as a tensor, or read it every N steps"),
-    Rule("IH007", "tensor-condition", "a tensor in an `if`/`while` condition must be read on the host: a sync",
-         "decide on the GPU (`torch.where`) or check every N steps"),
-    Rule("IH008", "synchronize-in-loop", "`torch.cuda.synchronize()` waits for all GPU work every step",
-         "remove it; time with CUDA events (torch.cuda.Event) if that is what it was for"),
-    Rule("IH009", "empty-cache-in-loop", "`torch.cuda.empty_cache()` returns cached memory, so the next step "
-         "must cudaMalloc again (and cudaFree synchronizes)", "remove it from the loop"),
-    Rule("IH010", "dataloader-no-workers", "a DataLoader without `num_workers` loads every batch in the training "
-         "process while the GPU waits",  # N: the count diagnose.dataloader.suggested_workers() gives
-         "DataLoader(..., num_workers=N, persistent_workers=True), N = half the cores, 2 to 16"),
-    Rule("IH011", "dataloader-no-pin-memory", "without `pin_memory=True` host-to-device copies come from pageable "
-         "memory: slower, and they block the host", "DataLoader(..., pin_memory=True) and .to(device, non_blocking=True)"),
-    Rule("IH012", "blocking-to", "`.to(device)` without `non_blocking=True` after a pinned loader blocks the host "
-         "until the copy is done", "x = x.to(device, non_blocking=True)"),
-    Rule("IH013", "zero-grad-not-none", "`zero_grad(set_to_none=False)` launches a memset kernel per parameter",
-         "opt.zero_grad(set_to_none=True) (the default)"),
-    Rule("IH014", "optimizer-not-fused", "`foreach=False` makes this optimizer launch small kernels per parameter "
-         "and op (the default on CUDA is the multi-tensor path)", "drop foreach=False, or pass fused=True"),
-    Rule("IH015", "cudnn-benchmark-off", "convolutions without `torch.backends.cudnn.benchmark = True` use cuDNN's "
-         "heuristic algorithm instead of the fastest for your shapes", "torch.backends.cudnn.benchmark = True"),
-]}
+RULES: dict[str, Rule] = {
+    r.id: r
+    for r in [
+        Rule(
+            "IH001",
+            "item-in-loop",
+            "`.item()` copies a GPU value to the host and waits for all queued GPU work",
+            "keep the value on the GPU (`total += loss.detach()`) and call .item() every N steps",
+        ),
+        Rule(
+            "IH002",
+            "cpu-in-loop",
+            "`.cpu()` copies a GPU tensor to the host and waits for the GPU",
+            "copy only every N steps, or into pinned memory with non_blocking=True",
+        ),
+        Rule(
+            "IH003",
+            "numpy-in-loop",
+            "`.numpy()` needs the tensor on the host: a blocking copy from the GPU",
+            "keep the computation in torch on the GPU; convert every N steps",
+        ),
+        Rule(
+            "IH004",
+            "tolist-in-loop",
+            "`.tolist()` copies a GPU tensor to the host and waits for the GPU",
+            "keep the values on the GPU; convert every N steps",
+        ),
+        Rule(
+            "IH005",
+            "print-tensor",
+            "printing or formatting a tensor reads its values on the host (several syncs)",
+            'print a Python number every N steps: `print(f"{loss.item():.4f}")` inside `if step % 100 == 0`',
+        ),
+        Rule(
+            "IH006",
+            "float-int-of-tensor",
+            "`float(t)` / `int(t)` of a tensor is a hidden `.item()`: a sync",
+            "keep it as a tensor, or read it every N steps",
+        ),
+        Rule(
+            "IH007",
+            "tensor-condition",
+            "a tensor in an `if`/`while` condition must be read on the host: a sync",
+            "decide on the GPU (`torch.where`) or check every N steps",
+        ),
+        Rule(
+            "IH008",
+            "synchronize-in-loop",
+            "`torch.cuda.synchronize()` waits for all GPU work every step",
+            "remove it; time with CUDA events (torch.cuda.Event) if that is what it was for",
+        ),
+        Rule(
+            "IH009",
+            "empty-cache-in-loop",
+            "`torch.cuda.empty_cache()` returns cached memory, so the next step "
+            "must cudaMalloc again (and cudaFree synchronizes)",
+            "remove it from the loop",
+        ),
+        Rule(
+            "IH010",
+            "dataloader-no-workers",
+            "a DataLoader without `num_workers` loads every batch in the training "
+            "process while the GPU waits",  # N: the count diagnose.dataloader.suggested_workers() gives
+            "DataLoader(..., num_workers=N, persistent_workers=True), N = half the cores, 2 to 16",
+        ),
+        Rule(
+            "IH011",
+            "dataloader-no-pin-memory",
+            "without `pin_memory=True` host-to-device copies come from pageable "
+            "memory: slower, and they block the host",
+            "DataLoader(..., pin_memory=True) and .to(device, non_blocking=True)",
+        ),
+        Rule(
+            "IH012",
+            "blocking-to",
+            "`.to(device)` without `non_blocking=True` after a pinned loader blocks the host "
+            "until the copy is done",
+            "x = x.to(device, non_blocking=True)",
+        ),
+        Rule(
+            "IH013",
+            "zero-grad-not-none",
+            "`zero_grad(set_to_none=False)` launches a memset kernel per parameter",
+            "opt.zero_grad(set_to_none=True) (the default)",
+        ),
+        Rule(
+            "IH014",
+            "optimizer-not-fused",
+            "`foreach=False` makes this optimizer launch small kernels per parameter "
+            "and op (the default on CUDA is the multi-tensor path)",
+            "drop foreach=False, or pass fused=True",
+        ),
+        Rule(
+            "IH015",
+            "cudnn-benchmark-off",
+            "convolutions without `torch.backends.cudnn.benchmark = True` use cuDNN's "
+            "heuristic algorithm instead of the fastest for your shapes",
+            "torch.backends.cudnn.benchmark = True",
+        ),
+    ]
+}
 
 
 @dataclass
@@ -82,8 +150,16 @@ class LintFinding:
 
     def to_json(self) -> dict:
         r = self.info
-        return {"rule": self.rule, "name": r.name, "file": self.file, "line": self.line, "col": self.col,
-                "code": self.text, "why": r.why, "fix": r.fix}
+        return {
+            "rule": self.rule,
+            "name": r.name,
+            "file": self.file,
+            "line": self.line,
+            "col": self.col,
+            "code": self.text,
+            "why": r.why,
+            "fix": r.fix,
+        }
 
 
 _SYNC_METHODS = {"item": "IH001", "cpu": "IH002", "numpy": "IH003", "tolist": "IH004"}
@@ -106,13 +182,26 @@ def gpu_evidence(tree: ast.Module) -> bool:
     for n in ast.walk(tree):
         if isinstance(n, ast.Attribute) and n.attr in ("cuda", "accelerator"):
             return True
-        if isinstance(n, ast.Constant) and isinstance(n.value, str) and (n.value.startswith("cuda")
-                                                                         or n.value == "nccl"):
+        if (
+            isinstance(n, ast.Constant)
+            and isinstance(n.value, str)
+            and (n.value.startswith("cuda") or n.value == "nccl")
+        ):
             return True
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "to" and n.args \
-                and _device_like(n.args[0]):
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "to"
+            and n.args
+            and _device_like(n.args[0])
+        ):
             return True
-        if isinstance(n, ast.keyword) and n.arg == "device" and const(n.value) != "cpu" and _device_like(n.value):
+        if (
+            isinstance(n, ast.keyword)
+            and n.arg == "device"
+            and const(n.value) != "cpu"
+            and _device_like(n.value)
+        ):
             return True
     return False
 
@@ -148,7 +237,9 @@ class _Loader:
 
     def no_workers(self) -> bool:
         values = self.keys.get("num_workers")
-        return self.known and (values is None or all(const(v) == 0 and isinstance(v, ast.Constant) for v in values))
+        return self.known and (
+            values is None or all(const(v) == 0 and isinstance(v, ast.Constant) for v in values)
+        )
 
     def unpinned(self) -> bool:
         values = self.keys.get("pin_memory")
@@ -161,6 +252,7 @@ class _Loader:
 @dataclass(frozen=True)
 class Facts:
     """What one file shows about the program: run on a GPU, a loader pinning memory, cudnn.benchmark set."""
+
     gpu: bool
     pinned: bool
     benchmark: bool
@@ -170,17 +262,27 @@ class Facts:
 
 
 def _loaders(tree: ast.Module) -> list[_Loader]:
-    return [_Loader(n, c) for n, c in _with_scopes(tree)
-            if isinstance(n, ast.Call) and dotted(n.func).rsplit(".", 1)[-1] == "DataLoader"]
+    return [
+        _Loader(n, c)
+        for n, c in _with_scopes(tree)
+        if isinstance(n, ast.Call) and dotted(n.func).rsplit(".", 1)[-1] == "DataLoader"
+    ]
 
 
 class Checker(ast.NodeVisitor):
     """The rules over one file. `run()` checks it; calls into other files linted with it that run every step are
     left in `foreign` for those files' checkers (`pending` + `drain()`); `findings()` gives the result."""
 
-    def __init__(self, file: str, source: str, tree: ast.Module, facts: Facts,
-                 funcs: Optional[Functions] = None) -> None:
-        self.file, self.lines, self.gpu, self.tree, self.facts = file, source.splitlines(), facts.gpu, tree, facts
+    def __init__(
+        self, file: str, source: str, tree: ast.Module, facts: Facts, funcs: Optional[Functions] = None
+    ) -> None:
+        self.file, self.lines, self.gpu, self.tree, self.facts = (
+            file,
+            source.splitlines(),
+            facts.gpu,
+            tree,
+            facts,
+        )
         self.out: list[LintFinding] = []
         self.funcs = funcs or Functions(tree)
         self.own = {id(n) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -321,7 +423,11 @@ class Checker(ast.NodeVisitor):
     def _prints_tensor(self, node: ast.Call, name: str, attr: str) -> bool:
         if name == "print" or _is_log_call(name):
             return any(self._shows_tensor(a) for a in node.args)
-        if attr == "format" and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Constant):
+        if (
+            attr == "format"
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Constant)
+        ):
             return any(self._shows_tensor(a) for a in [*node.args, *(k.value for k in node.keywords)])
         return False
 
@@ -331,8 +437,12 @@ class Checker(ast.NodeVisitor):
             return False
         if attr == "cuda":
             return not node.args or const(node.args[-1]) is not True
-        return attr == "to" and bool(node.args) and _device_like(node.args[0]) and \
-            not (len(node.args) > 1 and const(node.args[1]) is True)
+        return (
+            attr == "to"
+            and bool(node.args)
+            and _device_like(node.args[0])
+            and not (len(node.args) > 1 and const(node.args[1]) is True)
+        )
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
         if self.per_step and self._shows_tensor(node):
@@ -340,8 +450,13 @@ class Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
-        if self.per_step and isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) and \
-                isinstance(node.left.value, str) and self._shows_tensor(node):
+        if (
+            self.per_step
+            and isinstance(node.op, ast.Mod)
+            and isinstance(node.left, ast.Constant)
+            and isinstance(node.left.value, str)
+            and self._shows_tensor(node)
+        ):
             self.add("IH005", node)
         self.generic_visit(node)
 
@@ -352,7 +467,9 @@ class Checker(ast.NodeVisitor):
         if isinstance(arg, ast.Dict):
             return any(self._shows_tensor(v) for v in arg.values)
         if isinstance(arg, ast.JoinedStr):
-            return any(isinstance(v, ast.FormattedValue) and self.scope.kind(v.value) == TENSOR for v in arg.values)
+            return any(
+                isinstance(v, ast.FormattedValue) and self.scope.kind(v.value) == TENSOR for v in arg.values
+            )
         if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr == "format":
             return any(self.scope.kind(a) == TENSOR for a in [*arg.args, *(k.value for k in arg.keywords)])
         if isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Mod) and isinstance(arg.left, ast.Constant):
@@ -363,23 +480,46 @@ class Checker(ast.NodeVisitor):
     def _anywhere(self, node: ast.Call, name: str, attr: str) -> None:
         if attr == "zero_grad" and const(kw(node, "set_to_none")) is False:
             self.add("IH013", node)
-        elif name.rsplit(".", 1)[-1] in _OPTIMIZER_CLASSES and const(kw(node, "foreach")) is False \
-                and const(kw(node, "fused")) is not True:
+        elif (
+            name.rsplit(".", 1)[-1] in _OPTIMIZER_CLASSES
+            and const(kw(node, "foreach")) is False
+            and const(kw(node, "fused")) is not True
+        ):
             self.add("IH014", node)
 
 
 def _periodic(test: ast.expr) -> bool:
-    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) and
-               not isinstance(n.left, (ast.Constant, ast.JoinedStr)) for n in ast.walk(test))
+    return any(
+        isinstance(n, ast.BinOp)
+        and isinstance(n.op, ast.Mod)
+        and not isinstance(n.left, (ast.Constant, ast.JoinedStr))
+        for n in ast.walk(test)
+    )
 
 
 def _is_log_call(name: str) -> bool:
     recv, _, method = name.rpartition(".")
-    return method in ("debug", "info", "warning", "error", "log") and \
-        recv.rsplit(".", 1)[-1].lower() in ("log", "logger", "logging", "_log", "_logger")
+    return method in ("debug", "info", "warning", "error", "log") and recv.rsplit(".", 1)[-1].lower() in (
+        "log",
+        "logger",
+        "logging",
+        "_log",
+        "_logger",
+    )
 
 
-_OPTIMIZER_CLASSES = {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop"}
+_OPTIMIZER_CLASSES = {
+    "SGD",
+    "Adam",
+    "AdamW",
+    "RMSprop",
+    "Adagrad",
+    "Adamax",
+    "NAdam",
+    "RAdam",
+    "ASGD",
+    "Rprop",
+}
 
 
 _CONVS = ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")
@@ -406,8 +546,12 @@ def _first_conv(tree: ast.Module) -> Optional[ast.Call]:
             continue
         func = n.func.value if isinstance(n.func, ast.Subscript) else n.func  # models.__dict__[arch](...)
         name = dotted(func)
-        if name.endswith(_CONVS) or name in builders or name.rsplit(".", 1)[0] in modules or \
-                name.rsplit(".", 2)[0] in modules:
+        if (
+            name.endswith(_CONVS)
+            or name in builders
+            or name.rsplit(".", 1)[0] in modules
+            or name.rsplit(".", 2)[0] in modules
+        ):
             return n
     return None
 
@@ -415,8 +559,11 @@ def _first_conv(tree: ast.Module) -> Optional[ast.Call]:
 def _benchmark_on(tree: ast.Module) -> bool:
     """Whether the file sets cudnn.benchmark to anything but a literal False (a flag counts as set)."""
     for n in ast.walk(tree):
-        if isinstance(n, ast.Assign) and any(dotted(t).endswith("cudnn.benchmark") for t in n.targets) and \
-                const(n.value) is not False:
+        if (
+            isinstance(n, ast.Assign)
+            and any(dotted(t).endswith("cudnn.benchmark") for t in n.targets)
+            and const(n.value) is not False
+        ):
             return True
     return False
 
@@ -439,8 +586,14 @@ def file_facts(tree: ast.Module, file: str) -> Facts:
         return Facts(gpu_evidence(tree), any(ld.pinned() for ld in _loaders(tree)), _benchmark_on(tree))
 
 
-def check_tree(tree: ast.Module, source: str, file: str, shared: Optional[Facts] = None,
-               own: Optional[Facts] = None, funcs: Optional[Functions] = None) -> Checker:
+def check_tree(
+    tree: ast.Module,
+    source: str,
+    file: str,
+    shared: Optional[Facts] = None,
+    own: Optional[Facts] = None,
+    funcs: Optional[Functions] = None,
+) -> Checker:
     """The checker of one parsed file, run; `shared` adds what the files it imports, or that import it, show."""
     facts = own if own is not None else file_facts(tree, file)
     facts = facts | shared if shared is not None else facts

@@ -22,7 +22,9 @@ def read_source(path: Path, max_bytes: int = MAX_BYTES) -> str:
     if not stat.S_ISREG(st.st_mode):
         raise IdlehoundError(f"{path}: not a regular file (a FIFO, device or socket); lint reads only files")
     if st.st_size > max_bytes:
-        raise IdlehoundError(f"{path}: too large to lint ({st.st_size / 1e6:.1f} MB > {max_bytes / 1e6:.0f} MB)")
+        raise IdlehoundError(
+            f"{path}: too large to lint ({st.st_size / 1e6:.1f} MB > {max_bytes / 1e6:.0f} MB)"
+        )
     try:
         with open(path, "rb") as fh:
             data = fh.read(max_bytes + 1)

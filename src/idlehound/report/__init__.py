@@ -15,15 +15,34 @@ from ._data import SCHEMA, SCHEMA_VERSION, build, build_model, check_document, h
 from .model import DOCUMENTS, encode, validate
 
 _LAZY = {  # public name -> the module of this package that defines it
-    "render": "terminal", "render_markdown": "markdown",
-    "render_html": "html", "render_compare_html": "html", "render_ladder_html": "html", "render_page": "html",
-    "fmt_metric": "html", "render_compare_markdown": "compare",
-    "ranks_title": "ranks", "render_ranks": "ranks", "render_ranks_html": "ranks",
-    "render_ladder": "ladder", "ladder_markdown": "ladder", "ladder_table_rows": "ladder",
-    "check_output": "files", "write_report": "files", "write_compare": "files", "write_ranks": "files",
-    "scalars_of": "tensorboard", "write_scalars": "tensorboard", "write_ladder_scalars": "tensorboard",
-    "inert": "_escape", "visible": "_escape", "md_code": "_escape", "md_fence": "_escape", "md_text": "_escape",
-    "num": "_format", "metric_text": "_format",
+    "render": "terminal",
+    "render_markdown": "markdown",
+    "render_html": "html",
+    "render_compare_html": "html",
+    "render_ladder_html": "html",
+    "render_page": "html",
+    "fmt_metric": "html",
+    "render_compare_markdown": "compare",
+    "ranks_title": "ranks",
+    "render_ranks": "ranks",
+    "render_ranks_html": "ranks",
+    "render_ladder": "ladder",
+    "ladder_markdown": "ladder",
+    "ladder_table_rows": "ladder",
+    "check_output": "files",
+    "write_report": "files",
+    "write_compare": "files",
+    "write_ranks": "files",
+    "scalars_of": "tensorboard",
+    "write_scalars": "tensorboard",
+    "write_ladder_scalars": "tensorboard",
+    "inert": "_escape",
+    "visible": "_escape",
+    "md_code": "_escape",
+    "md_fence": "_escape",
+    "md_text": "_escape",
+    "num": "_format",
+    "metric_text": "_format",
 }
 
 
@@ -36,5 +55,17 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["DOCUMENTS", "SCHEMA", "SCHEMA_VERSION", "build", "build_model", "check_document", "encode", "headline",
-           "r", "to_json", "validate", *_LAZY]
+__all__ = [
+    "DOCUMENTS",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "build",
+    "build_model",
+    "check_document",
+    "encode",
+    "headline",
+    "r",
+    "to_json",
+    "validate",
+    *_LAZY,
+]

@@ -30,8 +30,10 @@ def build(a: Analysis, findings: list[Finding]) -> dict[str, Any]:
     dropped: list[str] = []
     doc: dict[str, Any] = _finite_only(as_data(build_model(a, findings)), "", dropped)
     if dropped:  # a backstop: validation upstream should leave nothing here
-        doc["notes"].append(f"{len(dropped)} figure(s) were not finite numbers and are reported as null: "
-                            + ", ".join(dropped[:5]))
+        doc["notes"].append(
+            f"{len(dropped)} figure(s) were not finite numbers and are reported as null: "
+            + ", ".join(dropped[:5])
+        )
     return doc
 
 
@@ -67,46 +69,85 @@ def build_model(a: Analysis, findings: list[Finding]) -> m.Report:
     t = a.trace
     n = a.n_steps
     return m.Report(
-        schema=SCHEMA, schema_version=SCHEMA_VERSION,
+        schema=SCHEMA,
+        schema_version=SCHEMA_VERSION,
         tool=m.Tool(name="idlehound", version=__version__),
         headline=headline(a, findings),
         trace=m.TraceInfo(
-            path=str(t.path), worker=t.worker, size_bytes=t.size_bytes, with_stack=t.with_stack,
-            cuda_run=t.cuda_run, gpu_recorded=a.gpu_recorded, step_source=a.step_source,
-            steps=[s.number for s in a.steps], workers=sorted({f.worker for f in t.run_files})),
+            path=str(t.path),
+            worker=t.worker,
+            size_bytes=t.size_bytes,
+            with_stack=t.with_stack,
+            cuda_run=t.cuda_run,
+            gpu_recorded=a.gpu_recorded,
+            step_source=a.step_source,
+            steps=[s.number for s in a.steps],
+            workers=sorted({f.worker for f in t.run_files}),
+        ),
         device=m.Device(
-            name=a.device.name, index=a.device.index,
+            name=a.device.name,
+            index=a.device.index,
             compute_capability=list(a.device.compute_capability) if a.device.compute_capability else None,
-            memory_bytes=a.device.memory_bytes, devices_seen=a.device.devices_seen,
-            accelerator=a.device.accelerator),
+            memory_bytes=a.device.memory_bytes,
+            devices_seen=a.device.devices_seen,
+            accelerator=a.device.accelerator,
+        ),
         metrics=_metrics(a),
         breakdown_ms={k: rnd(a.per_step_ms(v)) for k, v in a.breakdown_ns.items()},
         idle_by_cause_ms={k: rnd(a.per_step_ms(v)) for k, v in a.idle_ns.items()},
         idle_gaps_per_step=rnd(a.gap_count / n, m.PCT) if a.gpu_recorded else None,
-        idle_by_line=[m.IdleLine(cause=ln.cause, location=_loc(ln.location),
-                                 idle_ms_per_step=rnd(a.per_step_ms(ln.idle_ns)), gaps=ln.gaps)
-                      for ln in a.idle_lines],
-        idle_by_library_line=[m.IdleLine(cause=ln.cause, location=_loc(ln.location),
-                                         idle_ms_per_step=rnd(a.per_step_ms(ln.idle_ns)), gaps=ln.gaps)
-                              for ln in a.idle_library_lines],
+        idle_by_line=[
+            m.IdleLine(
+                cause=ln.cause,
+                location=_loc(ln.location),
+                idle_ms_per_step=rnd(a.per_step_ms(ln.idle_ns)),
+                gaps=ln.gaps,
+            )
+            for ln in a.idle_lines
+        ],
+        idle_by_library_line=[
+            m.IdleLine(
+                cause=ln.cause,
+                location=_loc(ln.location),
+                idle_ms_per_step=rnd(a.per_step_ms(ln.idle_ns)),
+                gaps=ln.gaps,
+            )
+            for ln in a.idle_library_lines
+        ],
         steps=[_step(s) for s in a.steps],
         sync_points=[
-            m.SyncPoint(kind=s.kind, op=s.op, call=s.call, python=s.python, location=_loc(s.location),
-                        count_per_step=rnd(s.count / n), idle_after_ms_per_step=rnd(a.per_step_ms(s.idle_after_ns)),
-                        blocked_ms_per_step=rnd(a.per_step_ms(s.blocked_ns)))
-            for s in a.sync_sites],
+            m.SyncPoint(
+                kind=s.kind,
+                op=s.op,
+                call=s.call,
+                python=s.python,
+                location=_loc(s.location),
+                count_per_step=rnd(s.count / n),
+                idle_after_ms_per_step=rnd(a.per_step_ms(s.idle_after_ns)),
+                blocked_ms_per_step=rnd(a.per_step_ms(s.blocked_ns)),
+            )
+            for s in a.sync_sites
+        ],
         copies=[
-            m.Copy(direction=c.direction, count_per_step=rnd(c.count / n), mb_per_step=rnd(c.bytes / n / 1e6),
-                   ms_per_step=rnd(a.per_step_ms(c.time_ns)), bandwidth_gbps=rnd(c.bandwidth_gbps, m.PCT),
-                   pageable_pct=rnd(100 * c.pageable_bytes / c.bytes if c.bytes else 0.0, 1))
-            for c in a.copies.values()],
+            m.Copy(
+                direction=c.direction,
+                count_per_step=rnd(c.count / n),
+                mb_per_step=rnd(c.bytes / n / 1e6),
+                ms_per_step=rnd(a.per_step_ms(c.time_ns)),
+                bandwidth_gbps=rnd(c.bandwidth_gbps, m.PCT),
+                pageable_pct=rnd(100 * c.pageable_bytes / c.bytes if c.bytes else 0.0, 1),
+            )
+            for c in a.copies.values()
+        ],
         kernels=_kernels(a),
         memory=_memory(a),
         dataloader=m.DataLoader(
-            iterator=a.dataloader.iterator, workers_in_use=a.dataloader.workers_in_use,
+            iterator=a.dataloader.iterator,
+            workers_in_use=a.dataloader.workers_in_use,
             host_ms_per_step=rnd(a.per_step_ms(a.dataloader.host_ns)),
             exposed_ms_per_step=rnd(a.per_step_ms(a.idle_ns.get("data_loading", 0))),
-            location=_loc(a.dataloader.location)),
+            location=_loc(a.dataloader.location),
+        ),
         timeline=m.Timeline(**a.timeline),
         utilization_curve=_curve(a.run_info.get("utilization_curve")),
         findings=[finding_model(f) for f in findings],
@@ -119,9 +160,18 @@ def build_model(a: Analysis, findings: list[Finding]) -> m.Report:
 
 def finding_model(f: Finding) -> m.Finding:
     return m.Finding(
-        cause=f.cause, title=f.title, severity=f.severity, kind=f.kind,
-        recoverable_ms_per_step=rnd(f.recoverable_ms, m.SHARE), recoverable_share_of_step=rnd(f.share, m.SHARE),
-        location=_loc(f.location), evidence=f.evidence, fix=f.fix, code=f.code, details=f.details)
+        cause=f.cause,
+        title=f.title,
+        severity=f.severity,
+        kind=f.kind,
+        recoverable_ms_per_step=rnd(f.recoverable_ms, m.SHARE),
+        recoverable_share_of_step=rnd(f.share, m.SHARE),
+        location=_loc(f.location),
+        evidence=f.evidence,
+        fix=f.fix,
+        code=f.code,
+        details=f.details,
+    )
 
 
 def _curve(c: Any) -> Optional[m.UtilizationCurve]:
@@ -142,8 +192,9 @@ def _metrics(a: Analysis) -> dict[str, m.Metric]:
         "gpu_util": a.gpu_busy_pct,
         "gpu_idle_ms": a.per_step_ms(a.window_ns - a.busy_ns) if a.gpu_recorded else None,
         "kernel_pct": 100 * a.breakdown_ns.get("Kernel", 0) / win if a.gpu_recorded else None,
-        "dataloader_pct": 100 * (a.idle_ns.get("data_loading", 0) if a.gpu_recorded
-                                 else a.breakdown_ns.get("DataLoader", 0)) / win,
+        "dataloader_pct": 100
+        * (a.idle_ns.get("data_loading", 0) if a.gpu_recorded else a.breakdown_ns.get("DataLoader", 0))
+        / win,
         "sm_efficiency": 100 * k.sm_efficiency if k.sm_efficiency is not None else None,
         "occupancy": k.occupancy,
         "kernels_per_step": k.count / a.n_steps if a.gpu_recorded else None,
@@ -153,47 +204,77 @@ def _metrics(a: Analysis) -> dict[str, m.Metric]:
         "tensor_core_pct": 100 * k.tensor_core_ns / matmul if matmul else None,
         "h2d_gbps": h2d.bandwidth_gbps if h2d else None,
         "pageable_pct": 100 * h2d.pageable_bytes / h2d.bytes if h2d and h2d.bytes else None,
-        "peak_mem_pct": 100 * mem.peak_reserved / mem.capacity if mem.peak_reserved and mem.capacity else None,
+        "peak_mem_pct": 100 * mem.peak_reserved / mem.capacity
+        if mem.peak_reserved and mem.capacity
+        else None,
     }
     out = {}
     for key, v in values.items():
         d = METRICS[key]
         v = rnd(v, m.PCT)
-        out[key] = m.Metric(value=v, unit=d.unit, label=d.label, status=status(key, v), ideal=d.ideal,
-                            problem=d.problem, higher_is_better=d.higher_is_better)
+        out[key] = m.Metric(
+            value=v,
+            unit=d.unit,
+            label=d.label,
+            status=status(key, v),
+            ideal=d.ideal,
+            problem=d.problem,
+            higher_is_better=d.higher_is_better,
+        )
     return out
 
 
 def _step(s: StepInfo) -> m.Step:
     d = s.duration_ns or 1
-    return m.Step(number=s.number, duration_ms=rnd(s.duration_ns / 1e6), gpu_busy_pct=rnd(100 * s.gpu_busy_ns / d, m.PCT),
-                  breakdown_ms={k: rnd(v / 1e6) for k, v in s.breakdown_ns.items()},
-                  idle_ms={k: rnd(v / 1e6) for k, v in s.idle_ns.items()},
-                  start_ns=s.start_ns, end_ns=s.end_ns, sync_calls=s.sync_calls)
+    return m.Step(
+        number=s.number,
+        duration_ms=rnd(s.duration_ns / 1e6),
+        gpu_busy_pct=rnd(100 * s.gpu_busy_ns / d, m.PCT),
+        breakdown_ms={k: rnd(v / 1e6) for k, v in s.breakdown_ns.items()},
+        idle_ms={k: rnd(v / 1e6) for k, v in s.idle_ns.items()},
+        start_ns=s.start_ns,
+        end_ns=s.end_ns,
+        sync_calls=s.sync_calls,
+    )
 
 
 def _kernels(a: Analysis) -> m.Kernels:
     k = a.kernels
     n = a.n_steps
     return m.Kernels(
-        count_per_step=rnd(k.count / n), ms_per_step=rnd(a.per_step_ms(k.time_ns)),
-        p50_us=rnd(k.p50_us, m.PCT), p90_us=rnd(k.p90_us, m.PCT), max_us=rnd(k.max_us, m.PCT),
+        count_per_step=rnd(k.count / n),
+        ms_per_step=rnd(a.per_step_ms(k.time_ns)),
+        p50_us=rnd(k.p50_us, m.PCT),
+        p90_us=rnd(k.p90_us, m.PCT),
+        max_us=rnd(k.max_us, m.PCT),
         fp32_matmul_ms_per_step=rnd(a.per_step_ms(k.fp32_matmul_ns)),
         tensor_core_ms_per_step=rnd(a.per_step_ms(k.tensor_core_ns)),
         fp32_matmul_ops=k.fp32_matmul_ops,
-        top=[m.KernelFamily(name=g.name, count_per_step=rnd(g.count / n), ms_per_step=rnd(a.per_step_ms(g.time_ns)),
-                            precision=g.precision) for g in k.top])
+        top=[
+            m.KernelFamily(
+                name=g.name,
+                count_per_step=rnd(g.count / n),
+                ms_per_step=rnd(a.per_step_ms(g.time_ns)),
+                precision=g.precision,
+            )
+            for g in k.top
+        ],
+    )
 
 
 def _memory(a: Analysis) -> m.Memory:
     mem = a.memory
     gib = 2**30
     return m.Memory(
-        recorded=mem.recorded, peak_allocated_gib=rnd(mem.peak_allocated / gib if mem.peak_allocated else None),
+        recorded=mem.recorded,
+        peak_allocated_gib=rnd(mem.peak_allocated / gib if mem.peak_allocated else None),
         peak_reserved_gib=rnd(mem.peak_reserved / gib if mem.peak_reserved else None),
-        capacity_gib=rnd(mem.capacity / gib if mem.capacity else None), allocs_per_step=rnd(mem.allocs_per_step, 1),
-        empty_cache_calls=mem.empty_cache_calls, allocator_calls=mem.allocator_calls,
-        curve=[(int(t), rnd(b / gib, 4)) for t, b in mem.curve])
+        capacity_gib=rnd(mem.capacity / gib if mem.capacity else None),
+        allocs_per_step=rnd(mem.allocs_per_step, 1),
+        empty_cache_calls=mem.empty_cache_calls,
+        allocator_calls=mem.allocator_calls,
+        curve=[(int(t), rnd(b / gib, 4)) for t, b in mem.curve],
+    )
 
 
 CAUSE_WORDS = IDLE_CAUSE_LABELS  # kept for the renderers that import it from here
@@ -203,11 +284,15 @@ def headline(a: Analysis, findings: list[Finding]) -> str:
     step = _ms(a.step_ms)
     if not a.gpu_recorded:
         if a.device.unmeasured:
-            return (f"{a.device.accelerator} trace: its device events are not measured by idlehound (CUDA and ROCm "
-                    f"only); the host side is analysed; a step took {a.step_ms:.2f} ms.")
+            return (
+                f"{a.device.accelerator} trace: its device events are not measured by idlehound (CUDA and ROCm "
+                f"only); the host side is analysed; a step took {a.step_ms:.2f} ms."
+            )
         if a.trace.cuda_run:
-            return ("No GPU activity was recorded (CUPTI did not start): only the host side is analysed; "
-                    f"a step took {step} ms.")
+            return (
+                "No GPU activity was recorded (CUPTI did not start): only the host side is analysed; "
+                f"a step took {step} ms."
+            )
         return f"CPU-only trace: a step took {step} ms; no GPU to keep busy."
     busy = a.gpu_busy_pct or 0.0
     idle_ms = _ms(a.per_step_ms(a.window_ns - a.busy_ns))
@@ -216,13 +301,17 @@ def headline(a: Analysis, findings: list[Finding]) -> str:
         if busy >= (METRICS["gpu_util"].ideal or 0.0):
             return f"GPU busy {busy:.1f}% of each {step} ms step: no significant idle time."
         cause = max(a.idle_ns, key=lambda c: a.idle_ns[c])  # the idle table's largest row
-        return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms), mostly "
-                f"{IDLE_CAUSE_INFO[IdleCause(cause)].during} ({_ms(a.per_step_ms(a.idle_ns[cause]))} ms), yet the replay predicts no single "
-                "fix gives back 5% of the step: the host's own work sets the pace.")
+        return (
+            f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms), mostly "
+            f"{IDLE_CAUSE_INFO[IdleCause(cause)].during} ({_ms(a.per_step_ms(a.idle_ns[cause]))} ms), yet the replay predicts no single "
+            "fix gives back 5% of the step: the host's own work sets the pace."
+        )
     where = f" at {top.location}" if top.location else ""
-    return (f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms); top fix: "
-            f"{top.title.lower()} ({_ms(top.recoverable_ms)} ms per step recoverable, {100 * top.share:.0f}% of "
-            f"the {_ms(top.step_ms)} ms step{where}).")
+    return (
+        f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms); top fix: "
+        f"{top.title.lower()} ({_ms(top.recoverable_ms)} ms per step recoverable, {100 * top.share:.0f}% of "
+        f"the {_ms(top.step_ms)} ms step{where})."
+    )
 
 
 def _ms(x: float) -> str:
@@ -236,11 +325,16 @@ def _replay(a: Analysis) -> Optional[m.Replay]:
         return None
     obs, pred = a.observer, a.prediction
     return m.Replay(
-        recorded_step_ms=rnd(obs.get("recorded_ms")), replayed_step_ms=rnd(obs.get("replayed_ms")),
-        unprofiled_step_ms=rnd(obs.get("unprofiled_ms")), unprofiled_source=obs.get("source"),
-        host_rate=rnd(obs.get("host_rate")), predicted_step_ms=rnd(obs.get("predicted_ms")),
-        best_stack=pred.get("stack", []), best_stack_step_ms=rnd(pred.get("stack_step_ms")),
-        best_stack_gain_ms=rnd(pred.get("stack_gain_ms")))
+        recorded_step_ms=rnd(obs.get("recorded_ms")),
+        replayed_step_ms=rnd(obs.get("replayed_ms")),
+        unprofiled_step_ms=rnd(obs.get("unprofiled_ms")),
+        unprofiled_source=obs.get("source"),
+        host_rate=rnd(obs.get("host_rate")),
+        predicted_step_ms=rnd(obs.get("predicted_ms")),
+        best_stack=pred.get("stack", []),
+        best_stack_step_ms=rnd(pred.get("stack_step_ms")),
+        best_stack_gain_ms=rnd(pred.get("stack_gain_ms")),
+    )
 
 
 def not_checked_by_need(doc: dict[str, Any]) -> dict[str, list[str]]:
@@ -257,8 +351,17 @@ def idle_cause_definition(cause: str) -> str:
 
 # The range every figure of the document can take. A figure outside it cannot be right: the analysis
 # must have excluded the data behind it (with a note) or stopped with an error instead.
-_PCT_METRICS = ("gpu_util", "kernel_pct", "dataloader_pct", "sm_efficiency", "occupancy", "short_kernel_pct",
-                "tensor_core_pct", "pageable_pct", "peak_mem_pct")
+_PCT_METRICS = (
+    "gpu_util",
+    "kernel_pct",
+    "dataloader_pct",
+    "sm_efficiency",
+    "occupancy",
+    "short_kernel_pct",
+    "tensor_core_pct",
+    "pageable_pct",
+    "peak_mem_pct",
+)
 _TOL = 0.02  # rounding to 3 decimals, summed over a few parts
 
 
@@ -283,7 +386,13 @@ def check_document(doc: dict[str, Any]) -> list[str]:
         d = s["duration_ms"]
         _within(out, f"steps[{s['number']}].duration_ms", d, 0.0, MAX_STEP_MS)
         _within(out, f"steps[{s['number']}].gpu_busy_pct", s["gpu_busy_pct"], 0.0, 100.0)
-        _parts(out, f"steps[{s['number']}].breakdown_ms", s["breakdown_ms"], d or 0.0, exact=bool(s["breakdown_ms"]))
+        _parts(
+            out,
+            f"steps[{s['number']}].breakdown_ms",
+            s["breakdown_ms"],
+            d or 0.0,
+            exact=bool(s["breakdown_ms"]),
+        )
         _parts(out, f"steps[{s['number']}].idle_ms", s["idle_ms"], d or 0.0)
     k = doc["kernels"]
     longest_us = 1e3 * max((s["duration_ms"] or 0.0 for s in doc["steps"]), default=0.0)
@@ -299,17 +408,33 @@ def check_document(doc: dict[str, Any]) -> list[str]:
     _memory_ok(out, doc["memory"])
     for s in doc["sync_points"]:
         for key in ("count_per_step", "idle_after_ms_per_step", "blocked_ms_per_step"):
-            _within(out, f"sync_points.{key}", s[key], 0.0, step + _TOL if key == "idle_after_ms_per_step" else None)
+            _within(
+                out,
+                f"sync_points.{key}",
+                s[key],
+                0.0,
+                step + _TOL if key == "idle_after_ms_per_step" else None,
+            )
     for ln in doc["idle_by_line"] + doc.get("idle_by_library_line", []):
         _within(out, "idle_by_line.idle_ms_per_step", ln["idle_ms_per_step"], 0.0, step + _TOL)
     dl = doc["dataloader"]
     _within(out, "dataloader.host_ms_per_step", dl["host_ms_per_step"], 0.0, None)
     _within(out, "dataloader.exposed_ms_per_step", dl["exposed_ms_per_step"], 0.0, step + _TOL)
     for f in doc["findings"]:
-        _within(out, f"findings.{f['cause']}.recoverable_ms_per_step", f["recoverable_ms_per_step"], 0.0,
-                step + _TOL if f["kind"] == "idle" else None)
-        _within(out, f"findings.{f['cause']}.recoverable_share_of_step", f["recoverable_share_of_step"], 0.0,
-                1.0001 if f["kind"] == "idle" else None)
+        _within(
+            out,
+            f"findings.{f['cause']}.recoverable_ms_per_step",
+            f["recoverable_ms_per_step"],
+            0.0,
+            step + _TOL if f["kind"] == "idle" else None,
+        )
+        _within(
+            out,
+            f"findings.{f['cause']}.recoverable_share_of_step",
+            f["recoverable_share_of_step"],
+            0.0,
+            1.0001 if f["kind"] == "idle" else None,
+        )
     if re.search(r"\b0\.00 of 0\.00 ms|\bnan\b|\binf\b", doc["headline"], re.IGNORECASE):
         out.append(f"headline: {doc['headline']!r}")
     return out
@@ -320,7 +445,9 @@ def _memory_ok(out: list[str], m: dict[str, Any]) -> None:
         _within(out, f"memory.{key}", m[key], 0.0, None)
     _within(out, "memory.capacity_gib", m["capacity_gib"], 1e-9, None)
     if m["peak_allocated_gib"] is not None and m["peak_reserved_gib"] is not None:
-        _within(out, "memory.peak_allocated_gib", m["peak_allocated_gib"], 0.0, m["peak_reserved_gib"] + 0.001)
+        _within(
+            out, "memory.peak_allocated_gib", m["peak_allocated_gib"], 0.0, m["peak_reserved_gib"] + 0.001
+        )
     if m["capacity_gib"] is not None and m["peak_reserved_gib"] is not None:
         _within(out, "memory.peak_reserved_gib", m["peak_reserved_gib"], 0.0, m["capacity_gib"] + 0.001)
 

@@ -32,7 +32,9 @@ def inert(value: Any, multiline: bool = False) -> Any:
     if isinstance(value, str):
         return visible_lines(value) if multiline else visible(value)
     if isinstance(value, dict):
-        return {(visible(k) if isinstance(k, str) else k): inert(v, k in _MULTILINE) for k, v in value.items()}
+        return {
+            (visible(k) if isinstance(k, str) else k): inert(v, k in _MULTILINE) for k, v in value.items()
+        }
     if isinstance(value, (list, tuple)):
         return [inert(v, multiline) for v in value]
     return value

@@ -13,8 +13,9 @@ from .model import encode
 Renderers = dict[str, Callable[[dict[str, Any]], str]]
 
 
-def _write(doc: dict[str, Any], path: Path, renderers: Renderers, force: bool = False,
-           inputs: Iterable[Path] = ()) -> Path:
+def _write(
+    doc: dict[str, Any], path: Path, renderers: Renderers, force: bool = False, inputs: Iterable[Path] = ()
+) -> Path:
     render = renderers.get(path.suffix.lower())
     if render is None:
         raise IdlehoundError(f"{path}: unknown report format (use .json, .md or .html)")
@@ -53,21 +54,43 @@ def write_report(doc: dict[str, Any], path: Path, force: bool = False, inputs: I
     from .html import render_html
     from .markdown import render_markdown
 
-    return _write(doc, path, {".json": _json, ".md": render_markdown, ".markdown": render_markdown,
-                              ".html": render_html, ".htm": render_html}, force, inputs)
+    return _write(
+        doc,
+        path,
+        {
+            ".json": _json,
+            ".md": render_markdown,
+            ".markdown": render_markdown,
+            ".html": render_html,
+            ".htm": render_html,
+        },
+        force,
+        inputs,
+    )
 
 
 def write_compare(doc: dict[str, Any], path: Path, force: bool = False, inputs: Iterable[Path] = ()) -> Path:
     from .compare import render_compare_markdown
     from .html import render_compare_html
 
-    return _write(doc, path, {".json": _json, ".md": render_compare_markdown,
-                              ".markdown": render_compare_markdown, ".html": render_compare_html,
-                              ".htm": render_compare_html}, force, inputs)
+    return _write(
+        doc,
+        path,
+        {
+            ".json": _json,
+            ".md": render_compare_markdown,
+            ".markdown": render_compare_markdown,
+            ".html": render_compare_html,
+            ".htm": render_compare_html,
+        },
+        force,
+        inputs,
+    )
 
 
 def write_ranks(doc: dict[str, Any], path: Path, force: bool = False, inputs: Iterable[Path] = ()) -> Path:
     from .ranks import render_ranks_html
 
-    return _write(doc, path, {".json": _json, ".html": render_ranks_html, ".htm": render_ranks_html},
-                  force, inputs)
+    return _write(
+        doc, path, {".json": _json, ".html": render_ranks_html, ".htm": render_ranks_html}, force, inputs
+    )

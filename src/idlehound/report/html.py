@@ -20,9 +20,20 @@ from ._data import CAUSE_WORDS
 from ._format import metric_text, num
 
 COLORS = {
-    "Kernel": "#2e7d32", "Memcpy": "#1565c0", "Memset": "#5e35b1", "Communication": "#00838f",
-    "Runtime": "#ef6c00", "DataLoader": "#c62828", "CPU Exec": "#8d6e63", "Other": "#9e9e9e",
-    "data_loading": "#c62828", "allocator": "#6a1b9a", "sync": "#ad1457", "launch": "#ef6c00", "cpu_ops": "#8d6e63", "python": "#fbc02d",
+    "Kernel": "#2e7d32",
+    "Memcpy": "#1565c0",
+    "Memset": "#5e35b1",
+    "Communication": "#00838f",
+    "Runtime": "#ef6c00",
+    "DataLoader": "#c62828",
+    "CPU Exec": "#8d6e63",
+    "Other": "#9e9e9e",
+    "data_loading": "#c62828",
+    "allocator": "#6a1b9a",
+    "sync": "#ad1457",
+    "launch": "#ef6c00",
+    "cpu_ops": "#8d6e63",
+    "python": "#fbc02d",
 }
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1100px;
@@ -43,8 +54,13 @@ margin-right:4px}.muted{color:#777}svg text{font:11px sans-serif}
 
 @lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("idlehound.report", "templates"), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("idlehound.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.globals["css"] = Markup(_CSS)  # a constant of this module, the one value not escaped
     return env
 
@@ -57,10 +73,23 @@ def render_page(template: str, **values: Any) -> str:
 def render_html(doc: dict[str, Any]) -> str:
     t = doc["trace"]
     return render_page(
-        "report.html", doc=doc, path=t["path"], n_steps=len(t["steps"]), device=doc["device"]["name"] or "CPU",
-        headline=doc["headline"], cards=_cards(doc), breakdown=_breakdown(doc), timeline=_timeline(doc),
-        curve=_curve(doc), findings=_findings(doc), lines=_lines(doc), library_lines=_lines(doc, "idle_by_library_line"), kernels=_kernels(doc), memory=_memory(doc),
-        notes=doc["notes"])
+        "report.html",
+        doc=doc,
+        path=t["path"],
+        n_steps=len(t["steps"]),
+        device=doc["device"]["name"] or "CPU",
+        headline=doc["headline"],
+        cards=_cards(doc),
+        breakdown=_breakdown(doc),
+        timeline=_timeline(doc),
+        curve=_curve(doc),
+        findings=_findings(doc),
+        lines=_lines(doc),
+        library_lines=_lines(doc, "idle_by_library_line"),
+        kernels=_kernels(doc),
+        memory=_memory(doc),
+        notes=doc["notes"],
+    )
 
 
 fmt_metric = metric_text  # how a metric is written on the page (tests compare this with the JSON)
@@ -71,10 +100,24 @@ def _cards(doc: dict[str, Any]) -> list[dict[str, Any]]:
     for key, m in doc["metrics"].items():
         if m["value"] is None:
             continue
-        band = "" if m["ideal"] is None else (f"ideal {'≥' if m['higher_is_better'] else '≤'} {m['ideal']:g}, "
-                                              f"problem {'<' if m['higher_is_better'] else '>'} {m['problem']:g}")
-        out.append({"key": key, "status": m["status"], "definition": METRICS[key].definition,
-                    "value": fmt_metric(m), "label": m["label"], "band": band})
+        band = (
+            ""
+            if m["ideal"] is None
+            else (
+                f"ideal {'≥' if m['higher_is_better'] else '≤'} {m['ideal']:g}, "
+                f"problem {'<' if m['higher_is_better'] else '>'} {m['problem']:g}"
+            )
+        )
+        out.append(
+            {
+                "key": key,
+                "status": m["status"],
+                "definition": METRICS[key].definition,
+                "value": fmt_metric(m),
+                "label": m["label"],
+                "band": band,
+            }
+        )
     return out
 
 
@@ -96,17 +139,43 @@ def _breakdown(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
             if not ms:
                 continue
             bw = w * ms / longest
-            rects.append({"x": f"{x:.1f}", "w": f"{bw:.1f}", "fill": COLORS.get(cat, "#999"),
-                          "title": f"{cat}: {ms:.3f} ms"})
+            rects.append(
+                {
+                    "x": f"{x:.1f}",
+                    "w": f"{bw:.1f}",
+                    "fill": COLORS.get(cat, "#999"),
+                    "title": f"{cat}: {ms:.3f} ms",
+                }
+            )
             x += bw
-        bars.append({"y": y, "text_y": y + 13, "number": "-" if s["number"] is None else s["number"],
-                     "rects": rects, "end_x": f"{x + 4:.1f}", "ms": f"{s['duration_ms']:.2f}"})
+        bars.append(
+            {
+                "y": y,
+                "text_y": y + 13,
+                "number": "-" if s["number"] is None else s["number"],
+                "rects": rects,
+                "end_x": f"{x + 4:.1f}",
+                "ms": f"{s['duration_ms']:.2f}",
+            }
+        )
     return {
-        "definition": BREAKDOWN_DEFINITION, "width": w + 170, "height": len(steps) * (bar_h + gap) + 10,
-        "bar_h": bar_h, "bars": bars, "legend": _legend([k for k, v in doc["breakdown_ms"].items() if v]),
+        "definition": BREAKDOWN_DEFINITION,
+        "width": w + 170,
+        "height": len(steps) * (bar_h + gap) + 10,
+        "bar_h": bar_h,
+        "bars": bars,
+        "legend": _legend([k for k, v in doc["breakdown_ms"].items() if v]),
         "table": [{"key": k, "ms": f"{v:.3f}"} for k, v in doc["breakdown_ms"].items() if v],
-        "idle": [{"key": k, "label": CAUSE_WORDS.get(k, k), "definition": IDLE_CAUSE_DEFINITIONS.get(k, ""), "ms": f"{v:.3f}"}
-                 for k, v in doc["idle_by_cause_ms"].items() if v],
+        "idle": [
+            {
+                "key": k,
+                "label": CAUSE_WORDS.get(k, k),
+                "definition": IDLE_CAUSE_DEFINITIONS.get(k, ""),
+                "ms": f"{v:.3f}",
+            }
+            for k, v in doc["idle_by_cause_ms"].items()
+            if v
+        ],
     }
 
 
@@ -117,11 +186,33 @@ def _timeline(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
         return None
     w = 880
     # (x, width, fill, idle, title) tuples: thousands of spans, unpacked in the template without lookups
-    rects = [(f"{w * s / span:.2f}", f"{max(w * (t - s) / span, 0.3):.2f}", "#2e7d32", False,
-              f"GPU busy {(t - s) / 1e3:.1f} µs") for s, t in tl.get("busy", [])]
-    rects += [(f"{w * s / span:.2f}", f"{max(w * (t - s) / span, 0.3):.2f}", COLORS.get(cause, "#bbb"), True,
-               f"idle {(t - s) / 1e3:.1f} µs: {CAUSE_WORDS.get(cause, cause)}") for s, t, cause in tl.get("gaps", [])]
-    return {"w": w, "h": 34, "rects": rects, "span": f"{span / 1e6:.2f}", "legend": _legend(list(IDLE_CAUSE_DEFINITIONS))}
+    rects = [
+        (
+            f"{w * s / span:.2f}",
+            f"{max(w * (t - s) / span, 0.3):.2f}",
+            "#2e7d32",
+            False,
+            f"GPU busy {(t - s) / 1e3:.1f} µs",
+        )
+        for s, t in tl.get("busy", [])
+    ]
+    rects += [
+        (
+            f"{w * s / span:.2f}",
+            f"{max(w * (t - s) / span, 0.3):.2f}",
+            COLORS.get(cause, "#bbb"),
+            True,
+            f"idle {(t - s) / 1e3:.1f} µs: {CAUSE_WORDS.get(cause, cause)}",
+        )
+        for s, t, cause in tl.get("gaps", [])
+    ]
+    return {
+        "w": w,
+        "h": 34,
+        "rects": rects,
+        "span": f"{span / 1e6:.2f}",
+        "legend": _legend(list(IDLE_CAUSE_DEFINITIONS)),
+    }
 
 
 def _curve(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
@@ -131,10 +222,14 @@ def _curve(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
         return None
     w, h = 880, 120
     t_end = pts[-1][0] or 1
-    return {"w": w, "h": h, "t_end": f"{t_end:.1f}",
-            "points": " ".join(f"{w * t / t_end:.1f},{h - h * min(u, 100) / 100:.1f}" for t, u, _ in pts),
-            "what": "GPU utilisation (NVML)" if c.get("source") == "nvml" else "process CPU use (no NVML)",
-            "sawtooth": bool((doc.get("run") or {}).get("sampler", {}).get("sawtooth"))}
+    return {
+        "w": w,
+        "h": h,
+        "t_end": f"{t_end:.1f}",
+        "points": " ".join(f"{w * t / t_end:.1f},{h - h * min(u, 100) / 100:.1f}" for t, u, _ in pts),
+        "what": "GPU utilisation (NVML)" if c.get("source") == "nvml" else "process CPU use (no NVML)",
+        "sawtooth": bool((doc.get("run") or {}).get("sampler", {}).get("sawtooth")),
+    }
 
 
 def _findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -143,12 +238,31 @@ def _findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
         loc = f["location"]
         where = None
         if loc:
-            where = {"text": location_text(loc, approx=False), "function": None if loc["exact"] else loc["function"],
-                     "snippet": snippet_text(loc)}
-        gain = None if f["kind"] == "risk" else {"ms": f"{f['recoverable_ms_per_step']:.3f}",
-                                                 "share": f"{100 * f['recoverable_share_of_step']:.1f}"}
-        out.append({"i": i, "severity": f["severity"], "title": f["title"], "gain": gain, "where": where,
-                    "evidence": f["evidence"], "fix": f["fix"], "code": f["code"]})
+            where = {
+                "text": location_text(loc, approx=False),
+                "function": None if loc["exact"] else loc["function"],
+                "snippet": snippet_text(loc),
+            }
+        gain = (
+            None
+            if f["kind"] == "risk"
+            else {
+                "ms": f"{f['recoverable_ms_per_step']:.3f}",
+                "share": f"{100 * f['recoverable_share_of_step']:.1f}",
+            }
+        )
+        out.append(
+            {
+                "i": i,
+                "severity": f["severity"],
+                "title": f["title"],
+                "gain": gain,
+                "where": where,
+                "evidence": f["evidence"],
+                "fix": f["fix"],
+                "code": f["code"],
+            }
+        )
     return out
 
 
@@ -161,22 +275,40 @@ def snippet_text(loc: dict[str, Any], around: int = 3) -> str:
     if not isinstance(s, dict):
         return ""
     first, lines, n = s.get("first_line"), s.get("lines"), loc.get("line")
-    if type(first) is not int or type(n) is not int or not isinstance(lines, list) or \
-            not all(isinstance(x, str) for x in lines) or not first <= n < first + len(lines):
+    if (
+        type(first) is not int
+        or type(n) is not int
+        or not isinstance(lines, list)
+        or not all(isinstance(x, str) for x in lines)
+        or not first <= n < first + len(lines)
+    ):
         return ""
     lo, hi = max(first, n - around), min(first + len(lines) - 1, n + around)
     return "\n".join(f"{'>' if i == n else ' '} {i:5d}  {lines[i - first]}" for i in range(lo, hi + 1))
 
 
 def _lines(doc: dict[str, Any], key: str = "idle_by_line") -> list[dict[str, Any]]:
-    return [{"where": location_text(r["location"], approx=False),
-             "cause": CAUSE_WORDS.get(r["cause"], r["cause"]), "ms": f"{r['idle_ms_per_step']:.3f}", "gaps": r["gaps"]}
-            for r in doc.get(key, [])]
+    return [
+        {
+            "where": location_text(r["location"], approx=False),
+            "cause": CAUSE_WORDS.get(r["cause"], r["cause"]),
+            "ms": f"{r['idle_ms_per_step']:.3f}",
+            "gaps": r["gaps"],
+        }
+        for r in doc.get(key, [])
+    ]
 
 
 def _kernels(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"name": g["name"][:110], "count": f"{g['count_per_step']:g}", "ms": f"{g['ms_per_step']:.3f}",
-             "precision": g["precision"] or ""} for g in doc["kernels"]["top"]]
+    return [
+        {
+            "name": g["name"][:110],
+            "count": f"{g['count_per_step']:g}",
+            "ms": f"{g['ms_per_step']:.3f}",
+            "precision": g["precision"] or "",
+        }
+        for g in doc["kernels"]["top"]
+    ]
 
 
 def _memory(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
@@ -189,33 +321,81 @@ def _memory(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
         w, h = 880, 120
         t_end = pts[-1][0] or 1
         top = max(p[1] for p in pts) or 1
-        curve = {"w": w, "h": h, "t_end": f"{t_end / 1e6:.1f}", "top": f"{top:.2f}",
-                 "points": " ".join(f"{w * t / t_end:.1f},{h - h * b / top:.1f}" for t, b in pts)}
-    return {**{k: m[k] for k in ("peak_allocated_gib", "peak_reserved_gib", "capacity_gib", "allocs_per_step",
-                                 "empty_cache_calls")}, "curve": curve}
+        curve = {
+            "w": w,
+            "h": h,
+            "t_end": f"{t_end / 1e6:.1f}",
+            "top": f"{top:.2f}",
+            "points": " ".join(f"{w * t / t_end:.1f},{h - h * b / top:.1f}" for t, b in pts),
+        }
+    return {
+        **{
+            k: m[k]
+            for k in (
+                "peak_allocated_gib",
+                "peak_reserved_gib",
+                "capacity_gib",
+                "allocs_per_step",
+                "empty_cache_calls",
+            )
+        },
+        "curve": curve,
+    }
 
 
-_COMPARE_SECTIONS = (("Metrics", "metrics"), ("Step time breakdown (ms per step)", "breakdown_ms"),
-                     ("GPU idle by cause (ms per step)", "idle_by_cause_ms"), ("Top kernels", "kernels_ms"),
-                     ("Memory", "memory"))
+_COMPARE_SECTIONS = (
+    ("Metrics", "metrics"),
+    ("Step time breakdown (ms per step)", "breakdown_ms"),
+    ("GPU idle by cause (ms per step)", "idle_by_cause_ms"),
+    ("Top kernels", "kernels_ms"),
+    ("Memory", "memory"),
+)
 
 
 def render_compare_html(c: dict[str, Any]) -> str:
     """Two runs side by side: a table per section and bars for the breakdown of each."""
-    sections = [{"title": title, "rows": [[x["label"], num(x["a"]), num(x["b"]), num(x["delta"], signed=True),
-                                           num(x["delta_pct"], signed=True)] for x in c[key]]}
-                for title, key in _COMPARE_SECTIONS if c[key]]
+    sections = [
+        {
+            "title": title,
+            "rows": [
+                [
+                    x["label"],
+                    num(x["a"]),
+                    num(x["b"]),
+                    num(x["delta"], signed=True),
+                    num(x["delta_pct"], signed=True),
+                ]
+                for x in c[key]
+            ],
+        }
+        for title, key in _COMPARE_SECTIONS
+        if c[key]
+    ]
     items = [f"gone: {f['title']} ({f['ms']:.3f} ms per step in A)" for f in c["findings_gone"]]
     items += [f"new: {f['title']} ({f['ms']:.3f} ms per step in B)" for f in c["findings_new"]]
-    items += [f"not checked in {f['not_checked_in']}: {f['title']} ({f['ms']:.3f} ms per step in {f['in']}; "
-              f"{f['not_checked_in']} lacks the data to check it)" for f in c.get("findings_unchecked", [])]
-    items += [f"still there: {f['title']} ({f['a_ms']:.3f} → {f['b_ms']:.3f} ms per step)"
-              for f in c["findings_kept"]]
+    items += [
+        f"not checked in {f['not_checked_in']}: {f['title']} ({f['ms']:.3f} ms per step in {f['in']}; "
+        f"{f['not_checked_in']} lacks the data to check it)"
+        for f in c.get("findings_unchecked", [])
+    ]
+    items += [
+        f"still there: {f['title']} ({f['a_ms']:.3f} → {f['b_ms']:.3f} ms per step)"
+        for f in c["findings_kept"]
+    ]
     return render_page("compare.html", a=c["a"], b=c["b"], sections=sections, findings=items)
 
 
-_LADDER_HEAD = ("rung", "samples/s", "ms/step", "GPU busy", "NVML util", "peak GiB", "speed-up", "% of ceiling",
-                "top remaining finding")
+_LADDER_HEAD = (
+    "rung",
+    "samples/s",
+    "ms/step",
+    "GPU busy",
+    "NVML util",
+    "peak GiB",
+    "speed-up",
+    "% of ceiling",
+    "top remaining finding",
+)
 
 
 def render_ladder_html(doc: dict[str, Any]) -> str:
@@ -230,8 +410,14 @@ def render_ladder_html(doc: dict[str, Any]) -> str:
     bars = []
     for i, r in enumerate(rungs):
         y = 4 + i * (bar + gap)
-        b = {"y": y, "text_y": y + 15, "label": r["label"][:46], "status": r["status"], "reason": r["reason"],
-             "bar": None}
+        b = {
+            "y": y,
+            "text_y": y + 15,
+            "label": r["label"][:46],
+            "status": r["status"],
+            "reason": r["reason"],
+            "bar": None,
+        }
         if r["samples_per_s"]:
             bw = w * r["samples_per_s"] / top * 0.95
             b["bar"] = {"w": f"{bw:.1f}", "end_x": f"{334 + bw:.1f}", "rate": f"{r['samples_per_s']:,.0f}"}
@@ -240,5 +426,14 @@ def render_ladder_html(doc: dict[str, Any]) -> str:
     if ceiling:
         x = 330 + w * 0.95 * ceiling / top
         line = {"x": f"{x:.1f}", "text_x": f"{x + 4:.1f}", "rate": f"{ceiling:,.0f}"}
-    return render_page("ladder.html", device=doc["device"], width=w + 360, height=h, bar_h=bar, bars=bars,
-                       ceiling=line, head=_LADDER_HEAD, rows=ladder_table_rows(doc))
+    return render_page(
+        "ladder.html",
+        device=doc["device"],
+        width=w + 360,
+        height=h,
+        bar_h=bar,
+        bars=bars,
+        ceiling=line,
+        head=_LADDER_HEAD,
+        rows=ladder_table_rows(doc),
+    )

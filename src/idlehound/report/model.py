@@ -35,6 +35,7 @@ class _Doc(msgspec.Struct, forbid_unknown_fields=True):
 
 # ---- the analysis report (schema idlehound/analysis) ----
 
+
 class Tool(_Doc):
     name: str
     version: str
@@ -241,6 +242,7 @@ class Report(_Doc):
 
 # ---- idlehound compare (schema idlehound/compare) ----
 
+
 class CompareSide(_Doc):
     path: str
     headline: str
@@ -296,6 +298,7 @@ class Compare(_Doc):
 
 # ---- several ranks (schema idlehound/distributed) ----
 
+
 class RankRow(_Doc):
     rank: Any  # rank, world size and backend: whatever the trace's metadata gives
     step_ms: float
@@ -340,6 +343,7 @@ class Ranks(_Doc):
 
 # ---- idlehound lint --json (schema idlehound/lint) ----
 
+
 class LintRow(_Doc):
     rule: str
     name: str
@@ -359,6 +363,7 @@ class Lint(_Doc):
 
 
 # ---- idlehound ladder (schema idlehound/ladder) ----
+
 
 class Rung(_Doc):
     name: str
@@ -388,6 +393,7 @@ class Ladder(_Doc):
 
 
 # ---- idlehound tune (schema idlehound/tune) ----
+
 
 class Variant(_Doc):
     candidate: str
@@ -443,8 +449,14 @@ class Tune(_Doc, kw_only=True):
     wall_s: Optional[float] = None  # version 3: the whole tune's wall time
 
 
-DOCUMENTS: dict[str, type[_Doc]] = {"report": Report, "compare": Compare, "ranks": Ranks, "lint": Lint,
-                                    "ladder": Ladder, "tune": Tune}
+DOCUMENTS: dict[str, type[_Doc]] = {
+    "report": Report,
+    "compare": Compare,
+    "ranks": Ranks,
+    "lint": Lint,
+    "ladder": Ladder,
+    "tune": Tune,
+}
 
 
 def as_data(doc: _Doc) -> dict[str, Any]:

@@ -25,7 +25,10 @@ def schema_id(name: str) -> str:
 
 def schema(name: str) -> dict[str, Any]:
     """The JSON schema (draft 2020-12) of one document, named by its `schema` value."""
-    out: dict[str, Any] = {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": schema_id(name)}
+    out: dict[str, Any] = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": schema_id(name),
+    }
     out.update(msgspec.json.schema(DOCUMENTS[name]))
     return out
 

@@ -57,10 +57,18 @@ def write_ladder_scalars(folder: Path, doc: dict[str, Any]) -> Optional[str]:
     except ImportError:
         return "tensorboard is not installed: no scalar summaries written (pip install tensorboard)"
     for i, r in enumerate(doc["rungs"]):
-        vals = {f"ladder/{k}": float(r[k]) for k in ("samples_per_s", "ms_per_step", "gpu_busy_pct", "speedup",
-                                                    "pct_of_ceiling") if r.get(k) is not None}
+        vals = {
+            f"ladder/{k}": float(r[k])
+            for k in ("samples_per_s", "ms_per_step", "gpu_busy_pct", "speedup", "pct_of_ceiling")
+            if r.get(k) is not None
+        }
         if vals:
-            w.add_event(Event(wall_time=time.time(), step=i, summary=Summary(
-                value=[Summary.Value(tag=k, simple_value=v) for k, v in vals.items()])))
+            w.add_event(
+                Event(
+                    wall_time=time.time(),
+                    step=i,
+                    summary=Summary(value=[Summary.Value(tag=k, simple_value=v) for k, v in vals.items()]),
+                )
+            )
     w.close()
     return None

@@ -30,8 +30,13 @@ def render(doc: dict[str, Any], console: Optional[Console] = None) -> None:
     dev = doc["device"]["name"] or ("CPU" if not t["cuda_run"] else "GPU")
     steps = t["steps"]
     c.print(Text(f"idlehound · {t['path']}", style="bold"))
-    c.print(Text(f"{len(steps)} step(s) from {t['step_source']} · {dev}"
-                 + (f" · worker {t['worker']}" if t["worker"] else ""), style="dim"))
+    c.print(
+        Text(
+            f"{len(steps)} step(s) from {t['step_source']} · {dev}"
+            + (f" · worker {t['worker']}" if t["worker"] else ""),
+            style="dim",
+        )
+    )
     c.print(Panel(Text(doc["headline"], style="bold"), expand=True))
     c.print(_metric_table(doc["metrics"]))
     if doc["trace"]["gpu_recorded"] or any(doc["breakdown_ms"].values()):
@@ -110,8 +115,10 @@ def _findings(c: Console, findings: list[dict[str, Any]]) -> None:
         head.append(f"[{f['severity'].upper()}] ", style=_SEV.get(f["severity"], ""))
         head.append(f["title"], style="bold")
         if f["kind"] != "risk":
-            head.append(f" — up to {f['recoverable_ms_per_step']:.3f} ms per step "
-                        f"({100 * f['recoverable_share_of_step']:.1f}% of the step)")
+            head.append(
+                f" — up to {f['recoverable_ms_per_step']:.3f} ms per step "
+                f"({100 * f['recoverable_share_of_step']:.1f}% of the step)"
+            )
         parts: list[Any] = [head]
         if f["location"]:
             loc = f["location"]
@@ -121,8 +128,16 @@ def _findings(c: Console, findings: list[dict[str, Any]]) -> None:
         parts.append(Text(f"   Fix: {f['fix']}", style="green"))
         c.print(Group(*parts))
         if f["code"]:
-            c.print(Syntax(f["code"], "python", theme="ansi_dark", padding=(0, 3), background_color="default",
-                           word_wrap=True))
+            c.print(
+                Syntax(
+                    f["code"],
+                    "python",
+                    theme="ansi_dark",
+                    padding=(0, 3),
+                    background_color="default",
+                    word_wrap=True,
+                )
+            )
 
 
 def _lines(rows: list[dict[str, Any]], title: str = "GPU idle by source line") -> Table:
@@ -134,6 +149,10 @@ def _lines(rows: list[dict[str, Any]], title: str = "GPU idle by source line") -
     for row in rows:
         loc = row["location"]
         where = location_text(loc, approx=False) + ("" if loc is None or loc["exact"] else " ~")
-        tab.add_row(Text(where), Text(CAUSE_WORDS.get(row["cause"], row["cause"])), f"{row['idle_ms_per_step']:.3f}",
-                    Text(str(row["gaps"])))
+        tab.add_row(
+            Text(where),
+            Text(CAUSE_WORDS.get(row["cause"], row["cause"])),
+            f"{row['idle_ms_per_step']:.3f}",
+            Text(str(row["gaps"])),
+        )
     return tab

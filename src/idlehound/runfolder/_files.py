@@ -84,7 +84,9 @@ def read_samples(path: Path, max_rows: int = 20000) -> dict[str, Any]:
     """samples.json: {"source": str, "samples": [[t_s, util_pct, mem_mib], ...]}, the first max_rows rows."""
     s = read_json(path)
     if not isinstance(s, dict):
-        raise TraceError(path, f"not an idlehound samples.json (the top level is a {_kind(s)}, not an object)")
+        raise TraceError(
+            path, f"not an idlehound samples.json (the top level is a {_kind(s)}, not an object)"
+        )
     source = s.get("source")
     if source is not None and not isinstance(source, str):
         raise TraceError(path, f"'source' must be a string, not {_kind(source)}")
@@ -95,12 +97,16 @@ def read_samples(path: Path, max_rows: int = 20000) -> dict[str, Any]:
     cpu_cap = CPU_TICK_SLACK if source == "cpu" else 100  # see CPU_TICK_SLACK
     for i, row in enumerate(rows):
         if not (isinstance(row, list) and len(row) == 3 and all(_number(v) for v in row)):
-            raise TraceError(path, f"samples[{i}] must be [seconds, utilisation %, memory MiB] numbers, "
-                                   f"not {_short(row)}")
+            raise TraceError(
+                path, f"samples[{i}] must be [seconds, utilisation %, memory MiB] numbers, not {_short(row)}"
+            )
         t, util, mem = row
         if not (0 <= t < 1e9 and 0 <= util <= cpu_cap and 0 <= mem < 1e12):
-            raise TraceError(path, f"samples[{i}] = {_short(row)} is out of range "
-                                   "(seconds >= 0, utilisation 0-100 %, memory >= 0)")
+            raise TraceError(
+                path,
+                f"samples[{i}] = {_short(row)} is out of range "
+                "(seconds >= 0, utilisation 0-100 %, memory >= 0)",
+            )
     if cpu_cap > 100:
         rows = [[t, min(util, 100), mem] for t, util, mem in rows]
     return {"source": source, "samples": rows}
@@ -134,7 +140,9 @@ def update_run_json(run_dir: Path, **fields: Any) -> None:
 CPU_TICK_SLACK = 400
 
 
-def _check_field(path: Path, data: dict, key: str, types: tuple, lo: Optional[float], hi: Optional[float]) -> None:
+def _check_field(
+    path: Path, data: dict, key: str, types: tuple, lo: Optional[float], hi: Optional[float]
+) -> None:
     node: Any = data
     for part in key.split("."):
         if not isinstance(node, dict) or node.get(part) is None:
@@ -168,13 +176,25 @@ def _int(v: Any) -> bool:
 
 
 def _names(types: tuple) -> str:
-    return {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
-            "dict": "an object"}.get(types[-1].__name__ if types != _NUM else "float", "valid")
+    return {
+        "int": "an integer",
+        "float": "a number",
+        "bool": "true or false",
+        "str": "a string",
+        "dict": "an object",
+    }.get(types[-1].__name__ if types != _NUM else "float", "valid")
 
 
 def _kind(v: Any) -> str:
-    return {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null", int: "integer",
-            float: "number"}.get(type(v), type(v).__name__)
+    return {
+        dict: "object",
+        list: "list",
+        str: "string",
+        bool: "boolean",
+        type(None): "null",
+        int: "integer",
+        float: "number",
+    }.get(type(v), type(v).__name__)
 
 
 def _short(v: Any) -> str:

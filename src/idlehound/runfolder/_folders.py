@@ -14,12 +14,17 @@ MAX_NAME = 100  # a run name is one folder name; long enough for any label, shor
 
 def check_run_name(name: str) -> str:
     """A run name must be one plain folder name: it can never point outside --logdir."""
-    bad = (not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name
-           or name.startswith("-"))
+    bad = (
+        not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name or name.startswith("-")
+    )
     if bad:
-        raise CaptureError(f"--name {name!r}: a run name is one folder name (no '/', '\\', '..', or leading '-')")
+        raise CaptureError(
+            f"--name {name!r}: a run name is one folder name (no '/', '\\', '..', or leading '-')"
+        )
     if len(name) > MAX_NAME:
-        raise CaptureError(f"--name: {len(name)} characters is too long for a folder name (at most {MAX_NAME})")
+        raise CaptureError(
+            f"--name: {len(name)} characters is too long for a folder name (at most {MAX_NAME})"
+        )
     return name
 
 

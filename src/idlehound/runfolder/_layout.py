@@ -30,8 +30,9 @@ RANKS_HTML = "ranks.html"
 # As torch's tensorboard_trace_handler names files: <worker>.<time_ns>.pt.trace.json[.gz]
 TRACE_RE = re.compile(r"^(?P<worker>.*?)(?:\.(?P<stamp>\d+))?\.pt\.trace\.json(?:\.gz)?$")
 # As Holistic Trace Analysis users name them: rank-0.json.gz, rank1.json, inference_rank_0.json.gz
-RANK_FILE_RE = re.compile(r"^(?P<worker>(?:.*[-_])?rank[-_]?\d+)(?:\.(?P<stamp>\d+))?\.json(?:\.gz)?$",
-                          re.IGNORECASE)
+RANK_FILE_RE = re.compile(
+    r"^(?P<worker>(?:.*[-_])?rank[-_]?\d+)(?:\.(?P<stamp>\d+))?\.json(?:\.gz)?$", re.IGNORECASE
+)
 _TRACE_END = re.compile(r"\.pt\.trace\.json(\.gz)?$")
 # The rank in a worker name: idlehound's rank0_<host>_<pid>, HTA's rank-0 / rank1 / inference_rank_0
 RANK_RE = re.compile(r"(?:^|[-_])rank[-_]?(\d+)", re.IGNORECASE)

@@ -8,18 +8,23 @@ event costs that event only.
 from __future__ import annotations
 
 import math
+import mmap
 from typing import Any, Optional, Union
 
 import msgspec
 
 Num = Union[int, float]
-NO_ID = -(2**63)  # default of an absent id: numeric, so columns fill straight from the structs (None -> slow path)
+NO_ID = -(
+    2**63
+)  # default of an absent id: numeric, so columns fill straight from the structs (None -> slow path)
 NAN = float("nan")
 
 
 class Args(msgspec.Struct, gc=False, omit_defaults=True, frozen=True):
     external_id: Optional[int] = msgspec.field(default=NO_ID, name="External id")
-    external_id_lc: Optional[int] = msgspec.field(default=NO_ID, name="external id")  # Runtime/Kernel, torch 1.8-1.9
+    external_id_lc: Optional[int] = msgspec.field(
+        default=NO_ID, name="external id"
+    )  # Runtime/Kernel, torch 1.8-1.9
     correlation: Optional[int] = NO_ID
     python_id: Optional[int] = msgspec.field(default=NO_ID, name="Python id")
     python_parent_id: Optional[int] = msgspec.field(default=NO_ID, name="Python parent id")
@@ -59,7 +64,7 @@ _ANY = msgspec.json.Decoder()
 BATCH_SIZE = 50_000
 
 
-def decode_top(buf: bytes) -> dict[str, msgspec.Raw]:
+def decode_top(buf: Union[bytes, bytearray, memoryview, mmap.mmap]) -> dict[str, msgspec.Raw]:
     """Top-level keys of the trace, each still undecoded. Raises msgspec errors on bad JSON."""
     return _TOP.decode(buf)
 
@@ -69,7 +74,7 @@ def decode_batch(buf: bytes) -> list[Event]:
     return _BATCH.decode(buf)
 
 
-def split_events(raw: msgspec.Raw) -> list[msgspec.Raw]:
+def split_events(raw: Union[msgspec.Raw, bytes]) -> list[msgspec.Raw]:
     return _RAW_LIST.decode(raw)
 
 
@@ -125,7 +130,7 @@ def _coerce(obj: dict, stats: dict[str, int]) -> Optional[Event]:
 
 
 def _coerce_args(a: dict) -> Args:
-    out = {}
+    out: dict[str, Any] = {}
     for f in Args.__struct_fields__:
         key = Args.__struct_encode_fields__[Args.__struct_fields__.index(f)]
         v = a.get(key)

@@ -34,13 +34,17 @@ def list_traces(root: Path) -> list[TraceFile]:
     return out
 
 
-def resolve(path: Path, run: Optional[str] = None, worker: Optional[str] = None) -> tuple[TraceFile, list[TraceFile]]:
+def resolve(
+    path: Path, run: Optional[str] = None, worker: Optional[str] = None
+) -> tuple[TraceFile, list[TraceFile]]:
     """The trace to analyse and the other traces of its run (for listing workers)."""
     if not path.exists():
         raise TraceError(path, "no such file or folder")
     if path.is_file():
         m = _match(path.name)
-        tf = TraceFile(path, path.parent.name, m.group("worker") if m else path.stem, int((m and m.group("stamp")) or 0))
+        tf = TraceFile(
+            path, path.parent.name, m.group("worker") if m else path.stem, int((m and m.group("stamp")) or 0)
+        )
         return tf, [tf]
     found = list_traces(path)
     if not found:
@@ -48,13 +52,18 @@ def resolve(path: Path, run: Optional[str] = None, worker: Optional[str] = None)
     if run is not None:
         found = [t for t in found if t.run == run or t.run.endswith("/" + run)]
         if not found:
-            raise TraceError(path, f"no run named {run!r} (runs: {', '.join(sorted({t.run for t in list_traces(path)}))})")
+            raise TraceError(
+                path, f"no run named {run!r} (runs: {', '.join(sorted({t.run for t in list_traces(path)}))})"
+            )
     newest_run = max(found, key=lambda t: t.sort_key).run
     in_run = [t for t in found if t.run == newest_run]
     if worker is not None:
         chosen = [t for t in in_run if t.worker == worker]
         if not chosen:
-            raise TraceError(path, f"no worker {worker!r} in run {newest_run!r} "
-                                   f"(workers: {', '.join(sorted({t.worker for t in in_run}))})")
+            raise TraceError(
+                path,
+                f"no worker {worker!r} in run {newest_run!r} "
+                f"(workers: {', '.join(sorted({t.worker for t in in_run}))})",
+            )
         return max(chosen, key=lambda t: t.sort_key), in_run
     return max(in_run, key=lambda t: t.sort_key), in_run

@@ -17,14 +17,38 @@ from ._files import TraceFile, resolve
 from ._table import EventTable, TableBuilder
 
 KINETO_CATS = {
-    "cpu_op", "user_annotation", "gpu_user_annotation", "kernel", "gpu_memcpy", "gpu_memset",
-    "cuda_runtime", "cuda_driver", "python_function", "cpu_instant_event", "cuda_sync",
-    "Kernel", "Memcpy", "Memset", "Runtime", "Operator",
+    "cpu_op",
+    "user_annotation",
+    "gpu_user_annotation",
+    "kernel",
+    "gpu_memcpy",
+    "gpu_memset",
+    "cuda_runtime",
+    "cuda_driver",
+    "python_function",
+    "cpu_instant_event",
+    "cuda_sync",
+    "Kernel",
+    "Memcpy",
+    "Memset",
+    "Runtime",
+    "Operator",
 }
 _META_KEYS = (
-    "schemaVersion", "trace_id", "with_stack", "record_shapes", "profile_memory", "with_modules",
-    "with_flops", "cuda_driver_version", "cuda_runtime_version", "cupti_version", "host_name",
-    "distributedInfo", "displayTimeUnit", "baseTimeNanoseconds",
+    "schemaVersion",
+    "trace_id",
+    "with_stack",
+    "record_shapes",
+    "profile_memory",
+    "with_modules",
+    "with_flops",
+    "cuda_driver_version",
+    "cuda_runtime_version",
+    "cupti_version",
+    "host_name",
+    "distributedInfo",
+    "displayTimeUnit",
+    "baseTimeNanoseconds",
 )
 
 
@@ -52,8 +76,12 @@ class Trace:
         return bool(self.metadata.get("with_stack")) or self.events.cat_id("python_function") >= 0
 
 
-def load_trace(path: Union[str, Path], run: Optional[str] = None, worker: Optional[str] = None,
-               max_bytes: Optional[int] = None) -> Trace:
+def load_trace(
+    path: Union[str, Path],
+    run: Optional[str] = None,
+    worker: Optional[str] = None,
+    max_bytes: Optional[int] = None,
+) -> Trace:
     """Load a `.pt.trace.json[.gz]` file, or the newest trace of a TensorBoard log dir.
 
     max_bytes caps the uncompressed JSON (default: $IDLEHOUND_MAX_TRACE_BYTES, else 4 GiB).
@@ -72,11 +100,12 @@ def load_trace(path: Union[str, Path], run: Optional[str] = None, worker: Option
     if len(workers) > 1:
         trace.warnings.append(
             f"{len(workers)} workers in run {tf.run!r} ({', '.join(workers)}); analysing {tf.worker!r} "
-            "(choose with --worker, or compare the ranks with --ranks)")
+            "(choose with --worker, or compare the ranks with --ranks)"
+        )
     return trace
 
 
-def _read(path: Path, limit: int) -> bytearray:
+def _read(path: Path, limit: int) -> _limits.Buffer:
     try:
         with open(path, "rb") as f:
             gz = f.read(2) == b"\x1f\x8b"
@@ -123,7 +152,9 @@ def parse_trace_bytes(buf: _limits.Buffer, path: Union[str, Path] = "<bytes>") -
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        _parallel.fill(builder, raw_events, stats, buf=buf, at=at)  # pieces of ~2 MB, on several cores if large
+        _parallel.fill(
+            builder, raw_events, stats, buf=buf, at=at
+        )  # pieces of ~2 MB, on several cores if large
         del raw_events, buf
         events = builder.build()
     except _parallel.TooDeep:
@@ -154,7 +185,7 @@ def _check_depth(buf: _limits.Buffer, at: int, n: int, path: Path) -> None:
         if lo and n:
             s.feed(b"[]", at)  # the events array, one level below the top
         for x in range(lo, hi, 2**20):
-            s.feed(bytes(buf[x:min(hi, x + 2**20)]), x)
+            s.feed(bytes(buf[x : min(hi, x + 2**20)]), x)
     if s.max_depth > _limits.MAX_DEPTH:
         raise TraceError(path, _TOO_DEEP)
 
@@ -165,13 +196,16 @@ _KINETO_KEYS = ("schemaVersion", "deviceProperties", "baseTimeNanoseconds", "dis
 
 def _no_events_problem(top: dict[str, msgspec.Raw]) -> str:
     if "nodes" in top and "schema" in top:
-        return ("a PyTorch execution trace (ExecutionTraceObserver 'nodes'), not a torch.profiler (Kineto) trace: "
-                "profile with torch.profiler and pass its .pt.trace.json")
+        return (
+            "a PyTorch execution trace (ExecutionTraceObserver 'nodes'), not a torch.profiler (Kineto) trace: "
+            "profile with torch.profiler and pass its .pt.trace.json"
+        )
     return "no 'traceEvents' key: not a torch.profiler (Kineto) trace"
 
 
-def _check_usable(path: Path, top: frozenset[str], events: EventTable, stats: dict[str, int],
-                  b: TableBuilder) -> None:
+def _check_usable(
+    path: Path, top: frozenset[str], events: EventTable, stats: dict[str, int], b: TableBuilder
+) -> None:
     """Raise a one-line TraceError that says what is wrong when the events cannot be analysed."""
     skipped = stats.get("malformed", 0) + b.bad_times
     if b.n == 0 and not skipped:
@@ -179,17 +213,26 @@ def _check_usable(path: Path, top: frozenset[str], events: EventTable, stats: di
     if len(events) == 0:
         why = f"{b.bad_times} with a 'ts' out of range" if b.bad_times else ""
         if stats.get("malformed"):
-            why = ", ".join(x for x in (why, f"{stats['malformed']} with a 'ts' that is not a number or not "
-                                             "an object") if x)
+            why = ", ".join(
+                x
+                for x in (why, f"{stats['malformed']} with a 'ts' that is not a number or not an object")
+                if x
+            )
         raise TraceError(path, f"none of the {skipped} events is usable ({why})")
     if KINETO_CATS.intersection(events.cats):
         return
     seen = ", ".join(sorted(c for c in events.cats if c)[:6]) or "none"
     if any(k in top for k in _KINETO_KEYS):
-        raise TraceError(path, f"a Kineto trace, but no event has a 'cat' this version reads "
-                               f"(cpu_op, kernel, ...; categories in the file: {seen})")
-    raise TraceError(path, f"no torch.profiler events (cpu_op, kernel, ...; categories in the file: {seen}): "
-                           "this looks like a Chrome trace from another tool")
+        raise TraceError(
+            path,
+            f"a Kineto trace, but no event has a 'cat' this version reads "
+            f"(cpu_op, kernel, ...; categories in the file: {seen})",
+        )
+    raise TraceError(
+        path,
+        f"no torch.profiler events (cpu_op, kernel, ...; categories in the file: {seen}): "
+        "this looks like a Chrome trace from another tool",
+    )
 
 
 def _metadata(top: dict[str, msgspec.Raw]) -> tuple[dict[str, Any], list[dict]]:

@@ -63,8 +63,14 @@ def jobs() -> int:
         return os.cpu_count() or 1
 
 
-def fill(builder: TableBuilder, raw: msgspec.Raw, stats: dict[str, int], n_jobs: Optional[int] = None,
-         buf: Optional[_limits.Buffer] = None, at: int = 0) -> None:
+def fill(
+    builder: TableBuilder,
+    raw: msgspec.Raw,
+    stats: dict[str, int],
+    n_jobs: Optional[int] = None,
+    buf: Optional[_limits.Buffer] = None,
+    at: int = 0,
+) -> None:
     """Add every event of the raw `traceEvents` array to builder (bounded memory, parallel when large).
 
     buf is the mapped file raw lies in, at offset `at`: each piece's pages are released once decoded. Raises
@@ -137,8 +143,11 @@ def add_piece(builder: TableBuilder, piece: bytes, stats: dict[str, int]) -> Non
 def _can_fork() -> bool:
     """Worker processes need fork (Linux, macOS), a parent that may have children (not a daemon), and no other
     threads (a lock held by one at fork time would stay held in the child: a training process loading a trace)."""
-    return ("fork" in multiprocessing.get_all_start_methods() and not multiprocessing.current_process().daemon
-            and threading.active_count() == 1)
+    return (
+        "fork" in multiprocessing.get_all_start_methods()
+        and not multiprocessing.current_process().daemon
+        and threading.active_count() == 1
+    )
 
 
 def _inner_end(mv: memoryview) -> int:

@@ -88,8 +88,12 @@ class TableBuilder:
         self._id_codes = _IdCodes(self._id)  # pid/tid value -> int64 code (few distinct values: a small dict)
         self._cols: dict[str, list[np.ndarray]] = {k: [] for k in _COLS}
         self.extra: dict[str, dict[int, Any]] = {
-            "blocks_per_sm": {}, "occupancy": {}, "input_type": {},
-            "total_allocated": {}, "total_reserved": {}, "device_type": {},
+            "blocks_per_sm": {},
+            "occupancy": {},
+            "input_type": {},
+            "total_allocated": {},
+            "total_reserved": {},
+            "device_type": {},
         }
         self.n = 0
         self.bad_times = 0
@@ -139,7 +143,7 @@ class TableBuilder:
         """Join the columns of the latest pieces. Piece-sized arrays live on the malloc heap, which keeps their
         pages after they are freed; joined ones are mapped on their own and given back when build() joins them."""
         for k, v in self._cols.items():  # compacted: a table of millions of events waits here until build()
-            v[self._big:] = [_compact(k, np.concatenate(v[self._big:]))]
+            v[self._big :] = [_compact(k, np.concatenate(v[self._big :]))]
         self._big += 1
         self._pending = 0
 
@@ -152,13 +156,17 @@ class TableBuilder:
     def _extras(self, events: list) -> None:
         x = self.extra
         try:  # C-level scan for the few events that carry one (kernels, shapes, memory events)
-            has = np.fromiter(map(operator.ne, map(_EXTRA_FIELDS, events), repeat(_NO_EXTRAS)), bool, len(events))
+            has = np.fromiter(
+                map(operator.ne, map(_EXTRA_FIELDS, events), repeat(_NO_EXTRAS)), bool, len(events)
+            )
         except AttributeError:  # "args": null somewhere
             has = np.fromiter((e.args is not None for e in events), bool, len(events))
         # One object per distinct value (share): kept values then pin no memory of the decoded pieces around them.
         n0, share = self.n, self._shared.setdefault
         bps, occ, types = x["blocks_per_sm"], x["occupancy"], x["input_type"]
-        for i in np.flatnonzero(has).tolist():  # locals and no calls for plain floats: ~20% of events get here
+        for i in np.flatnonzero(
+            has
+        ).tolist():  # locals and no calls for plain floats: ~20% of events get here
             a = events[i].args
             j = n0 + i
             v = a.blocks_per_sm
@@ -193,13 +201,24 @@ class TableBuilder:
         return v
 
     def reset(self) -> None:
-        self.__init__()
+        type(self).__init__(self)
 
     def parts(self) -> tuple:
         """What merge() needs, as plain picklable values (sent back from worker processes)."""
-        cols = {k: _pack(k, np.concatenate(v) if v else np.zeros(0, dtype=_COLS[k])) for k, v in self._cols.items()}
-        return (cols, list(self._name_ix), list(self._cat_ix), list(self._str_ix), self.extra, self.n,
-                self.bad_times, self.negative_durs)
+        cols = {
+            k: _pack(k, np.concatenate(v) if v else np.zeros(0, dtype=_COLS[k]))
+            for k, v in self._cols.items()
+        }
+        return (
+            cols,
+            list(self._name_ix),
+            list(self._cat_ix),
+            list(self._str_ix),
+            self.extra,
+            self.n,
+            self.bad_times,
+            self.negative_durs,
+        )
 
     def merge(self, parts: tuple) -> None:
         """Append the events of another builder (its parts()), renumbering its names, categories and string ids."""
@@ -242,14 +261,27 @@ class TableBuilder:
             extra = _keep_extras(extra, keep)
         cols = {k: _compact(k, v) for k, v in cols.items()}
         return EventTable(
-            names=list(self._name_ix), cats=list(self._cat_ix), extra=extra,
-            str_ids=list(self._str_ix), **cols)
+            names=list(self._name_ix),
+            cats=list(self._cat_ix),
+            extra=extra,
+            str_ids=list(self._str_ix),
+            **cols,
+        )
 
 
 _COLS = {
-    "ph": np.int8, "cat": np.int16, "name": np.int32, "pid": np.int64, "tid": np.int64,
-    "ts": np.int64, "dur": np.int64, "ext": np.int64, "corr": np.int64,
-    "py_id": np.int64, "py_parent": np.int64, "nbytes": np.float64,
+    "ph": np.int8,
+    "cat": np.int16,
+    "name": np.int32,
+    "pid": np.int64,
+    "tid": np.int64,
+    "ts": np.int64,
+    "dur": np.int64,
+    "ext": np.int64,
+    "corr": np.int64,
+    "py_id": np.int64,
+    "py_parent": np.int64,
+    "nbytes": np.float64,
 }
 
 
@@ -278,11 +310,14 @@ class _PhCodes(dict):
 
 
 _PH = _PhCodes(PH_CODES)
-_EXTRA_FIELDS = operator.attrgetter("args.blocks_per_sm", "args.occupancy", "args.input_type",
-                                    "args.total_allocated")
+_EXTRA_FIELDS = operator.attrgetter(
+    "args.blocks_per_sm", "args.occupancy", "args.input_type", "args.total_allocated"
+)
 _NO_EXTRAS = (None,) * 4
-_GET = {k: operator.attrgetter(k) for k in (
-    "ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "args.nbytes", "args.mem_bytes")}
+_GET = {
+    k: operator.attrgetter(k)
+    for k in ("ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "args.nbytes", "args.mem_bytes")
+}
 
 
 def _float_col(events: list, key: str) -> np.ndarray:
@@ -301,7 +336,9 @@ def _arg_ids(events: list, f: str) -> np.ndarray:
         return np.fromiter(map(get, events), np.int64, len(events))
     except (TypeError, AttributeError, OverflowError):
         vals = (getattr(e.args or NO_ARGS, f) for e in events)
-        return np.array([v if v is not None and -(2**63) <= v < 2**63 else NO_ID for v in vals], dtype=np.int64)
+        return np.array(
+            [v if v is not None and -(2**63) <= v < 2**63 else NO_ID for v in vals], dtype=np.int64
+        )
 
 
 def _missing_ids(x: np.ndarray) -> np.ndarray:
@@ -309,7 +346,14 @@ def _missing_ids(x: np.ndarray) -> np.ndarray:
     return np.where((x == NO_ID) | (np.abs(x) >= 2**62), NONE, x)
 
 
-_NARROW = ("pid", "tid", "ext", "corr", "py_id", "py_parent")  # ids: compared, sorted, looked up; never summed
+_NARROW = (
+    "pid",
+    "tid",
+    "ext",
+    "corr",
+    "py_id",
+    "py_parent",
+)  # ids: compared, sorted, looked up; never summed
 _I32 = np.iinfo(np.int32)
 
 
@@ -320,7 +364,9 @@ def _compact(key: str, col: np.ndarray) -> np.ndarray:
     if col.size < 2:
         return col
     first = col[:1]
-    same = np.isnan(col).all() if col.dtype.kind == "f" and np.isnan(first[0]) else not (col != first[0]).any()
+    same = (
+        np.isnan(col).all() if col.dtype.kind == "f" and np.isnan(first[0]) else not (col != first[0]).any()
+    )
     if same:
         return np.broadcast_to(first.copy(), col.shape)
     if key in _NARROW and col.dtype == np.int64 and _I32.min <= col.min() and col.max() <= _I32.max:

@@ -66,7 +66,9 @@ class TuneOptions:
     min_rounds: int = 3
     max_rounds: int = 5
     seed: int = 0
-    budget_s: Optional[float] = None  # wall time for the whole tune: candidates that would not fit are not tried
+    budget_s: Optional[float] = (
+        None  # wall time for the whole tune: candidates that would not fit are not tried
+    )
 
 
 Progress = Callable[[str, int, int], None]  # (what runs now, runs done, runs planned; 0 while not yet known)
@@ -78,7 +80,9 @@ def print_progress(message: str, done: int, total: int) -> None:
     sys.stderr.write(f"idlehound tune: [{done + 1}/{total or '?'}] {message}\n")
 
 
-def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress = print_progress) -> dict[str, Any]:
+def run_tune(
+    script: str, args: list[str], opts: TuneOptions, progress: Progress = print_progress
+) -> dict[str, Any]:
     """Tune script; returns the tune document (schema idlehound/tune, version 3) and writes it to a run folder.
 
     Stage 1 times the loader candidates on the script as written. Stage 2 times the others one at a time on top
@@ -100,8 +104,10 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
     progress(f"baseline ({opts.skip} warm-up + {opts.steps} timed steps)", 0, 0)
     first = lab.first_baseline()
     if first["status"] != "ok":
-        raise IdlehoundError(f"{script}: the unmodified script did not complete its warm-up and "
-                             f"{opts.steps} timed optimizer steps ({first['error'] or first['status']})")
+        raise IdlehoundError(
+            f"{script}: the unmodified script did not complete its warm-up and "
+            f"{opts.steps} timed optimizer steps ({first['error'] or first['status']})"
+        )
     causes: set[str] = set()
     if opts.diagnose:
         progress("diagnosing the baseline (short profile)", lab.done, 0)
@@ -126,8 +132,17 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
         stack = _on_top(clock, stack, cand, cand.name + "_on_stack", outcomes, " (again)")
     lab.last_baseline()
     progress("checking that the changed script runs", lab.done, lab.done + 1)
-    doc = _document(script, opts, causes, [lab.baseline_outcome()] + outcomes, run_dir, lab.noise(), lab.drift(),
-                    lambda new: _runs_changed(script, args, opts, run_dir, new), lab.predictor.summary())
+    doc = _document(
+        script,
+        opts,
+        causes,
+        [lab.baseline_outcome()] + outcomes,
+        run_dir,
+        lab.noise(),
+        lab.drift(),
+        lambda new: _runs_changed(script, args, opts, run_dir, new),
+        lab.predictor.summary(),
+    )
     doc["wall_s"] = round(time.monotonic() - clock.t0, 1)
     progress("done", lab.done + 1, lab.done + 1)
     json_file, md_file, html_file = document_files(run_dir, "tune")
@@ -140,8 +155,9 @@ def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress
 class _Lab:
     """Runs the children of one tune and keeps every run in schedule order, for the intervals and the drift."""
 
-    def __init__(self, script: str, args: list[str], opts: TuneOptions, run_dir: Path, cuda: bool,
-                 progress: Progress) -> None:
+    def __init__(
+        self, script: str, args: list[str], opts: TuneOptions, run_dir: Path, cuda: bool, progress: Progress
+    ) -> None:
         self.script, self.args, self.opts, self.run_dir, self.cuda = script, args, opts, run_dir, cuda
         self.progress = progress
         self.runs: list[Run] = []
@@ -174,10 +190,17 @@ class _Lab:
         """The baseline once more at the very end, so the drift across the whole tune is measured."""
         if self.runs and self.runs[-1].arm != "baseline":
             pos = self.runs[-1].position + 1
-            self.runs.append(Run("baseline", pos, self._measure("baseline", len(self.results["baseline"]), pos)))
+            self.runs.append(
+                Run("baseline", pos, self._measure("baseline", len(self.results["baseline"]), pos))
+            )
 
-    def experiment(self, stack: Optional[_Stack], cands: list[Candidate], note: str = "",
-                   names: Optional[list[str]] = None) -> list[Outcome]:
+    def experiment(
+        self,
+        stack: Optional[_Stack],
+        cands: list[Candidate],
+        note: str = "",
+        names: Optional[list[str]] = None,
+    ) -> list[Outcome]:
         """Time cands (each on top of stack) interleaved with the stack's own run (the baseline when empty)."""
         if not cands:
             return []
@@ -197,23 +220,35 @@ class _Lab:
         self.progress(f"{what} (run {i + 1})", self.done, self.total)
         n = len(self.results.get(arm, []))
         t0 = time.monotonic()
-        r = _run_child(self.script, self.args, self.settings[arm], self.opts, self.run_dir / f"{arm}.{n}.json")
+        r = _run_child(
+            self.script, self.args, self.settings[arm], self.opts, self.run_dir / f"{arm}.{n}.json"
+        )
         self.run_s.append(time.monotonic() - t0)
         self.results.setdefault(arm, []).append(r)
         self.done += 1
         if r["status"] != "ok":
             return None
         if arm != "baseline" and n == 0:  # checked once: the same seeds give the same losses on every run
-            self.checks[arm] = check_losses(self.results["baseline"][0]["losses"], r["losses"], self.math[arm],
-                                            self.cuda, self.noise()["loss_rel_diff"])
+            self.checks[arm] = check_losses(
+                self.results["baseline"][0]["losses"],
+                r["losses"],
+                self.math[arm],
+                self.cuda,
+                self.noise()["loss_rel_diff"],
+            )
             if not self.checks[arm][0]:
                 return None  # rejected: not timed again
         return r.get("ms_per_step")
 
     def outcome(self, name: str, ref: str, stack: Optional[_Stack]) -> Outcome:
         on_top = stack.outcome if stack else None
-        o = Outcome(name, self.labels[name], settings=self.settings[name],
-                    on_top_of=stack.name if on_top is not None else None, predicted=self.predicted.get(name))
+        o = Outcome(
+            name,
+            self.labels[name],
+            settings=self.settings[name],
+            on_top_of=stack.name if on_top is not None else None,
+            predicted=self.predicted.get(name),
+        )
         results = self.results.get(name, [])
         failed = next((r for r in results if r["status"] != "ok"), None)
         if failed is not None:
@@ -269,17 +304,30 @@ class _Budget:
     def _per_run(self) -> float:
         return sum(self.lab.run_s) / len(self.lab.run_s) if self.lab.run_s else 0.0
 
-    def experiment(self, stack: Optional[_Stack], cands: list[Candidate], note: str = "",
-                   names: Optional[list[str]] = None) -> list[Outcome]:
+    def experiment(
+        self,
+        stack: Optional[_Stack],
+        cands: list[Candidate],
+        note: str = "",
+        names: Optional[list[str]] = None,
+    ) -> list[Outcome]:
         names = names or [c.name for c in cands]
         left = None if self.budget_s is None else self.budget_s - (time.monotonic() - self.t0)
         fit = len(cands) if left is None else self._fitting(len(cands), left)
         done = self.lab.experiment(stack, cands[:fit], note, names[:fit]) if fit else []
         runs = self.lab.sched.min_rounds * (len(cands) - fit + 1) + 1
         why = f"not tried: {runs} more runs would not fit the --budget of {self.budget_s:g} s"
-        return done + [Outcome(n, c.label + note, status="skipped", reason=why, settings=c.settings,
-                               on_top_of=stack.name if stack and stack.cands else None)
-                       for c, n in zip(cands[fit:], names[fit:])]
+        return done + [
+            Outcome(
+                n,
+                c.label + note,
+                status="skipped",
+                reason=why,
+                settings=c.settings,
+                on_top_of=stack.name if stack and stack.cands else None,
+            )
+            for c, n in zip(cands[fit:], names[fit:])
+        ]
 
     def _fitting(self, n: int, left: float) -> int:
         """How many of n candidates (the most promising first) fit in what is left of the budget: a sweep that
@@ -324,19 +372,33 @@ def _noise(base: dict, repeat: dict) -> dict[str, Optional[float]]:
     return {"time_pct": round(t, 2), "loss_rel_diff": d}
 
 
-def _run_child(script: str, args: list[str], settings: dict, opts: TuneOptions, out: Path,
-               script_dir: str = "") -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "idlehound.tune._child", str(out), json.dumps(settings), str(opts.skip),
-           str(opts.steps), script, *args]
+def _run_child(
+    script: str, args: list[str], settings: dict, opts: TuneOptions, out: Path, script_dir: str = ""
+) -> dict[str, Any]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "idlehound.tune._child",
+        str(out),
+        json.dumps(settings),
+        str(opts.skip),
+        str(opts.steps),
+        script,
+        *args,
+    ]
     env = {**os.environ, **compile_cache_env(out.parent)}
     if script_dir:
         env["IDLEHOUND_TUNE_SCRIPT_DIR"] = script_dir
     try:  # no stdin: a script that reads it would wait for ever
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=opts.timeout_s, stdin=subprocess.DEVNULL,
-                           env=env)
+        r = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=opts.timeout_s, stdin=subprocess.DEVNULL, env=env
+        )
     except subprocess.TimeoutExpired:
-        return {"status": "failed", "losses": [],
-                "error": f"did not finish within --child-timeout {opts.timeout_s} s (raise it for a slow start-up)"}
+        return {
+            "status": "failed",
+            "losses": [],
+            "error": f"did not finish within --child-timeout {opts.timeout_s} s (raise it for a slow start-up)",
+        }
     if not out.exists():
         tail = (r.stderr.strip().splitlines() or ["no output"])[-1][:300]
         return {"status": "failed", "error": f"exit code {r.returncode}: {tail}", "losses": []}
@@ -347,8 +409,12 @@ def compile_cache_env(folder: Path) -> dict[str, str]:
     """torch.compile's caches in the tune folder: the first run of a compiled variant fills them and the later
     runs (each its own process) load the compiled code instead of compiling again."""
     cache = (folder / "compile_cache").resolve()
-    return {"TORCHINDUCTOR_CACHE_DIR": str(cache), "TRITON_CACHE_DIR": str(cache / "triton"),
-            "TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
+    return {
+        "TORCHINDUCTOR_CACHE_DIR": str(cache),
+        "TRITON_CACHE_DIR": str(cache / "triton"),
+        "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
+        "TORCHINDUCTOR_AUTOGRAD_CACHE": "1",
+    }
 
 
 def _diagnosed_causes(script, args, opts, run_dir: Path) -> tuple[set[str], Predictor]:
@@ -357,8 +423,24 @@ def _diagnosed_causes(script, args, opts, run_dir: Path) -> tuple[set[str], Pred
 
     logdir = run_dir / "profile"
     skip = max(1, min(opts.skip, 5))
-    cmd = [sys.executable, "-m", "idlehound", "run", "--logdir", str(logdir), "--skip", str(skip), "--warmup", "1",
-           "--active", "3", "--stop-after", "--no-report", script, *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "idlehound",
+        "run",
+        "--logdir",
+        str(logdir),
+        "--skip",
+        str(skip),
+        "--warmup",
+        "1",
+        "--active",
+        "3",
+        "--stop-after",
+        "--no-report",
+        script,
+        *args,
+    ]
     try:
         subprocess.run(cmd, capture_output=True, text=True, timeout=opts.timeout_s, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
@@ -368,7 +450,9 @@ def _diagnosed_causes(script, args, opts, run_dir: Path) -> tuple[set[str], Pred
     except IdlehoundError:
         return set(), Predictor(None)
     causes = {f.cause for f in res.findings}
-    if res.analysis.kernels.fp32_matmul_ns > 0:  # hidden while the GPU waits for data; shows once that is fixed
+    if (
+        res.analysis.kernels.fp32_matmul_ns > 0
+    ):  # hidden while the GPU waits for data; shows once that is fixed
         causes.add("fp32_math")
     return causes, Predictor(res.analysis)
 
@@ -377,26 +461,46 @@ def _choose(cands: list[Candidate], causes: set[str], base: dict, cuda: bool, op
     known = {c.name for c in cands}
     counts = [re.fullmatch(r"workers([1-9][0-9]*)", t) for t in opts.try_ if t not in known]
     extra = [workers_candidate(int(m.group(1)), cuda) for m in counts if m]
-    wanted = [c for c in _loader_first(cands + extra) if c.name not in opts.skip_candidates and (
-        c.name in opts.try_ or (not opts.try_ and bool(causes & set(c.causes))))]
-    pinning = any(c.settings.get("loader", {}).get("pin_memory") and "num_workers" in c.settings["loader"]
-                  for c in wanted)
+    wanted = [
+        c
+        for c in _loader_first(cands + extra)
+        if c.name not in opts.skip_candidates
+        and (c.name in opts.try_ or (not opts.try_ and bool(causes & set(c.causes))))
+    ]
+    pinning = any(
+        c.settings.get("loader", {}).get("pin_memory") and "num_workers" in c.settings["loader"]
+        for c in wanted
+    )
     chosen, skipped = [], []
     has_loader = bool(base.get("loaders"))
     facts = base.get("facts") or {}
     for c in wanted:
         if c.framework and facts.get(FRAMEWORK_FACTS[c.framework][0]) is None:
             if c.name in opts.try_:  # tried by name: say why not; proposed by a cause: not this script's kind
-                skipped.append(Outcome(c.name, c.label, status="skipped", reason=FRAMEWORK_FACTS[c.framework][2],
-                                       settings=c.settings))
+                skipped.append(
+                    Outcome(
+                        c.name,
+                        c.label,
+                        status="skipped",
+                        reason=FRAMEWORK_FACTS[c.framework][2],
+                        settings=c.settings,
+                    )
+                )
             continue
-        reason = ("the script builds no DataLoader" if c.needs_loader and not has_loader else
-                  "needs CUDA" if c.needs_cuda and not cuda else
-                  "every num_workers candidate pins memory already" if c.name == "pin_memory" and pinning
-                  and c.name not in opts.try_ else "")
+        reason = (
+            "the script builds no DataLoader"
+            if c.needs_loader and not has_loader
+            else "needs CUDA"
+            if c.needs_cuda and not cuda
+            else "every num_workers candidate pins memory already"
+            if c.name == "pin_memory" and pinning and c.name not in opts.try_
+            else ""
+        )
         idle = "" if reason else not_applicable(c, facts)
         if idle:  # would change nothing in this script: not timed, so noise cannot pass for a win
-            skipped.append(Outcome(c.name, c.label, status="not applicable", reason=idle, settings=c.settings))
+            skipped.append(
+                Outcome(c.name, c.label, status="not applicable", reason=idle, settings=c.settings)
+            )
         elif reason:
             skipped.append(Outcome(c.name, c.label, status="skipped", reason=reason, settings=c.settings))
         else:
@@ -408,8 +512,9 @@ def _loader_first(cands: list[Candidate]) -> list[Candidate]:
     return [c for c in cands if c.needs_loader] + [c for c in cands if not c.needs_loader]
 
 
-def check_losses(ref: list[float], got: list[float], math: str, cuda: bool,
-                 noise: Optional[float] = None) -> tuple[bool, Optional[float], str]:
+def check_losses(
+    ref: list[float], got: list[float], math: str, cuda: bool, noise: Optional[float] = None
+) -> tuple[bool, Optional[float], str]:
     """Compare per-step losses; returns (ok, largest relative difference, what was checked).
 
     "same": bitwise equal on the CPU; on CUDA, where reductions may reorder between runs, equal within 1e-5 or
@@ -443,7 +548,11 @@ def _check_same(ref: list[float], got: list[float], cuda: bool, noise: Optional[
     what = "bitwise equal" if not cuda else f"equal within {tol:.2g}"
     if worst <= tol:
         return True, round(worst, 8), f"{what}: ok ({len(ref)} steps)"
-    return False, round(worst, 8), f"{what}: diverged at step {worst_i}: {ref[worst_i]:.6g} vs {got[worst_i]:.6g}"
+    return (
+        False,
+        round(worst, 8),
+        f"{what}: diverged at step {worst_i}: {ref[worst_i]:.6g} vs {got[worst_i]:.6g}",
+    )
 
 
 def _running_mean(xs: list[float]) -> list[float]:
@@ -456,7 +565,9 @@ def _running_mean(xs: list[float]) -> list[float]:
 
 def _refined(stage1: list[Candidate], floor, cuda: bool) -> list[Candidate]:
     """Worker counts between the sweep's best and its neighbours (the best is rarely exactly on the grid)."""
-    counts = [c.settings["loader"]["num_workers"] for c in stage1 if "num_workers" in c.settings.get("loader", {})]
+    counts = [
+        c.settings["loader"]["num_workers"] for c in stage1 if "num_workers" in c.settings.get("loader", {})
+    ]
     if floor is None or "num_workers" not in floor[0].settings.get("loader", {}):
         return []
     best = floor[0].settings["loader"]["num_workers"]
@@ -466,8 +577,9 @@ def _refined(stage1: list[Candidate], floor, cuda: bool) -> list[Candidate]:
 BUSY_GPU = 80.0  # % GPU busy above which the GPU, not the loader, sets the pace
 
 
-def _on_top(lab: _Budget, stack: _Stack, cand: Candidate, name: str, outcomes: list[Outcome],
-            note: str = "") -> _Stack:
+def _on_top(
+    lab: _Budget, stack: _Stack, cand: Candidate, name: str, outcomes: list[Outcome], note: str = ""
+) -> _Stack:
     """Time cand on top of the stack against the stack's own run, record the outcome, return the stack it leaves."""
     (o,) = lab.experiment(stack if stack.cands else None, [cand], note, [name])
     if not stack.cands:
@@ -485,8 +597,11 @@ def _more_workers(stack: _Stack, stage1: list[Candidate], cuda: bool) -> list[Ca
     if not loader or len(stack.cands) < 2 or util is None or util >= BUSY_GPU:
         return []
     n = loader[0].settings["loader"]["num_workers"]
-    above = [c.settings["loader"]["num_workers"] for c in stage1 if c.settings.get("loader", {}).get(
-        "num_workers", 0) > n]
+    above = [
+        c.settings["loader"]["num_workers"]
+        for c in stage1
+        if c.settings.get("loader", {}).get("num_workers", 0) > n
+    ]
     return [workers_candidate(min(above), cuda)] if above else []
 
 
@@ -495,8 +610,9 @@ def _helped(o: Optional[Outcome]) -> bool:
     return o is not None and o.status == "ok" and o.effect == "faster"
 
 
-def _best(stage: list[Candidate], outcomes: list[Outcome],
-          tie: float = 0.03) -> Optional[tuple[Candidate, Outcome]]:
+def _best(
+    stage: list[Candidate], outcomes: list[Outcome], tie: float = 0.03
+) -> Optional[tuple[Candidate, Outcome]]:
     """The fastest candidate of a stage that measured faster than the baseline, with its outcome. Among loader settings
     within `tie` of the fastest, the one with the most workers: while something else bounds the step they
     measure alike, and the later stages need the loader's headroom."""
@@ -543,35 +659,68 @@ class _Stack:
         return _Stack((*self._without(cand), cand), o) if _helped(o) else self
 
     def _without(self, cand: Candidate) -> tuple[Candidate, ...]:
-        return tuple(c for c in self.cands if not (c.needs_loader and cand.needs_loader)
-                     and not (c.group and c.group == cand.group))
+        return tuple(
+            c
+            for c in self.cands
+            if not (c.needs_loader and cand.needs_loader) and not (c.group and c.group == cand.group)
+        )
 
 
-def _document(script: str, opts: TuneOptions, causes: set[str], outcomes: list[Outcome], run_dir: Path,
-              noise: dict[str, Optional[float]], drift: Optional[float] = None,
-              check: Optional[Callable[[str], str]] = None, prediction: Optional[dict[str, Any]] = None):
+def _document(
+    script: str,
+    opts: TuneOptions,
+    causes: set[str],
+    outcomes: list[Outcome],
+    run_dir: Path,
+    noise: dict[str, Optional[float]],
+    drift: Optional[float] = None,
+    check: Optional[Callable[[str], str]] = None,
+    prediction: Optional[dict[str, Any]] = None,
+):
     """The tune document. check(changed source) -> "" when the changed script runs, else why not."""
     best = max((o for o in outcomes[1:] if is_win(o)), key=lambda o: o.speedup or 0, default=None)
     diff, snippets, checked = "", [], ""
     if best is not None:
         diff, snippets = make_diff(Path(script), best.settings, best.graphed_inputs)
         if diff and check is not None:
-            new, _ = changed_source(Path(script).read_text(encoding="utf-8"), best.settings, best.graphed_inputs)
+            new, _ = changed_source(
+                Path(script).read_text(encoding="utf-8"), best.settings, best.graphed_inputs
+            )
             why = check(new)
             checked = "ran: the changed script built its loader and trained" if not why else f"failed: {why}"
             if why:  # never show a diff that does not run: what it would change, and why it is not shown
-                added = [ln[1:] for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
-                snippets = [f"# idlehound tune: the diff was not shown: the changed script {why}.\n"
-                            "# The changes it made, to apply by hand:\n" + "\n".join(added)] + snippets
+                added = [
+                    ln[1:] for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")
+                ]
+                snippets = [
+                    f"# idlehound tune: the diff was not shown: the changed script {why}.\n"
+                    "# The changes it made, to apply by hand:\n" + "\n".join(added)
+                ] + snippets
                 diff = ""
     from ..report import model as m
 
-    return m.as_data(m.Tune(
-        schema="idlehound/tune", schema_version=3, script=script, run_dir=str(run_dir), steps=opts.steps,
-        skip=opts.skip, diagnosed_causes=sorted(causes), prediction=prediction or {"available": False},
-        budget_s=opts.budget_s, noise=m.Noise(**noise), drift_pct=drift, rounds=[opts.min_rounds, opts.max_rounds],
-        margin=MARGIN, variants=[m.Variant(**asdict(o)) for o in outcomes],
-        best=m.Variant(**asdict(best)) if best else None, diff=diff, snippets=snippets, diff_check=checked))
+    return m.as_data(
+        m.Tune(
+            schema="idlehound/tune",
+            schema_version=3,
+            script=script,
+            run_dir=str(run_dir),
+            steps=opts.steps,
+            skip=opts.skip,
+            diagnosed_causes=sorted(causes),
+            prediction=prediction or {"available": False},
+            budget_s=opts.budget_s,
+            noise=m.Noise(**noise),
+            drift_pct=drift,
+            rounds=[opts.min_rounds, opts.max_rounds],
+            margin=MARGIN,
+            variants=[m.Variant(**asdict(o)) for o in outcomes],
+            best=m.Variant(**asdict(best)) if best else None,
+            diff=diff,
+            snippets=snippets,
+            diff_check=checked,
+        )
+    )
 
 
 def is_win(o: Outcome) -> bool:
@@ -582,7 +731,7 @@ def is_win(o: Outcome) -> bool:
 
 
 def _runs_changed(script: str, args: list[str], opts: TuneOptions, run_dir: Path, new: str) -> str:
-    """"" when the changed script parses and runs a few optimizer steps in a child; else what went wrong."""
+    """ "" when the changed script parses and runs a few optimizer steps in a child; else what went wrong."""
     import ast
 
     try:
@@ -592,10 +741,24 @@ def _runs_changed(script: str, args: list[str], opts: TuneOptions, run_dir: Path
     copy = run_dir / f"changed_{Path(script).name}"
     copy.write_text(new, encoding="utf-8")
     short = replace(opts, skip=1, steps=2)
-    r = _run_child(str(copy), args, {}, short, run_dir / "changed_check.json",
-                   script_dir=str(Path(script).resolve().parent))
+    r = _run_child(
+        str(copy),
+        args,
+        {},
+        short,
+        run_dir / "changed_check.json",
+        script_dir=str(Path(script).resolve().parent),
+    )
     return "" if r["status"] in ("ok", "short") else f"failed when run: {_failure(r)}"
 
 
-__all__ = ["Progress", "TuneOptions", "print_progress", "check_losses", "render_tune", "run_tune", "tune_html",
-           "tune_markdown"]
+__all__ = [
+    "Progress",
+    "TuneOptions",
+    "print_progress",
+    "check_losses",
+    "render_tune",
+    "run_tune",
+    "tune_html",
+    "tune_markdown",
+]

@@ -20,9 +20,13 @@ class Candidate:
     needs_cuda: bool = False
     causes: tuple[str, ...] = ()  # diagnosis causes that propose it
     why: str = ""
-    framework: str = ""  # "transformers" / "lightning": tried only where the script builds that framework's object
+    framework: str = (
+        ""  # "transformers" / "lightning": tried only where the script builds that framework's object
+    )
     fixes: tuple[str, ...] = ()  # the replay's fixes (analysis._replay.FIXES) it makes: its predicted gain
-    group: str = ""  # in a stack, a candidate replaces one of the same group (as a loader setting replaces another)
+    group: str = (
+        ""  # in a stack, a candidate replaces one of the same group (as a loader setting replaces another)
+    )
 
 
 def worker_counts(cores: int) -> list[int]:
@@ -40,13 +44,21 @@ def refine_workers(tried: list[int], best: int, cores: int) -> list[int]:
 
 def workers_candidate(n: int, cuda: bool) -> Candidate:
     settings: dict[str, Any] = {
-        "loader": {"num_workers": n, "persistent_workers": True, "pin_memory": cuda, "prefetch_factor": 4}}
+        "loader": {"num_workers": n, "persistent_workers": True, "pin_memory": cuda, "prefetch_factor": 4}
+    }
     if cuda:
         settings["non_blocking"] = True
     label = f"DataLoader num_workers={n}, persistent" + (", pinned, non_blocking copies" if cuda else "")
-    return Candidate(f"workers{n}", label, settings, "same", needs_loader=True,
-                     causes=("data_loading", "pageable_copy"), fixes=("data_loading",) + (("pageable_copy",) if cuda else ()),
-                     why="load batches in worker processes while the GPU computes")
+    return Candidate(
+        f"workers{n}",
+        label,
+        settings,
+        "same",
+        needs_loader=True,
+        causes=("data_loading", "pageable_copy"),
+        fixes=("data_loading",) + (("pageable_copy",) if cuda else ()),
+        why="load batches in worker processes while the GPU computes",
+    )
 
 
 def host_threads(cores: int) -> int:
@@ -60,36 +72,102 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
     cudnn.benchmark last, to time algorithms for the layout and dtype the others settled."""
     loader = [workers_candidate(n, cuda) for n in worker_counts(cores)]
     threads = host_threads(cores)
-    return loader + [
-        Candidate("pin_memory", "DataLoader pin_memory=True, non_blocking copies",
-                  {"loader": {"pin_memory": True}, "non_blocking": True}, "same", needs_loader=True,
-                  needs_cuda=True, causes=("pageable_copy", "data_loading"), fixes=("pageable_copy",),
-                  why="copy batches from page-locked memory without making the host wait"),
-        Candidate("cuda_graphs", "CUDA graphs: the model's forward and backward recorded once, replayed each step",
-                  {"cuda_graphs": True}, "same", needs_cuda=True, causes=("launch_bound", "host_bound"),
-                  fixes=("launch_bound",), group="graphs",
-                  why="one launch replays every kernel of the forward and backward, so Python no longer paces "
-                      "the GPU"),
-        Candidate("compile", "torch.compile of the model (model.compile(), in place)", {"compile": True},
-                  "precision", causes=("launch_bound", "host_bound"), fixes=("launch_bound",), group="graphs",
-                  why="fewer, fused kernels and less Python per step; compiled once, then from the cache"),
-        Candidate("fused_optimizer", "fused / foreach optimizer", {"fused_optimizer": True}, "precision",
-                  causes=("launch_bound", "host_bound"), why="one kernel for all parameters"),
-        Candidate("host_threads", f"torch.set_num_threads({threads}) in the training process",
-                  {"threads": threads}, "same", needs_cuda=True, causes=("data_loading", "host_bound"),
-                  why="idle intra-op threads of the training process spin on the cores the loader workers need"),
-        Candidate("tf32", "TF32 matmul and convolutions", {"tf32": True}, "precision", needs_cuda=True,
-                  causes=("fp32_math",), fixes=("fp32_math",), why="run fp32 matrix math on tensor cores"),
-        Candidate("channels_last", "the model's weights in channels_last memory format", {"channels_last": True},
-                  "precision", needs_cuda=True, causes=("fp32_math",),
-                  why="tensor-core convolutions read NHWC; NCHW costs layout transposes around each one"),
-        Candidate("bf16", "bf16 autocast around the model's forward", {"autocast": "bfloat16"}, "precision",
-                  causes=("fp32_math",), fixes=("fp32_math",), why="half the bytes, tensor cores"),
-    ] + framework_candidates(cores, cuda) + [
-        Candidate("cudnn_benchmark", "torch.backends.cudnn.benchmark = True", {"cudnn_benchmark": True},
-                  "precision", needs_cuda=True, causes=("cudnn_benchmark", "fp32_math"), fixes=("cudnn_benchmark",),
-                  why="let cuDNN pick the fastest convolution algorithm"),
-    ]
+    return (
+        loader
+        + [
+            Candidate(
+                "pin_memory",
+                "DataLoader pin_memory=True, non_blocking copies",
+                {"loader": {"pin_memory": True}, "non_blocking": True},
+                "same",
+                needs_loader=True,
+                needs_cuda=True,
+                causes=("pageable_copy", "data_loading"),
+                fixes=("pageable_copy",),
+                why="copy batches from page-locked memory without making the host wait",
+            ),
+            Candidate(
+                "cuda_graphs",
+                "CUDA graphs: the model's forward and backward recorded once, replayed each step",
+                {"cuda_graphs": True},
+                "same",
+                needs_cuda=True,
+                causes=("launch_bound", "host_bound"),
+                fixes=("launch_bound",),
+                group="graphs",
+                why="one launch replays every kernel of the forward and backward, so Python no longer paces "
+                "the GPU",
+            ),
+            Candidate(
+                "compile",
+                "torch.compile of the model (model.compile(), in place)",
+                {"compile": True},
+                "precision",
+                causes=("launch_bound", "host_bound"),
+                fixes=("launch_bound",),
+                group="graphs",
+                why="fewer, fused kernels and less Python per step; compiled once, then from the cache",
+            ),
+            Candidate(
+                "fused_optimizer",
+                "fused / foreach optimizer",
+                {"fused_optimizer": True},
+                "precision",
+                causes=("launch_bound", "host_bound"),
+                why="one kernel for all parameters",
+            ),
+            Candidate(
+                "host_threads",
+                f"torch.set_num_threads({threads}) in the training process",
+                {"threads": threads},
+                "same",
+                needs_cuda=True,
+                causes=("data_loading", "host_bound"),
+                why="idle intra-op threads of the training process spin on the cores the loader workers need",
+            ),
+            Candidate(
+                "tf32",
+                "TF32 matmul and convolutions",
+                {"tf32": True},
+                "precision",
+                needs_cuda=True,
+                causes=("fp32_math",),
+                fixes=("fp32_math",),
+                why="run fp32 matrix math on tensor cores",
+            ),
+            Candidate(
+                "channels_last",
+                "the model's weights in channels_last memory format",
+                {"channels_last": True},
+                "precision",
+                needs_cuda=True,
+                causes=("fp32_math",),
+                why="tensor-core convolutions read NHWC; NCHW costs layout transposes around each one",
+            ),
+            Candidate(
+                "bf16",
+                "bf16 autocast around the model's forward",
+                {"autocast": "bfloat16"},
+                "precision",
+                causes=("fp32_math",),
+                fixes=("fp32_math",),
+                why="half the bytes, tensor cores",
+            ),
+        ]
+        + framework_candidates(cores, cuda)
+        + [
+            Candidate(
+                "cudnn_benchmark",
+                "torch.backends.cudnn.benchmark = True",
+                {"cudnn_benchmark": True},
+                "precision",
+                needs_cuda=True,
+                causes=("cudnn_benchmark", "fp32_math"),
+                fixes=("cudnn_benchmark",),
+                why="let cuDNN pick the fastest convolution algorithm",
+            ),
+        ]
+    )
 
 
 def framework_candidates(cores: int, cuda: bool) -> list[Candidate]:
@@ -98,38 +176,104 @@ def framework_candidates(cores: int, cuda: bool) -> list[Candidate]:
     n = max(2, cores // 2)
     hf, pl = "transformers", "lightning"
     return [
-        Candidate("hf_workers", f"TrainingArguments: dataloader_num_workers={n}, persistent"
-                  + (", pinned" if cuda else ""), {"hf_args": {
-                      "dataloader_num_workers": n, "dataloader_persistent_workers": True,
-                      "dataloader_pin_memory": cuda}}, "same", needs_loader=True, framework=hf,
-                  causes=("data_loading", "pageable_copy"), fixes=("data_loading",), why="the Trainer loads batches in worker processes"),
-        Candidate("hf_nan_filter", "TrainingArguments: logging_nan_inf_filter=False",
-                  {"hf_args": {"logging_nan_inf_filter": False}}, "same", framework=hf,
-                  causes=("host_bound", "sync", "launch_bound"), fixes=("sync",),
-                  why="the filter checks every step's loss for nan/inf on the host: a GPU sync per step"),
-        Candidate("hf_tf32", "TrainingArguments: tf32=True", {"hf_args": {"tf32": True}}, "precision",
-                  needs_cuda=True, framework=hf, causes=("fp32_math",), fixes=("fp32_math",),
-                  why="fp32 matmuls on tensor cores"),
-        Candidate("hf_bf16", "TrainingArguments: bf16=True", {"hf_args": {"bf16": True}}, "precision",
-                  needs_cuda=True, framework=hf, causes=("fp32_math",), fixes=("fp32_math",),
-                  why="bf16 autocast in the Trainer"),
-        Candidate("hf_compile", "TrainingArguments: torch_compile=True", {"hf_args": {"torch_compile": True}},
-                  "precision", framework=hf, causes=("launch_bound", "host_bound"), fixes=("launch_bound",),
-                  why="fewer, fused kernels for the model's forward and backward"),
-        Candidate("pl_bf16", "Lightning Trainer: precision='bf16-mixed'", {"pl_args": {"precision": "bf16-mixed"}},
-                  "precision", needs_cuda=True, framework=pl, causes=("fp32_math",), fixes=("fp32_math",),
-                  why="bf16 autocast"),
-        Candidate("pl_benchmark", "Lightning Trainer: benchmark=True", {"pl_args": {"benchmark": True}},
-                  "precision", needs_cuda=True, framework=pl, causes=("cudnn_benchmark", "fp32_math"),
-                  fixes=("cudnn_benchmark",), why="let cuDNN pick the fastest convolution algorithm"),
-        Candidate("pl_compile", "Lightning: trainer.fit(torch.compile(module))", {"pl_compile": True}, "precision",
-                  framework=pl, causes=("launch_bound", "host_bound"), fixes=("launch_bound",),
-                  why="fewer, fused kernels for the module's forward"),
+        Candidate(
+            "hf_workers",
+            f"TrainingArguments: dataloader_num_workers={n}, persistent" + (", pinned" if cuda else ""),
+            {
+                "hf_args": {
+                    "dataloader_num_workers": n,
+                    "dataloader_persistent_workers": True,
+                    "dataloader_pin_memory": cuda,
+                }
+            },
+            "same",
+            needs_loader=True,
+            framework=hf,
+            causes=("data_loading", "pageable_copy"),
+            fixes=("data_loading",),
+            why="the Trainer loads batches in worker processes",
+        ),
+        Candidate(
+            "hf_nan_filter",
+            "TrainingArguments: logging_nan_inf_filter=False",
+            {"hf_args": {"logging_nan_inf_filter": False}},
+            "same",
+            framework=hf,
+            causes=("host_bound", "sync", "launch_bound"),
+            fixes=("sync",),
+            why="the filter checks every step's loss for nan/inf on the host: a GPU sync per step",
+        ),
+        Candidate(
+            "hf_tf32",
+            "TrainingArguments: tf32=True",
+            {"hf_args": {"tf32": True}},
+            "precision",
+            needs_cuda=True,
+            framework=hf,
+            causes=("fp32_math",),
+            fixes=("fp32_math",),
+            why="fp32 matmuls on tensor cores",
+        ),
+        Candidate(
+            "hf_bf16",
+            "TrainingArguments: bf16=True",
+            {"hf_args": {"bf16": True}},
+            "precision",
+            needs_cuda=True,
+            framework=hf,
+            causes=("fp32_math",),
+            fixes=("fp32_math",),
+            why="bf16 autocast in the Trainer",
+        ),
+        Candidate(
+            "hf_compile",
+            "TrainingArguments: torch_compile=True",
+            {"hf_args": {"torch_compile": True}},
+            "precision",
+            framework=hf,
+            causes=("launch_bound", "host_bound"),
+            fixes=("launch_bound",),
+            why="fewer, fused kernels for the model's forward and backward",
+        ),
+        Candidate(
+            "pl_bf16",
+            "Lightning Trainer: precision='bf16-mixed'",
+            {"pl_args": {"precision": "bf16-mixed"}},
+            "precision",
+            needs_cuda=True,
+            framework=pl,
+            causes=("fp32_math",),
+            fixes=("fp32_math",),
+            why="bf16 autocast",
+        ),
+        Candidate(
+            "pl_benchmark",
+            "Lightning Trainer: benchmark=True",
+            {"pl_args": {"benchmark": True}},
+            "precision",
+            needs_cuda=True,
+            framework=pl,
+            causes=("cudnn_benchmark", "fp32_math"),
+            fixes=("cudnn_benchmark",),
+            why="let cuDNN pick the fastest convolution algorithm",
+        ),
+        Candidate(
+            "pl_compile",
+            "Lightning: trainer.fit(torch.compile(module))",
+            {"pl_compile": True},
+            "precision",
+            framework=pl,
+            causes=("launch_bound", "host_bound"),
+            fixes=("launch_bound",),
+            why="fewer, fused kernels for the module's forward",
+        ),
     ]
 
 
-FRAMEWORK_FACTS = {"transformers": ("transformers_args", "hf_args", "the script builds no TrainingArguments"),
-                   "lightning": ("lightning_args", "pl_args", "the script builds no Lightning Trainer")}
+FRAMEWORK_FACTS = {
+    "transformers": ("transformers_args", "hf_args", "the script builds no TrainingArguments"),
+    "lightning": ("lightning_args", "pl_args", "the script builds no Lightning Trainer"),
+}
 
 
 def not_applicable(cand: Candidate, facts: dict[str, Any]) -> str:
@@ -161,4 +305,6 @@ class Outcome:
     gain_ci: list[float] | None = None  # 95% interval of gain
     rounds: int = 0  # timed runs behind the figures
     warmup_note: str = ""  # how the warm-up was raised or cut for this variant
-    predicted: float | None = None  # the replay's speed-up over the same reference as gain/speedup (version 3)
+    predicted: float | None = (
+        None  # the replay's speed-up over the same reference as gain/speedup (version 3)
+    )

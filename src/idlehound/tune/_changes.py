@@ -14,7 +14,9 @@ from typing import Any
 
 from ._candidates import FUSED_OPTIMIZERS
 
-COMPILE_BACKEND_ENV = "IDLEHOUND_TUNE_COMPILE_BACKEND"  # e.g. "eager": no compiler needed (tests, CPU machines)
+COMPILE_BACKEND_ENV = (
+    "IDLEHOUND_TUNE_COMPILE_BACKEND"  # e.g. "eager": no compiler needed (tests, CPU machines)
+)
 
 
 @dataclass
@@ -107,7 +109,9 @@ class NonBlocking(Change):
         copies = _batch_copies(src.tree)
         src.edits += [_rewrite_call(src.source, c, {"non_blocking": True}) for c in copies]
         if not copies:
-            src.snippets.append("inputs = inputs.to(device, non_blocking=True)   # each batch tensor from the loader")
+            src.snippets.append(
+                "inputs = inputs.to(device, non_blocking=True)   # each batch tensor from the loader"
+            )
 
 
 class _TrainerArgs(Change):
@@ -123,7 +127,9 @@ class _TrainerArgs(Change):
     def no_op(self, value: Any, facts: dict[str, Any]) -> str:
         set_by = facts.get(self.fact)
         if set_by is not None and all(set_by.get(k) == v for k, v in value.items()):
-            return "the script's Trainer sets " + ", ".join(f"{k}={v!r}" for k, v in value.items()) + " already"
+            return (
+                "the script's Trainer sets " + ", ".join(f"{k}={v!r}" for k, v in value.items()) + " already"
+            )
         return ""
 
     def edit(self, value: Any, src: SourceEdits) -> None:
@@ -133,13 +139,19 @@ class _TrainerArgs(Change):
         for c in calls:
             src.edits += _loader_edits(src.source, src.tree, c, value, src.notes)
         if not calls:
-            src.snippets.append(f"{self.what}(..., " + ", ".join(f"{k}={v!r}" for k, v in value.items()) + ")")
+            src.snippets.append(
+                f"{self.what}(..., " + ", ".join(f"{k}={v!r}" for k, v in value.items()) + ")"
+            )
 
 
 @change
 class TrainingArgs(_TrainerArgs):
-    key, calls, what, fact = ("hf_args", ("TrainingArguments", "Seq2SeqTrainingArguments"), "TrainingArguments",
-                              "transformers_args")
+    key, calls, what, fact = (
+        "hf_args",
+        ("TrainingArguments", "Seq2SeqTrainingArguments"),
+        "TrainingArguments",
+        "transformers_args",
+    )
 
 
 @change
@@ -212,8 +224,10 @@ class Autocast(Change):
         return "the script runs its model under autocast already" if facts.get("autocast") else ""
 
     def edit(self, value: Any, src: SourceEdits) -> None:
-        src.snippets.append(f"with torch.autocast('cuda', dtype=torch.{value}):\n"
-                            "    output = model(inputs)   # wrap the model's forward (and the loss) in the loop")
+        src.snippets.append(
+            f"with torch.autocast('cuda', dtype=torch.{value}):\n"
+            "    output = model(inputs)   # wrap the model's forward (and the loss) in the loop"
+        )
 
 
 def _model_lines(src: SourceEdits) -> None:
@@ -262,7 +276,9 @@ class CudaGraphs(Change):
 
     def no_op(self, value: Any, facts: dict[str, Any]) -> str:
         if facts.get("transformers_args") is not None:  # it calls model(**inputs): nothing would be recorded
-            return "the transformers Trainer calls the model with keywords: CUDA graphs record positional inputs"
+            return (
+                "the transformers Trainer calls the model with keywords: CUDA graphs record positional inputs"
+            )
         return ""
 
     def edit(self, value: Any, src: SourceEdits) -> None:
@@ -281,8 +297,10 @@ def _compiled_already(facts: dict[str, Any]) -> str:
 
 
 def _ensure_torch_import(src: SourceEdits) -> None:
-    imported = any(isinstance(n, ast.Import) and any(a.name == "torch" and a.asname is None for a in n.names)
-                   for n in src.tree.body)
+    imported = any(
+        isinstance(n, ast.Import) and any(a.name == "torch" and a.asname is None for a in n.names)
+        for n in src.tree.body
+    )
     if not imported:
         src.header.insert(0, "import torch")
 
@@ -355,8 +373,10 @@ class CompileLightningModule(Change):
         from ._diff import _calls, _span
 
         fits = [c for c in _calls(src.tree, ("fit",)) if isinstance(c.func, ast.Attribute)]
-        models = [c.args[0] if c.args else next((k.value for k in c.keywords if k.arg == "model"), None)
-                  for c in fits]
+        models = [
+            c.args[0] if c.args else next((k.value for k in c.keywords if k.arg == "model"), None)
+            for c in fits
+        ]
         models = [m for m in models if m is not None]
         if not models:
             src.snippets.append("trainer.fit(torch.compile(model), ...)")
@@ -379,7 +399,11 @@ class FusedOptimizer(Change):
     def no_op(self, value: Any, facts: dict[str, Any]) -> str:
         if facts.get("optimizer") not in (None, *FUSED_OPTIMIZERS):
             return f"its optimizer ({facts.get('optimizer')}) is not Adam, AdamW or SGD"
-        return "the script's optimizer is fused or foreach already" if facts.get("optimizer_fused_or_foreach") else ""
+        return (
+            "the script's optimizer is fused or foreach already"
+            if facts.get("optimizer_fused_or_foreach")
+            else ""
+        )
 
     def edit(self, value: Any, src: SourceEdits) -> None:
         from ._diff import _calls, _rewrite_call
@@ -399,7 +423,11 @@ class HostThreads(Change):
         torch.set_num_threads(int(value))
 
     def no_op(self, value: Any, facts: dict[str, Any]) -> str:
-        return f"the training process runs {value} intra-op threads already" if facts.get("threads") == value else ""
+        return (
+            f"the training process runs {value} intra-op threads already"
+            if facts.get("threads") == value
+            else ""
+        )
 
     def edit(self, value: Any, src: SourceEdits) -> None:
         _header(src, f"torch.set_num_threads({int(value)})")
@@ -407,5 +435,13 @@ class HostThreads(Change):
 
 def no_op(settings: dict[str, Any], facts: dict[str, Any]) -> str:
     """Why a variant with these settings would change nothing (the first change that says so), or ""."""
-    return next((why for k, ch in CHANGES.items() if settings.get(k) for why in [ch.no_op(settings[k], facts)]
-                 if why), "")
+    return next(
+        (
+            why
+            for k, ch in CHANGES.items()
+            if settings.get(k)
+            for why in [ch.no_op(settings[k], facts)]
+            if why
+        ),
+        "",
+    )

@@ -42,7 +42,9 @@ class Recorder:
         self.graphed_inputs: list[dict] | None = None
         self.fit_model: Any = None  # the module a Lightning Trainer fits
         self.settings: dict[str, Any] = {}  # the variant's settings
-        self.overrides: dict[str, Any] = {}  # keyword overrides the watchers apply: "loader", "hf_args", "pl_args"
+        self.overrides: dict[
+            str, Any
+        ] = {}  # keyword overrides the watchers apply: "loader", "hf_args", "pl_args"
         self.script_compiled = False  # the script called torch.compile (not a change tune injected)
         self.tune_compiles = 0  # torch.compile calls tune injected
         self._ours = 0
@@ -77,8 +79,9 @@ class Recorder:
             return ""
         why = f"twice the {self.in_flight} batches its loader holds in flight"
         if w < self.warmup:
-            return (f"warm-up {w} steps, not {self.warmup} ({why}): the script made only {self.n} optimizer "
-                    f"steps")
+            return (
+                f"warm-up {w} steps, not {self.warmup} ({why}): the script made only {self.n} optimizer steps"
+            )
         return f"warm-up raised from --skip {self.skip} to {w} steps: {why}"
 
     def on_backward(self, tensor) -> None:
@@ -92,8 +95,11 @@ class Recorder:
             return
         self.n += 1
         if self.n == 1:
-            self.facts = {**script_facts(self.fit_model or self.model, opt, self.autocast_at_model), **self.framework,
-                          "compiled": self.script_compiled}
+            self.facts = {
+                **script_facts(self.fit_model or self.model, opt, self.autocast_at_model),
+                **self.framework,
+                "compiled": self.script_compiled,
+            }
         if self.n >= self.skip:
             self.wall.append(time.monotonic())
             if self.cuda:
@@ -117,11 +123,18 @@ class Recorder:
         else:
             total_ms = (marks[-1] - marks[0]) * 1e3 if len(marks) > 1 else None
         steps = len(marks) - 1
-        return {"steps_timed": steps, "warmup_steps": self.fitted_warmup(), "warmup_note": self.warmup_note(),
-                "facts": self.facts,
-                "ms_per_step": total_ms / steps if total_ms and steps > 0 else None,
-                "losses": [float(x) for x in self.losses], "optimizer_steps": self.n, "loaders": self.loaders,
-                "graphed_inputs": self.graphed_inputs, "tune_compiles": self.tune_compiles}
+        return {
+            "steps_timed": steps,
+            "warmup_steps": self.fitted_warmup(),
+            "warmup_note": self.warmup_note(),
+            "facts": self.facts,
+            "ms_per_step": total_ms / steps if total_ms and steps > 0 else None,
+            "losses": [float(x) for x in self.losses],
+            "optimizer_steps": self.n,
+            "loaders": self.loaders,
+            "graphed_inputs": self.graphed_inputs,
+            "tune_compiles": self.tune_compiles,
+        }
 
 
 def script_facts(model, opt, autocast: bool) -> dict[str, Any]:
@@ -130,16 +143,24 @@ def script_facts(model, opt, autocast: bool) -> dict[str, Any]:
 
     groups = getattr(opt, "param_groups", [])
     facts: dict[str, Any] = {
-        "optimizer": type(opt).__name__, "optimizer_fused_or_foreach": any(
-            g.get("fused") or g.get("foreach") for g in groups),
-        "tf32": bool(torch.backends.cuda.matmul.allow_tf32) or torch.get_float32_matmul_precision() != "highest",
-        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark), "threads": torch.get_num_threads(),
-        "autocast": autocast}
+        "optimizer": type(opt).__name__,
+        "optimizer_fused_or_foreach": any(g.get("fused") or g.get("foreach") for g in groups),
+        "tf32": bool(torch.backends.cuda.matmul.allow_tf32)
+        or torch.get_float32_matmul_precision() != "highest",
+        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+        "threads": torch.get_num_threads(),
+        "autocast": autocast,
+    }
     if model is not None:
         weights4 = [p for p in model.parameters() if p.dim() == 4]
-        facts.update(weights_4d=len(weights4), channels_last=bool(weights4) and all(
-            p.is_contiguous(memory_format=torch.channels_last) and not p.is_contiguous() for p in weights4),
-            convolutions=sum(isinstance(m, torch.nn.modules.conv._ConvNd) for m in model.modules()))
+        facts.update(
+            weights_4d=len(weights4),
+            channels_last=bool(weights4)
+            and all(
+                p.is_contiguous(memory_format=torch.channels_last) and not p.is_contiguous() for p in weights4
+            ),
+            convolutions=sum(isinstance(m, torch.nn.modules.conv._ConvNd) for m in model.modules()),
+        )
     return facts
 
 
@@ -214,16 +235,28 @@ _FRAMEWORKS = {
     "lightning.pytorch.trainer.trainer": ("Trainer", "pl_args", "lightning_args", "init"),
     "pytorch_lightning.trainer.trainer": ("Trainer", "pl_args", "lightning_args", "init"),
 }
-_WATCHED = {"transformers_args": ("dataloader_num_workers", "dataloader_pin_memory", "dataloader_persistent_workers",
-                                  "logging_nan_inf_filter", "tf32", "bf16", "fp16", "torch_compile"),
-            "lightning_args": ("precision", "benchmark")}
+_WATCHED = {
+    "transformers_args": (
+        "dataloader_num_workers",
+        "dataloader_pin_memory",
+        "dataloader_persistent_workers",
+        "logging_nan_inf_filter",
+        "tf32",
+        "bf16",
+        "fp16",
+        "torch_compile",
+    ),
+    "lightning_args": ("precision", "benchmark"),
+}
 
 
 def _plain(v: Any) -> Any:
     return v if v is None or isinstance(v, (bool, int, float, str)) else str(v)
 
 
-def _patch_framework(module, cls_name: str, key: str, fact: str, how: str, settings: dict, rec: Recorder) -> None:
+def _patch_framework(
+    module, cls_name: str, key: str, fact: str, how: str, settings: dict, rec: Recorder
+) -> None:
     cls = getattr(module, cls_name, None)
     if cls is None:
         return
@@ -306,8 +339,14 @@ def _wrap_loader(rec: Recorder) -> None:
                 kw.pop("persistent_workers", None)
                 kw.pop("prefetch_factor", None)
         original(self, *args, **kw)
-        rec.loaders.append({"num_workers": self.num_workers, "pin_memory": self.pin_memory,
-                            "batch_size": self.batch_size, "prefetch_factor": self.prefetch_factor})
+        rec.loaders.append(
+            {
+                "num_workers": self.num_workers,
+                "pin_memory": self.pin_memory,
+                "batch_size": self.batch_size,
+                "prefetch_factor": self.prefetch_factor,
+            }
+        )
 
     DataLoader.__init__ = __init__
 
@@ -332,10 +371,15 @@ def _async_batch_copies() -> None:
     def wrap(method):
         def call(self, *args, **kwargs):
             ref = batch.get(id(self))
-            if ref is not None and ref() is self and "non_blocking" not in kwargs \
-                    and not any(isinstance(a, bool) for a in args):
+            if (
+                ref is not None
+                and ref() is self
+                and "non_blocking" not in kwargs
+                and not any(isinstance(a, bool) for a in args)
+            ):
                 kwargs["non_blocking"] = True
             return method(self, *args, **kwargs)
+
         return call
 
     dl._BaseDataLoaderIter.__next__ = __next__
@@ -349,7 +393,7 @@ def _collect_pinned(obj, into: dict, depth: int = 0) -> None:
     if isinstance(obj, torch.Tensor):
         if obj.is_pinned():
             key = id(obj)
-            into[key] = weakref.ref(obj, lambda _, key=key: into.pop(key, None))
+            into[key] = weakref.ref(obj, lambda _, key=key: into.pop(key, None))  # type: ignore[misc]
     elif depth < 3 and isinstance(obj, (list, tuple)):
         for x in obj:
             _collect_pinned(x, into, depth + 1)
@@ -474,9 +518,16 @@ def graph_module(module, args: tuple, make_graphed) -> list[dict[str, Any]]:
     graphed = module.forward
 
     def forward(*a, **kw):
-        same = (not kw and len(a) == len(spec) and module.training and torch.is_grad_enabled() and all(
-            isinstance(x, torch.Tensor) and (x.shape, x.dtype, x.device, x.requires_grad) == s
-            for x, s in zip(a, spec)))
+        same = (
+            not kw
+            and len(a) == len(spec)
+            and module.training
+            and torch.is_grad_enabled()
+            and all(
+                isinstance(x, torch.Tensor) and (x.shape, x.dtype, x.device, x.requires_grad) == s
+                for x, s in zip(a, spec)
+            )
+        )
         return graphed(*a) if same else eager(*a, **kw)
 
     module.forward = forward
@@ -546,13 +597,20 @@ def main() -> None:
     status, error = "ok", ""
     sys.argv[:] = [script, *args]
     sys.path.insert(0, str(Path(script).resolve().parent))
-    if os.environ.get("IDLEHOUND_TUNE_SCRIPT_DIR"):  # a changed copy runs from the tune folder: the script's own
+    if os.environ.get(
+        "IDLEHOUND_TUNE_SCRIPT_DIR"
+    ):  # a changed copy runs from the tune folder: the script's own
         sys.path.insert(0, os.environ["IDLEHOUND_TUNE_SCRIPT_DIR"])  # modules still import
     try:
         runpy.run_path(script, run_name="__main__")
         if rec.n < rec.skip + rec.steps:
-            status, error = "short", (f"the script made {rec.n} optimizer steps, fewer than --skip {rec.skip} + "
-                                      f"--steps {rec.steps}")
+            status, error = (
+                "short",
+                (
+                    f"the script made {rec.n} optimizer steps, fewer than --skip {rec.skip} + "
+                    f"--steps {rec.steps}"
+                ),
+            )
     except _Done:
         pass
     except SystemExit as e:
@@ -560,8 +618,11 @@ def main() -> None:
             status, error = "failed", f"exited with code {e.code}"
     except BaseException as e:  # the variant crashed (or ran out of memory): report, do not hide
         status, error = "failed", _describe(e)
-    result = rec.result() if status in ("ok", "short") else {"losses": [], "loaders": rec.loaders,
-                                                              "facts": rec.facts}
+    result: dict[str, Any] = (
+        rec.result()
+        if status in ("ok", "short")
+        else {"losses": [], "loaders": rec.loaders, "facts": rec.facts}
+    )
     if sampler is not None:
         result["gpu_util"] = _timed_util(sampler.stop(), rec.wall)
     result.update(status=status, error=error)

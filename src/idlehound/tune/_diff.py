@@ -24,11 +24,9 @@ def _line_offsets(source: str) -> list[int]:
 
 def _rewrite_call(source: str, call: ast.Call, overrides: dict[str, Any]) -> tuple[int, int, str]:
     """(start offset, end offset, new text) for a call with its keywords replaced or added."""
-    offsets = _line_offsets(source)
-    start = offsets[call.lineno - 1] + call.col_offset
-    end = offsets[call.end_lineno - 1] + call.end_col_offset
+    start, end = _span(source, call)
     func = ast.get_source_segment(source, call.func)
-    args = [ast.get_source_segment(source, a) for a in call.args]
+    args = [ast.get_source_segment(source, a) or "" for a in call.args]
     kws = {k.arg: ast.get_source_segment(source, k.value) for k in call.keywords if k.arg}
     extra = [f"**{ast.get_source_segment(source, k.value)}" for k in call.keywords if k.arg is None]
     for k, v in overrides.items():
@@ -37,7 +35,7 @@ def _rewrite_call(source: str, call: ast.Call, overrides: dict[str, Any]) -> tup
     return start, end, f"{func}({', '.join(parts)})"
 
 
-def _span(source: str, node: ast.AST) -> tuple[int, int]:
+def _span(source: str, node: Any) -> tuple[int, int]:  # an ast node with positions (expr, stmt)
     offsets = _line_offsets(source)
     return offsets[node.lineno - 1] + node.col_offset, offsets[node.end_lineno - 1] + node.end_col_offset
 
@@ -48,8 +46,9 @@ def _flag_default(tree: ast.AST, value: ast.AST) -> tuple[ast.AST | None, str]:
         return None, ""
     for c in _calls(tree, ("add_argument",)):
         opts = [a.value for a in c.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        dest = next((k.value.value for k in c.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)),
-                    None)
+        dest = next(
+            (k.value.value for k in c.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)), None
+        )
         long = [o for o in opts if o.startswith("--")]
         dest = dest or (long[0] if long else opts[0] if opts else "").lstrip("-").replace("-", "_")
         if dest == value.attr:
@@ -65,12 +64,25 @@ def _dict_sources(tree: ast.AST, name: str, depth: int = 0) -> list[ast.AST] | N
     out: list[ast.AST] = []
     for node in ast.walk(tree):
         value = None
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-            node, ast.AugAssign) else []
-        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AugAssign)
+            else []
+        )
+        if isinstance(node, (ast.Assign, ast.AugAssign)) and any(
+            isinstance(t, ast.Name) and t.id == name for t in targets
+        ):
             value = node.value
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update"
-              and isinstance(node.func.value, ast.Name) and node.func.value.id == name and len(node.args) == 1):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "update"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == name
+            and len(node.args) == 1
+        ):
             value = node.args[0]
         if value is None:
             continue
@@ -84,8 +96,13 @@ def _dict_sources(tree: ast.AST, name: str, depth: int = 0) -> list[ast.AST] | N
 def _dict_value(tree: ast.AST, value: ast.AST, depth: int) -> list[ast.AST] | None:
     if isinstance(value, ast.Name):
         return _dict_sources(tree, value.id, depth + 1)
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" \
-            and not value.args and all(k.arg for k in value.keywords):
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "dict"
+        and not value.args
+        and all(k.arg for k in value.keywords)
+    ):
         return [value]
     if isinstance(value, ast.Dict):
         out: list[ast.AST] = [value]
@@ -99,10 +116,12 @@ def _dict_value(tree: ast.AST, value: ast.AST, depth: int) -> list[ast.AST] | No
     return None
 
 
-def _entries(source: ast.AST, key: str) -> list[ast.AST]:
+def _entries(source: Any, key: str) -> list[ast.AST]:  # ast.Dict or ast.Call
     """The value nodes for key in a dict literal or dict(...) call."""
     if isinstance(source, ast.Dict):
-        return [v for k, v in zip(source.keys, source.values) if isinstance(k, ast.Constant) and k.value == key]
+        return [
+            v for k, v in zip(source.keys, source.values) if isinstance(k, ast.Constant) and k.value == key
+        ]
     return [k.value for k in source.keywords if k.arg == key]
 
 
@@ -113,10 +132,13 @@ def _quoted(source: str, node: ast.Dict, key: str) -> str:
     return f'"{key}"' if (text or "'").startswith('"') else repr(key)
 
 
-def _append(source: str, node: ast.AST, text: str) -> tuple[int, int, str]:
+def _append(source: str, node: Any, text: str) -> tuple[int, int, str]:
     """Insert `text` (one more item) at the end of a call's arguments or a dict literal's items."""
-    items = (list(node.keys) + list(node.values)) if isinstance(node, ast.Dict) else [*node.args, *(
-        k.value for k in node.keywords)]
+    items = (
+        (list(node.keys) + list(node.values))
+        if isinstance(node, ast.Dict)
+        else [*node.args, *(k.value for k in node.keywords)]
+    )
     items = [i for i in items if i is not None]
     if items:
         at = max(_span(source, i)[1] for i in items)
@@ -125,8 +147,9 @@ def _append(source: str, node: ast.AST, text: str) -> tuple[int, int, str]:
     return at, at, text
 
 
-def _loader_edits(source: str, tree: ast.AST, call: ast.Call, loader: dict[str, Any],
-                  notes: list[str]) -> list[tuple[int, int, str]]:
+def _loader_edits(
+    source: str, tree: ast.AST, call: ast.Call, loader: dict[str, Any], notes: list[str]
+) -> list[tuple[int, int, str]]:
     """Set each loader option where the script sets it: the keyword, the dict passed as **kwargs, or the
     default of the script's own command-line flag; options it does not set are added beside the others."""
     edits = []
@@ -137,25 +160,36 @@ def _loader_edits(source: str, tree: ast.AST, call: ast.Call, loader: dict[str, 
         sources += found or []
     texts = {k: repr(v) for k, v in loader.items()}
     for key, v in loader.items():
-        values = [k.value for k in call.keywords if k.arg == key] or [e for src in sources for e in _entries(src, key)]
+        values: list[ast.AST] = [k.value for k in call.keywords if k.arg == key] or [
+            e for src in sources for e in _entries(src, key)
+        ]
         if key == "num_workers" and values and _flag_default(tree, values[0])[1]:
             # the count stays the flag's: options that need workers follow it, so `--workers 0` still works
             flag = ast.get_source_segment(source, values[0])
-            texts.update(persistent_workers=f"{flag} > 0", prefetch_factor=f"{loader.get('prefetch_factor')!r} "
-                                                                               f"if {flag} > 0 else None")
+            texts.update(
+                persistent_workers=f"{flag} > 0",
+                prefetch_factor=f"{loader.get('prefetch_factor')!r} if {flag} > 0 else None",
+            )
         if not values:
             dicts = [src for src in sources if isinstance(src, ast.Dict)]
             one_dict = bool(dicts) and len(splats) == 1
-            edits.append(_append(source, dicts[0], f"{_quoted(source, dicts[0], key)}: {texts[key]}") if one_dict
-                         else _append(source, call, f"{key}={texts[key]}"))
+            edits.append(
+                _append(source, dicts[0], f"{_quoted(source, dicts[0], key)}: {texts[key]}")
+                if one_dict
+                else _append(source, call, f"{key}={texts[key]}")
+            )
         for value in values:
             default, flag = _flag_default(tree, value)
             if default is not None:
                 edits.append((*_span(source, default), repr(v)))
-                notes.append(f"{key}: the default of the script's own {flag} flag is now {v!r}; "
-                             f"--{flag.lstrip('-')} still overrides it")
+                notes.append(
+                    f"{key}: the default of the script's own {flag} flag is now {v!r}; "
+                    f"--{flag.lstrip('-')} still overrides it"
+                )
             elif flag:
-                notes.append(f"{key}: set by the script's {flag} flag, which has no default: pass {flag} {v!r}")
+                notes.append(
+                    f"{key}: set by the script's {flag} flag, which has no default: pass {flag} {v!r}"
+                )
             else:
                 edits.append((*_span(source, value), texts[key]))
     return edits
@@ -174,16 +208,28 @@ def _calls(tree: ast.AST, names: tuple[str, ...]) -> list[ast.Call]:
 
 def _batch_copies(tree: ast.AST) -> list[ast.Call]:
     """`x.to(...)` / `x.cuda(...)` calls on a name that a for loop binds (the batch), without non_blocking."""
-    bound = {n.id for loop in ast.walk(tree) if isinstance(loop, ast.For)
-             for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
-    return [c for c in _calls(tree, ("to", "cuda"))
-            if isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
-            and c.func.value.id in bound and not any(k.arg == "non_blocking" for k in c.keywords)]
+    bound = {
+        n.id
+        for loop in ast.walk(tree)
+        if isinstance(loop, ast.For)
+        for n in ast.walk(loop.target)
+        if isinstance(n, ast.Name)
+    }
+    return [
+        c
+        for c in _calls(tree, ("to", "cuda"))
+        if isinstance(c.func, ast.Attribute)
+        and isinstance(c.func.value, ast.Name)
+        and c.func.value.id in bound
+        and not any(k.arg == "non_blocking" for k in c.keywords)
+    ]
 
 
-_GRAPH_NOTE = ("# idlehound tune: CUDA graphs record the model's forward and backward once and replay them; "
-               "every\n# batch must have this shape (drop_last=True) and each step overwrites the outputs: "
-               "clone any you keep\n")
+_GRAPH_NOTE = (
+    "# idlehound tune: CUDA graphs record the model's forward and backward once and replay them; "
+    "every\n# batch must have this shape (drop_last=True) and each step overwrites the outputs: "
+    "clone any you keep\n"
+)
 
 
 def _graph_line(model: str, inputs: list[dict[str, Any]]) -> str:
@@ -200,8 +246,12 @@ def _optimizer_statement(tree: ast.Module) -> tuple[ast.stmt, str] | None:
         if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call) or not stmt.value.args:
             continue
         a = stmt.value.args[0]
-        if (isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute) and a.func.attr == "parameters"
-                and isinstance(a.func.value, ast.Name)):
+        if (
+            isinstance(a, ast.Call)
+            and isinstance(a.func, ast.Attribute)
+            and a.func.attr == "parameters"
+            and isinstance(a.func.value, ast.Name)
+        ):
             return stmt, a.func.value.id
     return None
 
@@ -217,32 +267,41 @@ def _model_lines(model: str, settings: dict[str, Any], inputs: list[dict[str, An
     return out
 
 
-def _model_edit(source: str, tree: ast.Module, settings: dict[str, Any],
-                inputs: list[dict[str, Any]] | None) -> tuple[tuple[int, int, str] | None, str]:
+def _model_edit(
+    source: str, tree: ast.Module, settings: dict[str, Any], inputs: list[dict[str, Any]] | None
+) -> tuple[tuple[int, int, str] | None, str]:
     """(an insertion after the optimizer's statement, or None and a snippet instead)."""
     found = _optimizer_statement(tree)
     if found and (inputs or not settings.get("cuda_graphs")):
         stmt, model = found
         pad = " " * stmt.col_offset
         text = "".join(pad + ln for ln in _model_lines(model, settings, inputs).splitlines(keepends=True))
-        at = _line_offsets(source)[stmt.end_lineno]
+        at = _line_offsets(source)[stmt.end_lineno or stmt.lineno]
         return (at, at, text), ""
     where = "# once the model is on the GPU and its optimizer is built:\n"
     return None, where + _model_lines("model", settings, inputs)
 
 
-def make_diff(script: Path, settings: dict[str, Any],
-              graphed_inputs: list[dict[str, Any]] | None = None) -> tuple[str, list[str]]:
+def make_diff(
+    script: Path, settings: dict[str, Any], graphed_inputs: list[dict[str, Any]] | None = None
+) -> tuple[str, list[str]]:
     """(unified diff, snippets for what could not be placed in the file)."""
     source = script.read_text(encoding="utf-8")
     new, snippets = changed_source(source, settings, graphed_inputs)
-    diff = "".join(difflib.unified_diff(source.splitlines(keepends=True), new.splitlines(keepends=True),
-                                        fromfile=f"a/{script.name}", tofile=f"b/{script.name}"))
+    diff = "".join(
+        difflib.unified_diff(
+            source.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=f"a/{script.name}",
+            tofile=f"b/{script.name}",
+        )
+    )
     return diff, snippets if diff else [s for s in snippets if not s.startswith("# ")]
 
 
-def changed_source(source: str, settings: dict[str, Any],
-                   graphed_inputs: list[dict[str, Any]] | None = None) -> tuple[str, list[str]]:
+def changed_source(
+    source: str, settings: dict[str, Any], graphed_inputs: list[dict[str, Any]] | None = None
+) -> tuple[str, list[str]]:
     """(the script with the changes made, snippets for what could not be placed in it)."""
     tree = ast.parse(source)
     src = SourceEdits(source, tree, settings, graphed_inputs)
@@ -253,7 +312,9 @@ def changed_source(source: str, settings: dict[str, Any],
     new = source
     unique = list(dict.fromkeys(edits))  # one dict shared by two calls is edited once
     # from the end, so offsets hold; insertions at one place keep their order
-    for _, (start, end, text) in sorted(enumerate(unique), key=lambda ie: (ie[1][0], ie[1][1], ie[0]), reverse=True):
+    for _, (start, end, text) in sorted(
+        enumerate(unique), key=lambda ie: (ie[1][0], ie[1][1], ie[0]), reverse=True
+    ):
         new = new[:start] + text + new[end:]
     if header:
         imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]

@@ -20,9 +20,38 @@ MARGIN = 0.03  # an arm is faster (or slower) when its 95% interval excludes 1.0
 TARGET = 0.02  # an arm's interval is tight when its half-width is within 2% of the estimate
 
 # Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (then 1.96 is close enough).
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-         2.045, 2.042)
+_T975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 
 
 def t975(df: int) -> float:
@@ -89,16 +118,16 @@ class Run:
 
 def _interpolated_log(refs: list[Run], position: int) -> Optional[float]:
     """Log reference time at a position, linear between the reference runs around it (nearest at the ends)."""
-    ok = [r for r in refs if r.ms]
+    ok = [(r.position, math.log(r.ms)) for r in refs if r.ms]
     if not ok:
         return None
-    before = [r for r in ok if r.position < position]
-    after = [r for r in ok if r.position > position]
+    before = [p for p in ok if p[0] < position]
+    after = [p for p in ok if p[0] > position]
     if not before or not after:
-        return math.log((before[-1] if before else after[0]).ms)
-    a, b = before[-1], after[0]
-    w = (position - a.position) / (b.position - a.position)
-    return (1 - w) * math.log(a.ms) + w * math.log(b.ms)
+        return (before[-1] if before else after[0])[1]
+    (pa, la), (pb, lb) = before[-1], after[0]
+    w = (position - pa) / (pb - pa)
+    return (1 - w) * la + w * lb
 
 
 def log_ratios(runs: list[Run], reference: str, arm: str) -> list[float]:
@@ -119,14 +148,17 @@ class Schedule:
     max_rounds: int = 5
     target: float = TARGET
     seed: int = 0
-    enough: Optional[Callable[[], bool]] = None  # True: no further round after the first (a time budget is spent)
+    enough: Optional[Callable[[], bool]] = (
+        None  # True: no further round after the first (a time budget is spent)
+    )
 
 
 Measure = Callable[[str, int, int], Optional[float]]  # (arm, its run index, schedule position) -> ms or None
 
 
-def measure_interleaved(reference: str, arms: list[str], measure: Measure, sched: Schedule,
-                        runs: Optional[list[Run]] = None) -> list[Run]:
+def measure_interleaved(
+    reference: str, arms: list[str], measure: Measure, sched: Schedule, runs: Optional[list[Run]] = None
+) -> list[Run]:
     """Run the reference and the arms in rounds (reference first, arms shuffled), then the reference once more.
 
     After min_rounds, an arm leaves when its interval is tight; all stop at max_rounds. An arm whose run fails
@@ -152,7 +184,9 @@ def measure_interleaved(reference: str, arms: list[str], measure: Measure, sched
         return r
 
     for rnd in range(sched.max_rounds):
-        if (rnd >= sched.min_rounds and not active) or (rnd >= 1 and sched.enough is not None and sched.enough()):
+        if (rnd >= sched.min_rounds and not active) or (
+            rnd >= 1 and sched.enough is not None and sched.enough()
+        ):
             break  # done, or the time budget is spent (then even before min_rounds: the intervals say how little)
         if not (rnd == 0 and skip_first):
             one(reference)

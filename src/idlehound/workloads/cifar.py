@@ -37,12 +37,18 @@ def write_synthetic(root: Path, per_batch: int = 10000, test: int = 10000, seed:
         base = (labels[:, None] * 23 % 256).astype(np.uint8)
         data = (rng.integers(0, 128, (n, 3072), dtype=np.uint8) + base).astype(np.uint8)
         # Keys as torchvision reads them (pickle.load(..., encoding="latin1") of the published files).
-        entry = {"batch_label": f"synthetic batch {i + 1}", "labels": labels.tolist(),
-                 "data": data, "filenames": [f"synthetic_{i}_{j}.png" for j in range(n)]}
+        entry = {
+            "batch_label": f"synthetic batch {i + 1}",
+            "labels": labels.tolist(),
+            "data": data,
+            "filenames": [f"synthetic_{i}_{j}.png" for j in range(n)],
+        }
         with open(folder / name, "wb") as f:
             pickle.dump(entry, f, protocol=2)
     with open(folder / "batches.meta", "wb") as f:
-        pickle.dump({"label_names": CLASSES, "num_cases_per_batch": per_batch, "num_vis": 3072}, f, protocol=2)
+        pickle.dump(
+            {"label_names": CLASSES, "num_cases_per_batch": per_batch, "num_vis": 3072}, f, protocol=2
+        )
     sums = {name: _md5(folder / name) for name in [*_BATCHES, "test_batch", "batches.meta"]}
     (folder / MARKER).write_text(json.dumps({"per_batch": per_batch, "md5": sums}))
     return root
