@@ -315,6 +315,8 @@ class _Budget:
         left = None if self.budget_s is None else self.budget_s - (time.monotonic() - self.t0)
         fit = len(cands) if left is None else self._fitting(len(cands), left)
         done = self.lab.experiment(stack, cands[:fit], note, names[:fit]) if fit else []
+        if fit == len(cands):
+            return done
         runs = self.lab.sched.min_rounds * (len(cands) - fit + 1) + 1
         why = f"not tried: {runs} more runs would not fit the --budget of {self.budget_s:g} s"
         return done + [
