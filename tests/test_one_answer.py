@@ -49,9 +49,9 @@ def test_report_lines_use_the_location_text():
 
 
 def test_fused_optimizers_are_one_constant():
-    from idlehound.tune import _candidates, _diff
+    from idlehound.tune import _candidates, _changes
 
-    assert _diff.FUSED_OPTIMIZERS is _candidates.FUSED_OPTIMIZERS == ("Adam", "AdamW", "SGD")
+    assert _changes.FUSED_OPTIMIZERS is _candidates.FUSED_OPTIMIZERS == ("Adam", "AdamW", "SGD")
 
 
 def test_thresholds_keep_only_fields_that_rules_read():

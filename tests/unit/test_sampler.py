@@ -5,10 +5,10 @@ import json
 import time
 
 import pytest
-from idlehound.analysis._runfiles import read_samples
 
 from idlehound.capture import _sampler
 from idlehound.errors import TraceError
+from idlehound.runfolder import read_samples
 
 
 def test_cpu_samples_read_in_clock_ticks_never_exceed_the_machine(tmp_path, monkeypatch):

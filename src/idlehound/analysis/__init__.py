@@ -1,8 +1,5 @@
 """Analysis of a loaded trace: steps, time breakdown, idle gaps by cause, per-metric figures."""
 
-import sys as _sys
-
-from .. import runfolder
 from . import _roles as roles  # event roles (kernel, memcpy, sync...), read by the diagnosis too
 from ._core import OBSERVER_RATE, Analysis, analyze
 from ._model import (
@@ -22,10 +19,6 @@ from ._model import (
 )
 from ._replay import CONV_GAIN, FIXES, FP32_SPEEDUP, PAGEABLE_SPEEDUP, Fix
 from ._source import NO_USER_FRAME, SourceLoc, SourceMap, load_sidecar, location_text, parse_frame
-
-# Moved to idlehound.runfolder (git mv, so merges follow the file); the old name stays importable for
-# tests/unit/test_sampler.py without a file at the old path.
-_sys.modules.setdefault(__name__ + "._runfiles", runfolder)
 
 __all__ = [
     "BREAKDOWN",
