@@ -3,34 +3,22 @@ the framework setting each finding recommends (tests/traces/frameworks_h200/trut
 
 import json
 
+import numpy as np
 import pytest
 
-from idlehound.analysis import FIXES
 from idlehound.pipeline import analyze_path
 
 from .conftest import TRACES
-from .test_replay_h200 import consistent
+from .test_replay_h200 import consistent, interval, predicted_gain
 
 pytestmark = pytest.mark.slow  # analyses two recorded H200 run folders (seconds)
 HERE = TRACES / "frameworks_h200"
 TRUTHS = json.loads((HERE / "truths.json").read_text())
-T975_6 = 2.57  # Student's t, 5 degrees of freedom (6 rounds)
 
 
 def truth(name: str) -> tuple[float, float, float]:
     t = TRUTHS[name]
-    gains = [1 - f / b for b, f in zip(t["base"], t["sync"])]
-    mean = sum(gains) / len(gains)
-    sd = (sum((g - mean) ** 2 for g in gains) / (len(gains) - 1)) ** 0.5
-    half = T975_6 * sd / len(gains) ** 0.5
-    return mean, mean - half, mean + half
-
-
-def predicted(res) -> float:
-    a = res.analysis
-    rate = a.observer["host_rate"]
-    base = a.replay.play(rate=rate).step_ns
-    return (base - a.replay.play(FIXES["sync"], rate).step_ns) / base
+    return interval(1 - np.array(t["sync"]) / np.array(t["base"]))
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +44,7 @@ def test_hf_finding_names_the_library_line_the_user_line_and_the_setting(hf):
 
 def test_hf_prediction_holds_against_the_ab_of_the_setting(hf):
     mean, lo, hi = truth("hf_trainer")
-    pred = predicted(hf)
+    pred = predicted_gain(hf, "sync")
     assert mean > 0.03 and consistent(pred, lo, hi), (
         f"predicted {pred:.1%}, A/B {mean:.1%} [{lo:.1%}, {hi:.1%}]"
     )
@@ -65,7 +53,7 @@ def test_hf_prediction_holds_against_the_ab_of_the_setting(hf):
 
 def test_lightning_prediction_holds_and_the_library_table_shows_the_logging_read(lightning):
     mean, lo, hi = truth("lightning_prog_bar")
-    pred = predicted(lightning)
+    pred = predicted_gain(lightning, "sync")
     assert consistent(pred, lo, hi), f"predicted {pred:.1%}, A/B {mean:.1%} [{lo:.1%}, {hi:.1%}]"
     files = [ln.location.file for ln in lightning.analysis.idle_library_lines if ln.location]
     assert any(f.endswith("lightning/fabric/utilities/apply_func.py") for f in files)

@@ -50,11 +50,14 @@ def round_gains(loop: str, cause: str) -> np.ndarray:
     return 1 - np.array(t[cause]) / base
 
 
-def measured_gain(loop: str, cause: str) -> tuple[float, float, float]:
-    """Mean gain over the rounds and its 95% interval (Student's t)."""
-    g = round_gains(loop, cause)
+def interval(g: np.ndarray) -> tuple[float, float, float]:
+    """Mean of the rounds' gains and its 95% interval (Student's t)."""
     half = T975.get(g.size, 2.0) * g.std(ddof=1) / np.sqrt(g.size)
     return float(g.mean()), float(g.mean() - half), float(g.mean() + half)
+
+
+def measured_gain(loop: str, cause: str) -> tuple[float, float, float]:
+    return interval(round_gains(loop, cause))
 
 
 def consistent(pred: float, lo: float, hi: float) -> bool:
