@@ -55,3 +55,14 @@ def restore() -> None:
             signal.signal(signal.SIGINT, signal.default_int_handler)
     except ValueError:
         pass
+
+
+def ignore_interrupts() -> None:
+    """On the way out: the exit code is decided, so a late Ctrl-C must not turn it into death by SIGINT.
+
+    Python's finalization puts SIGINT back to the default action (killed, exit -2) unless it is ignored."""
+    try:
+        if is_cli():  # a program calling the CLI in-process (tests, notebooks) keeps its own handler
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:
+        pass

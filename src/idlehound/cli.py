@@ -17,6 +17,8 @@ from .errors import IdlehoundError
 
 
 def _fail(msg: str, code: int = 2) -> None:
+    if code == _startup.EXIT_SIGINT:
+        _startup.ignore_interrupts()  # one Ctrl-C is enough; a second must not cut the message or the exit code
     from .report import visible
 
     click.echo(f"idlehound: {visible(msg)}", err=True)  # a message may quote a name from a trace
@@ -44,6 +46,12 @@ def _guard(fn):
 
 
 class _Group(click.Group):
+    def main(self, *args, **kwargs):
+        try:
+            return super().main(*args, **kwargs)
+        finally:  # click always leaves through SystemExit here; the code is decided
+            _startup.ignore_interrupts()
+
     def invoke(self, ctx: click.Context):
         """A Ctrl-C anywhere in a command exits 130, as a shell expects, not click's "Aborted!" and 1."""
         try:
