@@ -1,8 +1,9 @@
 """Diagnosis: one small rule per cause; each reads an Analysis and returns Findings.
 
 diagnose() runs every rule whose data the trace holds (the others are listed in `Analysis.not_checked`),
-sets each finding's recoverable time to the gain the replay predicts for its fix, drops findings that would
-give back too little, and ranks the rest by that gain.
+sets each finding's recoverable time to the gain the replay predicts for its fix, lets the refining rules phrase
+fixes as a framework's settings, drops findings that would give back too little (Thresholds), and ranks the rest
+by that gain.
 """
 
 from __future__ import annotations
@@ -49,10 +50,10 @@ def diagnose(a: Analysis, thresholds: Optional[Thresholds] = None) -> list[Findi
     a.not_checked = [nc for nc in (r.not_checked(a) for r in RULES.values()) if nc is not None]
     found = [f for r in RULES.values() for f in r.report(a, t)]
     a.prediction = predict(a, found)
-    out = [g for g in (grade(f, t) for f in found) if g is not None]
-    for r in RULES.values():
+    for r in RULES.values():  # before grading: a framework-named cause has its own, lower bar
         if r.refine is not None and not r.skip(a):
-            out = r.refine(a, out)
+            found = r.refine(a, found)
+    out = [g for g in (grade(f, t) for f in found) if g is not None]
     out.sort(key=lambda f: (f.kind == Kind.RISK, -f.recoverable_ms))
     return out
 
