@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 DEADLINE = time.time() + float(os.environ.get("SPEED_BUDGET_S", "450"))
 SIZE_MB = int(os.environ.get("SPEED_MB", "1000"))
 RANKS = int(os.environ.get("SPEED_RANKS", "8"))
+ONLY_RANKS = os.environ.get("SPEED_ONLY") == "ranks"  # skip the one-file runs (a short lease)
 
 
 def log(out: Path, msg: str) -> None:
@@ -107,24 +108,30 @@ def main() -> None:
         size = b.build(ROOT / "tests" / "traces" / "demo", SIZE_MB, path)
         log(out, f"built {size / 1e6:.0f} MB in {time.time() - t:.0f} s")
         res["size"] = size
-        st = b.measure(path, "stages", left(120), jobs="1")
-        res["stages"] = st
-        for name, dt, rss in st.get("stages", []):
-            log(out, f"  stage {name:10} {float(dt):7.2f} s  peak RSS {int(rss) / 1e6:6.0f} MB")
-        for dt, key in st.get("inner", []):
-            log(out, f"    {key:38} {float(dt):7.2f} s")
-        for jobs in ("1", "4", str(cores)):
-            r = b.measure(path, "idlehound", left(120), jobs=jobs)
-            res[f"jobs_{jobs}"] = r
-            log(out, _row(size, f"idlehound -j{jobs}", r))
-        r = b.measure(path, "json", left(120))
-        res["json_loads"] = r
-        log(out, _row(size, "json.loads only", r))
-        for jobs in ("1", "4", str(cores)):
-            if "time" in res[f"jobs_{jobs}"] and "time" in r:
-                log(out, f"  -j{jobs}: {res[f'jobs_{jobs}']['time'] / r['time']:.2f}x the time of json.loads")
+        if not ONLY_RANKS:
+            one_file(out, b, path, size, cores, res)
         res["ranks"] = ranks(out, path, size, Path(tmp))
     (out / "results.json").write_text(json.dumps(res, indent=1))
+
+
+def one_file(out: Path, b, path: Path, size: int, cores: int, res: dict) -> None:
+    """Stage by stage in one process, end to end with 1, 4 and all cores, and json.loads alone."""
+    st = b.measure(path, "stages", left(120), jobs="1")
+    res["stages"] = st
+    for name, dt, rss in st.get("stages", []):
+        log(out, f"  stage {name:10} {float(dt):7.2f} s  peak RSS {int(rss) / 1e6:6.0f} MB")
+    for dt, key in st.get("inner", []):
+        log(out, f"    {key:38} {float(dt):7.2f} s")
+    for jobs in ("1", "4", str(cores)):
+        r = b.measure(path, "idlehound", left(120), jobs=jobs)
+        res[f"jobs_{jobs}"] = r
+        log(out, _row(size, f"idlehound -j{jobs}", r))
+    r = b.measure(path, "json", left(120))
+    res["json_loads"] = r
+    log(out, _row(size, "json.loads only", r))
+    for jobs in ("1", "4", str(cores)):
+        if "time" in res[f"jobs_{jobs}"] and "time" in r:
+            log(out, f"  -j{jobs}: {res[f'jobs_{jobs}']['time'] / r['time']:.2f}x the time of json.loads")
 
 
 def _row(size: int, label: str, r: dict) -> str:
