@@ -148,7 +148,7 @@ def ranks(out: Path, path: Path, size: int, tmp: Path) -> dict:
     folder.mkdir()
     for r in range(RANKS):
         os.link(path, folder / f"rank-{r}.json")  # the same bytes under 8 names: no 8 GB of disk
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     cmd = [
         sys.executable,
         "-c",
