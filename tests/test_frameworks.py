@@ -24,6 +24,7 @@ CASES = {
     "lightning_step_log": ("lightning_log_on_step", "lightning_log_on_epoch"),
     "lightning_sync_dist": ("lightning_sync_dist_on_step", "lightning_sync_dist_on_epoch"),
     "tqdm_tensor_postfix": ("accelerate_tqdm_tensor", "accelerate_tqdm_number"),
+    "accelerate_gather_each_step": ("accelerate_gather_each_step", "accelerate_gather_once"),
 }
 
 

@@ -84,6 +84,24 @@ ENTRIES: tuple[FrameworkEntry, ...] = (
         code="if step % 50 == 0:\n    pbar.set_postfix(loss=loss.item())   # one read per 50 steps",
     ),
     FrameworkEntry(
+        name="accelerate_gather_each_step",
+        framework="accelerate",
+        title="accelerate gathers a value from every process each training step (accelerator.gather / "
+        "gather_for_metrics in the loop)",
+        frames=(
+            ("accelerate/accelerator.py", ("gather", "gather_for_metrics", "reduce")),
+            ("accelerate/utils/operations.py", ("gather", "gather_object", "reduce")),
+        ),
+        fix="Gather once per logging interval or epoch, not every step: keep a running sum on the device and "
+        "gather that. Each gather is an all-gather that every rank waits for, and reading its result waits "
+        "for the GPU.",
+        code="running += loss.detach()   # no sync\n"
+        "if step % log_every == 0:\n"
+        "    gathered = accelerator.gather_for_metrics(running)   # one all-gather per interval\n"
+        "    print(gathered.mean().item() / log_every)\n"
+        "    running.zero_()",
+    ),
+    FrameworkEntry(
         name="hf_eval_in_loop",
         framework="transformers",
         title='Hugging Face Trainer runs evaluation inside the training loop (eval_strategy="steps")',

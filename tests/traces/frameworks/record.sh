@@ -19,4 +19,6 @@ python $S/lightning_fit.py sync_dist callback "$T/pl_sd" && keep pl_sd lightning
 python $S/lightning_fit.py sync_dist_epoch callback "$T/pl_sde" && keep pl_sde lightning_sync_dist_on_epoch
 python $S/accelerate_loop.py tensor "$T/acc_tensor" && keep acc_tensor accelerate_tqdm_tensor
 python $S/accelerate_loop.py number "$T/acc_number" && keep acc_number accelerate_tqdm_number
+python $S/accelerate_loop.py gather "$T/acc_gather" && keep acc_gather accelerate_gather_each_step
+python $S/accelerate_loop.py gather_epoch "$T/acc_gather_e" && keep acc_gather_e accelerate_gather_once
 rm -rf "$T"
