@@ -1,5 +1,8 @@
 """Command line: parses arguments and calls the application layer (idlehound.app).
 
+A command with many options hands them on by name (`**options`): each option's parameter name is the app
+function's, so the list is written once, in the decorators.
+
 Exit codes: 0 ok, 1 gate failed, 2 bad input."""
 
 from __future__ import annotations
@@ -7,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import click
 
@@ -90,19 +93,9 @@ def main() -> None:
 @click.option("--ranks", is_flag=True, help="Compare every rank of a distributed run: straggler and waits.")
 @click.option("--force", is_flag=True, help="Overwrite an existing -o file (never the input trace).")
 @_guard
-def analyze(
-    path: Path,
-    as_json: bool,
-    step: Optional[int],
-    run: Optional[str],
-    worker: Optional[str],
-    fail_under: tuple[str, ...],
-    output: Optional[Path],
-    ranks: bool,
-    force: bool = False,
-) -> None:
+def analyze(**options: Any) -> None:
     """Analyse a torch.profiler trace (.pt.trace.json[.gz]) or a TensorBoard log dir."""
-    code = app.analyze(path, as_json, step, run, worker, fail_under, output, ranks, force)
+    code = app.analyze(**options)
     if code:
         sys.exit(code)
 
@@ -159,43 +152,9 @@ def analyze(
 )
 @click.option("--run-dir", type=click.Path(path_type=Path), default=None, hidden=True)
 @click.argument("script_and_args", nargs=-1, type=click.UNPROCESSED)
-def run(
-    module: Optional[str],
-    logdir: Path,
-    run_name: Optional[str],
-    skip: int,
-    warmup: int,
-    active: int,
-    step_on: str,
-    stop_after: bool,
-    no_stack: bool,
-    profile_memory: bool,
-    no_report: bool,
-    nproc: Optional[int],
-    max_window_seconds: float,
-    max_window_mb: float,
-    run_dir: Optional[Path],
-    script_and_args: tuple[str, ...],
-) -> None:
+def run(**options: Any) -> None:
     """Profile an unmodified training script: idlehound run train.py [args...]."""
-    code, message = app.run(
-        module,
-        logdir,
-        run_name,
-        skip,
-        warmup,
-        active,
-        step_on,
-        stop_after,
-        no_stack,
-        profile_memory,
-        no_report,
-        nproc,
-        max_window_seconds,
-        max_window_mb,
-        run_dir,
-        script_and_args,
-    )
+    code, message = app.run(app.RunOptions(**options))
     if message is not None:
         _fail(message, code)
     sys.exit(code)
@@ -264,9 +223,9 @@ def demo(
 @click.option("--no-ceiling", is_flag=True, help="Skip the in-memory ceiling.")
 @click.option("--json", "as_json", is_flag=True, help="Print the ladder as JSON.")
 @_guard
-def ladder(device, rungs, steps, warmup, batch_sizes, workers, data, logdir, no_ceiling, as_json) -> None:
+def ladder(**options: Any) -> None:
     """Run the optimisation ladder on the ResNet18/CIFAR10 workload and measure each rung."""
-    app.ladder(device, rungs, steps, warmup, batch_sizes, workers, data, logdir, no_ceiling, as_json)
+    app.ladder(**options)
 
 
 @main.command()
@@ -343,36 +302,10 @@ def lint(paths: tuple[Path, ...], as_json: bool, trace: Optional[Path]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.argument("script_and_args", nargs=-1, required=True, type=click.UNPROCESSED)
 @_guard
-def tune(
-    steps,
-    skip,
-    try_,
-    skip_candidate,
-    no_diagnose,
-    min_rounds,
-    max_rounds,
-    child_timeout,
-    budget,
-    logdir,
-    as_json,
-    script_and_args,
-) -> None:
+def tune(**options: Any) -> None:
     """Apply the fixes to an unmodified script, time each in rounds interleaved with the script as written
     (a 95% interval per speed-up), and check the losses still match."""
-    app.tune(
-        steps,
-        skip,
-        try_,
-        skip_candidate,
-        no_diagnose,
-        min_rounds,
-        max_rounds,
-        child_timeout,
-        logdir,
-        as_json,
-        script_and_args,
-        budget,
-    )
+    app.tune(**options)
 
 
 @main.command()

@@ -13,10 +13,11 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
+
+from _common import archive_newest, log, profiled_run
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "tests" / "scripts" / "frameworks"
@@ -28,13 +29,6 @@ RUNS = {
     "lightning": ("gpu_lightning.py", 3 if TINY else 15, 2 if TINY else 5, 8 if TINY else 30, 240, 200),
 }
 DEADLINE = time.time() + float(os.environ.get("FW_BUDGET_S", "900" if TINY else "420"))
-
-
-def log(out: Path, msg: str) -> None:
-    line = f"{time.strftime('%H:%M:%S')} {msg}"
-    print(line, flush=True)
-    with open(out / "log.txt", "a") as f:
-        f.write(line + "\n")
 
 
 def run(cmd: list[str], timeout: float, env: dict) -> tuple[int, str, str]:
@@ -79,34 +73,12 @@ def _line(loc: dict | None) -> str | None:
 def record(name: str, out: Path, env: dict, runs: Path, results: dict) -> None:
     script, skip, active, steps, t_rec, _ = RUNS[name]
     t0 = time.time()
-    cmd = [
-        sys.executable,
-        "-m",
-        "idlehound",
-        "run",
-        "--logdir",
-        str(runs / name),
-        "--name",
-        name,
-        "--skip",
-        str(skip),
-        "--warmup",
-        "2",
-        "--active",
-        str(active),
-        "--no-report",
-        str(SCRIPTS / script),
-        "record",
-        str(steps),
-    ]
+    cmd = profiled_run(runs / name, name, skip, active, SCRIPTS / script, "record", str(steps))
     rc, so, se = run(cmd, t_rec, env)
     log(out, f"{name}: profiled rc={rc} {time.time() - t0:.0f}s" + (f"\n{(so + se)[-2500:]}" if rc else ""))
-    folders = sorted((runs / name).glob("*/run.json"))
-    if not folders:
+    folder = archive_newest(runs / name, out / f"{name}.tar.gz", name)
+    if folder is None:
         return
-    folder = folders[-1].parent
-    with tarfile.open(out / f"{name}.tar.gz", "w:gz") as tar:
-        tar.add(folder, arcname=name)
     rc, so, se = run([sys.executable, "-m", "idlehound", "analyze", "--json", str(folder)], 120, env)
     (out / f"{name}.analyze.json").write_text(so if so.strip() else se)
     rc_text, text, err = run(

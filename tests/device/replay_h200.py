@@ -1,7 +1,8 @@
 """H200 validation of the replay (issue 16): record each loop under `idlehound run`, then measure the truth of
 each fix without the profiler (interleaved A/B, CUDA-event step times after warm-up).
 
-Run from a folder holding src/ and tests/scripts/replay/: `python3 replay_h200.py OUTDIR [names...]`.
+Run from a folder holding src/ and tests/scripts/replay/ (and _common.py beside this file): `python3 replay_h200.py
+OUTDIR [names...]`.
 Writes OUTDIR/<name>.tar.gz (the run folder), OUTDIR/truths.json and OUTDIR/log.txt.
 """
 
@@ -9,9 +10,10 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
+
+from _common import archive_newest, log, profiled_run
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE if (HERE / "src").exists() else HERE.parents[1]
@@ -25,13 +27,6 @@ LOOPS = {
     "data_bound": (10, 5, 26, 90),
     "burst_loader": (24, 8, 48, 120),
 }
-
-
-def log(out: Path, msg: str) -> None:
-    line = f"{time.strftime('%H:%M:%S')} {msg}"
-    print(line, flush=True)
-    with open(out / "log.txt", "a") as f:
-        f.write(line + "\n")
 
 
 DEADLINE = time.time() + float(os.environ.get("REPLAY_BUDGET_S", "560"))
@@ -73,31 +68,10 @@ def main() -> None:
                 truths[name] = {**truths.get(name, {}), **json.loads(line[6:])}
                 truths_path.write_text(json.dumps(truths, indent=1))
             continue
-        cmd = [
-            sys.executable,
-            "-m",
-            "idlehound",
-            "run",
-            "--logdir",
-            str(runs / name),
-            "--name",
-            name,
-            "--skip",
-            str(skip),
-            "--warmup",
-            "2",
-            "--active",
-            str(active),
-            "--no-report",
-            str(SCRIPTS / f"{name}.py"),
-            str(total),
-        ]
+        cmd = profiled_run(runs / name, name, skip, active, SCRIPTS / f"{name}.py", str(total))
         rc, text = run(cmd, 120, env)
         log(out, f"{name}: profiled rc={rc} {time.time() - t0:.0f}s\n{text[-1500:] if rc else ''}")
-        folders = sorted((runs / name).glob("*/run.json"))
-        if folders:
-            with tarfile.open(out / f"{name}.tar.gz", "w:gz") as tar:
-                tar.add(folders[-1].parent, arcname=name)
+        archive_newest(runs / name, out / f"{name}.tar.gz", name)
         t0 = time.time()
         rc, text = run([sys.executable, str(SCRIPTS / f"{name}.py"), "0", "truth"], t_truth, env)
         line = next((ln for ln in text.splitlines() if ln.startswith("TRUTH ")), None)

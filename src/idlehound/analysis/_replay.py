@@ -186,7 +186,6 @@ class Replay:
         ev = ctx.ev
         mp = ctx.dataloader[np.isin(ev.name[ctx.dataloader], ev.name_ids(lambda n: "MultiProcessing" in n))]
         mp = mp[(ev.ts[mp] >= self.w0) & (ev.ts[mp] < self.w1)]
-        self.loader_waited = 0
         if mp.size < 2:
             return
         take = float(np.median(ev.dur[mp]))  # taking a batch the workers already prepared
@@ -195,7 +194,6 @@ class Replay:
         busy = self.sync_set()
         free = iv.owner(ts.astype(np.int64), busy[0], busy[1]) < 0
         ts, te = ts[free], te[free]
-        self.loader_waited = int(ts.size)
         if ts.size == 0:
             return
         order = np.argsort(np.concatenate([self.s_ts, ts]), kind="stable")
@@ -205,6 +203,11 @@ class Replay:
         self.s_tail = np.concatenate([self.s_tail, te - ts])[order]
         self.s_wait = np.concatenate([self.s_wait, np.full((ts.size, self.n_streams), -1, np.int64)])[order]
         self._waits = [row[row >= 0] for row in self.s_wait]
+
+    @property
+    def loader_waited(self) -> int:
+        """How many calls waited for a batch from loader workers (they joined the blocking calls)."""
+        return int((self.s_group == "loader").sum())
 
     # ---- playing it
     def play(self, fix: Optional[Fix] = None, rate: float = 1.0) -> Outcome:
@@ -226,7 +229,7 @@ class Replay:
         cum, bp, slope, lumps_t, lumps_c = self._host_clock(fix, rate)
         # When a batch the workers made came ready, as the unchanged loop at this host rate saw it.
         producer = None
-        if (self.s_group == "loader").any() and not fix.loader_ready and fix != Fix():
+        if self.loader_waited and not fix.loader_ready and fix != Fix():
             producer = self.play(rate=rate).call_end
         call_end = np.full(self.s_ts.size, np.nan)
 

@@ -5,10 +5,11 @@ The CLI parses options and calls these; capture calls back into `analyze_run` on
 """
 
 from ._after import analyze_run, report_ranks
-from ._capture import capture, profile, report_capture, run, why_no_trace
+from ._capture import RunOptions, capture, profile, report_capture, run, why_no_trace
 from ._commands import analyze, analyze_ranks, compare, demo, doctor, ladder, lint, report, tune
 
 __all__ = [
+    "RunOptions",
     "analyze",
     "analyze_ranks",
     "analyze_run",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -26,48 +27,41 @@ def _after_profile(run_dir: Path, print_report: bool) -> Any:
     return analyze_run(run_dir, print_report=print_report)
 
 
-def run(
-    module: Optional[str],
-    logdir: Path,
-    run_name: Optional[str],
-    skip: int,
-    warmup: int,
-    active: int,
-    step_on: str,
-    stop_after: bool,
-    no_stack: bool,
-    profile_memory: bool,
-    no_report: bool,
-    nproc: Optional[int],
-    max_window_seconds: float,
-    max_window_mb: float,
-    run_dir: Optional[Path],
-    script_and_args: tuple[str, ...],
-) -> tuple[int, Optional[str]]:
+@dataclass(frozen=True)
+class RunOptions:
+    """What `idlehound run` was asked: one field per command-line option, under the option's own name.
+
+    The fields CaptureOptions names alike (logdir, run_name, the schedule, stop_after, profile_memory, the window
+    limits, run_dir) reach it as they are; the rest say what to run, on how many processes, and what to do after.
+    """
+
+    module: Optional[str]
+    logdir: Path
+    run_name: Optional[str]
+    skip: int
+    warmup: int
+    active: int
+    step_on: str
+    stop_after: bool
+    no_stack: bool
+    profile_memory: bool
+    no_report: bool
+    nproc: Optional[int]
+    max_window_seconds: float
+    max_window_mb: float
+    run_dir: Optional[Path]
+    script_and_args: tuple[str, ...]
+
+
+def run(o: RunOptions) -> tuple[int, Optional[str]]:
     """Capture a script, then report it: (exit code, None) or (exit code, the one line to end with)."""
     from ..capture import EXIT_SIGINT, EXIT_SIGTERM, Terminated, sigterm_raises
 
     sigterm_raises()  # from here a SIGTERM (timeout, a scheduler) is handled like Ctrl-C
     res = None
     try:
-        res = capture(
-            module,
-            logdir,
-            run_name,
-            skip,
-            warmup,
-            active,
-            step_on,
-            stop_after,
-            no_stack,
-            profile_memory,
-            nproc,
-            max_window_seconds,
-            max_window_mb,
-            run_dir,
-            script_and_args,
-        )
-        report_capture(res, nproc, run_dir, no_report)
+        res = capture(o)
+        report_capture(res, o.nproc, o.run_dir, o.no_report)
     except IdlehoundError as e:
         return 2, str(e)
     except (KeyboardInterrupt, Terminated) as e:
@@ -84,70 +78,43 @@ def run(
     return res.exit_code, None
 
 
-def capture(
-    module: Optional[str],
-    logdir: Path,
-    run_name: Optional[str],
-    skip: int,
-    warmup: int,
-    active: int,
-    step_on: str,
-    stop_after: bool,
-    no_stack: bool,
-    profile_memory: bool,
-    nproc: Optional[int],
-    max_window_seconds: float,
-    max_window_mb: float,
-    run_dir: Optional[Path],
-    script_and_args: tuple[str, ...],
-) -> RunResult:
+def capture(o: RunOptions) -> RunResult:
     """Run the script (or module) under the profiler, on nproc processes through torchrun when nproc > 1."""
     from ..capture import CaptureOptions, run_distributed, run_script
     from ..runfolder import check_run_name
 
-    if module is None and not script_and_args:
+    if o.module is None and not o.script_and_args:
         raise IdlehoundError("run: give a script (idlehound run train.py ...) or -m module")
-    if skip < 0 or warmup < 0 or active < 1:
+    if o.skip < 0 or o.warmup < 0 or o.active < 1:
         raise IdlehoundError("run: --skip and --warmup must be >= 0 and --active >= 1")
-    if not (max_window_seconds >= 0 and max_window_mb >= 0):  # also refuses nan
+    if not (o.max_window_seconds >= 0 and o.max_window_mb >= 0):  # also refuses nan
         raise IdlehoundError("run: --max-window-seconds and --max-window-mb must be >= 0 (0: no limit)")
-    if run_name is not None:
-        check_run_name(run_name)
+    if o.run_name is not None:
+        check_run_name(o.run_name)
     target, args = (
-        (module, list(script_and_args)) if module else (script_and_args[0], list(script_and_args[1:]))
+        (o.module, list(o.script_and_args))
+        if o.module
+        else (o.script_and_args[0], list(o.script_and_args[1:]))
     )
-    opts = CaptureOptions(
-        logdir=logdir,
-        run_name=run_name,
-        skip=skip,
-        warmup=warmup,
-        active=active,
-        step_on=step_on,
-        stop_after=stop_after,
-        with_stack=not no_stack,
-        profile_memory=profile_memory,
-        run_dir=run_dir,
-        max_window_seconds=max_window_seconds,
-        max_window_mb=max_window_mb,
-    )
-    if nproc is not None and nproc > 1:
-        flags = [
-            "--skip",
-            str(skip),
-            "--warmup",
-            str(warmup),
-            "--active",
-            str(active),
-            "--step-on",
-            step_on,
-            "--max-window-seconds",
-            str(max_window_seconds),
-            "--max-window-mb",
-            str(max_window_mb),
-        ]
-        flags += ["--stop-after"] * stop_after + ["--no-stack"] * no_stack + ["--memory"] * profile_memory
-        return run_distributed(target, args, nproc, module is not None, opts, flags)
-    return run_script(target, args, module=module is not None, opts=opts)
+    same = {f.name for f in fields(CaptureOptions)} & {f.name for f in fields(RunOptions)}
+    opts = CaptureOptions(with_stack=not o.no_stack, **{name: getattr(o, name) for name in same})
+    if o.nproc is not None and o.nproc > 1:
+        return run_distributed(target, args, o.nproc, o.module is not None, opts, _inner_flags(o))
+    return run_script(target, args, module=o.module is not None, opts=opts)
+
+
+def _inner_flags(o: RunOptions) -> list[str]:
+    """The options each torchrun worker's own `idlehound run` gets again."""
+    values = {
+        "--skip": o.skip,
+        "--warmup": o.warmup,
+        "--active": o.active,
+        "--step-on": o.step_on,
+        "--max-window-seconds": o.max_window_seconds,
+        "--max-window-mb": o.max_window_mb,
+    }
+    switches = {"--stop-after": o.stop_after, "--no-stack": o.no_stack, "--memory": o.profile_memory}
+    return [a for flag, v in values.items() for a in (flag, str(v))] + [f for f, on in switches.items() if on]
 
 
 def report_capture(res: RunResult, nproc: Optional[int], run_dir: Optional[Path], no_report: bool) -> None:

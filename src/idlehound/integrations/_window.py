@@ -111,6 +111,43 @@ class Window:
         return headline(self.result)
 
 
+class WindowCallback:
+    """What a framework's callback shares: its window, made from the same options, and what the window found.
+
+    A subclass sets `framework`, the run name when none is given, and calls `window.start()`, `window.step()`
+    and `end_training()` from its framework's hooks. The options after run_name are Window's (skip, warmup,
+    active, print_report, then idlehound.profile's keywords), in its order.
+    """
+
+    framework = "profile"
+
+    def __init__(
+        self,
+        logdir: Union[str, Path] = "log",
+        run_name: Optional[str] = None,
+        *window_args: Any,
+        **window_options: Any,
+    ) -> None:
+        super().__init__()
+        name = self.framework if run_name is None else run_name
+        self.window = Window(logdir, name, *window_args, **window_options)
+
+    @property
+    def run_dir(self) -> Optional[Path]:
+        return self.window.run_dir
+
+    @property
+    def result(self) -> Any:
+        return self.window.result
+
+    def end_training(self) -> bool:
+        """Close a window that training ended inside (what was captured is analysed); True when it did."""
+        if self.window.started and not self.window.closed:
+            self.window.close()
+            return True
+        return False
+
+
 def _running_profiler() -> Optional[str]:
     """Who profiles this process already: an idlehound capture (`idlehound run`, another callback) or a
     torch.profiler started elsewhere; None when nobody does."""

@@ -5,10 +5,9 @@ Works with `lightning` (lightning.pytorch) or the older `pytorch_lightning` pack
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any
 
-from ._window import Window
+from ._window import WindowCallback
 
 
 def _callback_base() -> type:
@@ -24,32 +23,11 @@ def _callback_base() -> type:
     return Callback
 
 
-class IdlehoundCallback(_callback_base()):  # type: ignore[misc]
+class IdlehoundCallback(WindowCallback, _callback_base()):  # type: ignore[misc]
     """Profile training batches [skip + warmup, skip + warmup + active), print the analysis, and log the
     headline figures to `trainer.logger` (TensorBoard, CSV, W&B...) when one is configured."""
 
-    def __init__(
-        self,
-        logdir: Union[str, Path] = "log",
-        run_name: Optional[str] = "lightning",
-        skip: int = 10,
-        warmup: int = 2,
-        active: int = 5,
-        print_report: bool = True,
-        **profile_kwargs: Any,
-    ) -> None:
-        super().__init__()
-        self.window = Window(
-            logdir, run_name, skip, warmup, active, print_report=print_report, **profile_kwargs
-        )
-
-    @property
-    def run_dir(self) -> Optional[Path]:
-        return self.window.run_dir
-
-    @property
-    def result(self) -> Any:
-        return self.window.result
+    framework = "lightning"  # the run name when none is given
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         self.window.start()
@@ -61,8 +39,7 @@ class IdlehoundCallback(_callback_base()):  # type: ignore[misc]
             self._log(trainer)
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
-        if self.window.started and not self.window.closed:  # training ended inside the window
-            self.window.close()
+        if self.end_training():
             self._log(trainer)
 
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any
 
-from ._window import Window
+from ._window import WindowCallback
 
 try:
     from transformers import TrainerCallback
@@ -15,32 +15,12 @@ except ImportError:
     ) from None
 
 
-class IdlehoundCallback(TrainerCallback):
+class IdlehoundCallback(WindowCallback, TrainerCallback):
     """Profile optimizer steps [skip + warmup, skip + warmup + active), print the analysis, and put the
     headline figures into the Trainer's log history and, when `report_to` includes tensorboard, into
     TensorBoard scalars (see tensorboard_dir)."""
 
-    def __init__(
-        self,
-        logdir: Union[str, Path] = "log",
-        run_name: Optional[str] = "transformers",
-        skip: int = 10,
-        warmup: int = 2,
-        active: int = 5,
-        print_report: bool = True,
-        **profile_kwargs: Any,
-    ) -> None:
-        self.window = Window(
-            logdir, run_name, skip, warmup, active, print_report=print_report, **profile_kwargs
-        )
-
-    @property
-    def run_dir(self) -> Optional[Path]:
-        return self.window.run_dir
-
-    @property
-    def result(self) -> Any:
-        return self.window.result
+    framework = "transformers"  # the run name when none is given
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.window.start()
@@ -50,8 +30,7 @@ class IdlehoundCallback(TrainerCallback):
             self._log(args, state)
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self.window.started and not self.window.closed:  # training ended inside the window
-            self.window.close()
+        if self.end_training():
             self._log(args, state)
 
     def _log(self, args: Any, state: Any) -> None:

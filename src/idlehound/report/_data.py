@@ -10,7 +10,7 @@ import re
 from typing import Any, Literal, Optional
 
 from .._version import __version__
-from ..analysis import Analysis, SourceLoc
+from ..analysis import Analysis, IdleLine, SourceLoc
 from ..analysis import Step as StepInfo
 from ..diagnose import IDLE_CAUSE_DEFINITIONS, IDLE_CAUSE_INFO, IDLE_CAUSE_LABELS, Finding, IdleCause
 from ..metrics import MAX_COPY_GBPS, MAX_STEP_MS, METRICS, status
@@ -64,6 +64,18 @@ def _loc(loc: Optional[SourceLoc]) -> Optional[m.Location]:
     return m.Location(file=loc.file, line=loc.line, function=loc.function, exact=loc.exact, snippet=snip)
 
 
+def _idle_lines(a: Analysis, lines: list[IdleLine]) -> list[m.IdleLine]:
+    return [
+        m.IdleLine(
+            cause=ln.cause,
+            location=_loc(ln.location),
+            idle_ms_per_step=rnd(a.per_step_ms(ln.idle_ns)),
+            gaps=ln.gaps,
+        )
+        for ln in lines
+    ]
+
+
 def build_model(a: Analysis, findings: list[Finding]) -> m.Report:
     """The report document as its Struct; every figure rounded here, once (report/model.py, docs)."""
     t = a.trace
@@ -96,24 +108,8 @@ def build_model(a: Analysis, findings: list[Finding]) -> m.Report:
         breakdown_ms={k: rnd(a.per_step_ms(v)) for k, v in a.breakdown_ns.items()},
         idle_by_cause_ms={k: rnd(a.per_step_ms(v)) for k, v in a.idle_ns.items()},
         idle_gaps_per_step=rnd(a.gap_count / n, m.PCT) if a.gpu_recorded else None,
-        idle_by_line=[
-            m.IdleLine(
-                cause=ln.cause,
-                location=_loc(ln.location),
-                idle_ms_per_step=rnd(a.per_step_ms(ln.idle_ns)),
-                gaps=ln.gaps,
-            )
-            for ln in a.idle_lines
-        ],
-        idle_by_library_line=[
-            m.IdleLine(
-                cause=ln.cause,
-                location=_loc(ln.location),
-                idle_ms_per_step=rnd(a.per_step_ms(ln.idle_ns)),
-                gaps=ln.gaps,
-            )
-            for ln in a.idle_library_lines
-        ],
+        idle_by_line=_idle_lines(a, a.idle_lines),
+        idle_by_library_line=_idle_lines(a, a.idle_library_lines),
         steps=[_step(s) for s in a.steps],
         sync_points=[
             m.SyncPoint(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ._escape import md_code, md_text
 from ._format import num
@@ -33,15 +33,21 @@ def render_compare_markdown(c: dict[str, Any]) -> str:
         ]
         out.append("")
     out += ["## Findings", ""]
-    out += [f"- gone: {md_text(f['title'])} ({f['ms']:.3f} ms per step in A)" for f in c["findings_gone"]]
-    out += [f"- new: {md_text(f['title'])} ({f['ms']:.3f} ms per step in B)" for f in c["findings_new"]]
+    out += [f"- {line}" for line in finding_lines(c, md_text)]
+    return "\n".join(out) + "\n"
+
+
+def finding_lines(c: dict[str, Any], text: Callable[[str], str] = str) -> list[str]:
+    """A line per finding gone, new, not checked on one side, or still there; `text` escapes a title."""
+    out = [f"gone: {text(f['title'])} ({f['ms']:.3f} ms per step in A)" for f in c["findings_gone"]]
+    out += [f"new: {text(f['title'])} ({f['ms']:.3f} ms per step in B)" for f in c["findings_new"]]
     out += [
-        f"- not checked in {f['not_checked_in']}: {md_text(f['title'])} ({f['ms']:.3f} ms per step in "
+        f"not checked in {f['not_checked_in']}: {text(f['title'])} ({f['ms']:.3f} ms per step in "
         f"{f['in']}; {f['not_checked_in']} lacks the data to check it)"
         for f in c.get("findings_unchecked", [])
     ]
     out += [
-        f"- still there: {md_text(f['title'])} ({f['a_ms']:.3f} → {f['b_ms']:.3f} ms per step)"
+        f"still there: {text(f['title'])} ({f['a_ms']:.3f} → {f['b_ms']:.3f} ms per step)"
         for f in c["findings_kept"]
     ]
-    return "\n".join(out) + "\n"
+    return out

@@ -18,6 +18,7 @@ from ..diagnose import IDLE_CAUSE_DEFINITIONS
 from ..metrics import BREAKDOWN_DEFINITION, METRICS
 from ._data import CAUSE_WORDS
 from ._format import metric_text, num
+from .compare import finding_lines
 
 COLORS = {
     "Kernel": "#2e7d32",
@@ -371,17 +372,7 @@ def render_compare_html(c: dict[str, Any]) -> str:
         for title, key in _COMPARE_SECTIONS
         if c[key]
     ]
-    items = [f"gone: {f['title']} ({f['ms']:.3f} ms per step in A)" for f in c["findings_gone"]]
-    items += [f"new: {f['title']} ({f['ms']:.3f} ms per step in B)" for f in c["findings_new"]]
-    items += [
-        f"not checked in {f['not_checked_in']}: {f['title']} ({f['ms']:.3f} ms per step in {f['in']}; "
-        f"{f['not_checked_in']} lacks the data to check it)"
-        for f in c.get("findings_unchecked", [])
-    ]
-    items += [
-        f"still there: {f['title']} ({f['a_ms']:.3f} → {f['b_ms']:.3f} ms per step)"
-        for f in c["findings_kept"]
-    ]
+    items = finding_lines(c)  # the page's template escapes them
     return render_page("compare.html", a=c["a"], b=c["b"], sections=sections, findings=items)
 
 
