@@ -87,7 +87,8 @@ def match_stack(
     """The first entry whose frames appear in `stack` (python_function names, innermost first), with the
     library frame that matched; None when no entry does."""
     hit = _match(stack, entries)
-    return None if hit is None else (hit[0], parse_frame(stack[hit[1]]))  # type: ignore[return-value]
+    frame = parse_frame(stack[hit[1]]) if hit is not None else None  # _match returns a frame that parses
+    return None if hit is None or frame is None else (hit[0], frame)
 
 
 def _match(
