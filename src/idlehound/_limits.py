@@ -15,6 +15,7 @@ import io
 import mmap
 import os
 import tempfile
+import types
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ import numpy as np
 
 from .errors import TraceError
 
+_zlib: types.ModuleType  # one of three modules with zlib's API
 try:  # the same API as zlib, 1.5-3x faster to inflate; optional (pip install idlehound[fast])
     from zlib_ng import zlib_ng as _zlib
 except ImportError:
@@ -117,7 +119,7 @@ def _changed(path: Path) -> TraceError:
     return TraceError(path, "the file changed while it was read (truncated or still being written?)")
 
 
-def _read_whole(f: BinaryIO, path: Path, size: int) -> bytearray:
+def _read_whole(f: io.BufferedIOBase, path: Path, size: int) -> bytearray:
     out = bytearray(size)
     got = f.readinto(out)
     if got != size or os.fstat(f.fileno()).st_size != size:
@@ -125,7 +127,7 @@ def _read_whole(f: BinaryIO, path: Path, size: int) -> bytearray:
     return out
 
 
-def _copy(f: BinaryIO, spool: BinaryIO, path: Path, size: int) -> None:
+def _copy(f: io.BufferedIOBase, spool: BinaryIO, path: Path, size: int) -> None:
     """Copy the file's `size` bytes into spool (in the kernel where it can); TraceError if the file changes."""
     src, dst, done = f.fileno(), spool.fileno(), 0
     try:

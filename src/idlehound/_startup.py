@@ -6,9 +6,15 @@ CLI process, and only it, gets a SIGINT handler from the first line of the packa
 (`restore()`); importing idlehound as a library leaves Python's handler alone.
 """
 
-import _signal as signal  # the C module: `signal` would import enum first, a window of its own
 import os
 import sys
+
+# mypy takes any name TYPE_CHECKING as true; importing typing for it here would widen the window
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal  # typeshed has no stub for _signal; signal has the same names and types
+else:
+    import _signal as signal  # the C module: `signal` would import enum first, a window of its own
 
 EXIT_SIGINT = 130
 

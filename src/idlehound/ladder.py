@@ -144,7 +144,7 @@ class LadderOptions:
     ceiling: bool = True
 
 
-def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: sys.stderr.write(m + "\n")):
+def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: print(m, file=sys.stderr)):
     """Run the chosen rungs in order; returns (results, run_dir)."""
     from .runfolder import new_run_dir
 
@@ -374,7 +374,7 @@ def ladder_doc(results: list[RungResult], device: str) -> dict[str, Any]:
 
     best = max(
         (r for r in results if r.samples_per_s and r.name != "ceiling"),
-        key=lambda r: r.samples_per_s,
+        key=lambda r: r.samples_per_s or 0.0,  # the filter keeps measured rungs only
         default=None,
     )
     return model.as_data(

@@ -153,7 +153,7 @@ class SourceMap:
         return self._path_from(int(self.innermost(np.array([tid]), np.array([t]))[0]))
 
     def _path_from(self, k: int) -> list[int]:
-        out = []
+        out: list[int] = []
         while k >= 0 and len(out) < 500:
             out.append(k)
             k = int(self.parent[k])

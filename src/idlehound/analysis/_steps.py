@@ -87,13 +87,15 @@ def _window(ev: EventTable, ctx: _Context, exclude: np.ndarray = np.zeros(0, np.
     m[exclude] = False
     if not m.any():
         return 0, 0
-    lo, hi = None, None
+    lo: int | None = None
+    hi = 0
     for a in range(0, len(ev), _CHUNK):  # start and end of the chosen events, a chunk at a time
         sel = np.flatnonzero(m[a : a + _CHUNK]) + a
         if sel.size:
             ts = ev.ts[sel]
             c_lo, c_hi = int(ts.min()), int((ts + ev.dur[sel]).max())
             lo, hi = (c_lo, c_hi) if lo is None else (min(lo, c_lo), max(hi, c_hi))
+    assert lo is not None  # m.any(): some chunk held a chosen event
     return lo, hi
 
 

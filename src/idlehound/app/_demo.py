@@ -51,12 +51,14 @@ def run_demo(
         step_on="manual",
         print_report=print_report,
     ) as p:
-        p.session.opts.extra["workload"] = {"name": "resnet18-cifar10", "config": cfg.to_json()}  # type: ignore[union-attr]
+        session = p.session
+        assert session is not None  # set on entering the block
+        session.opts.extra["workload"] = {"name": "resnet18-cifar10", "config": cfg.to_json()}
         for _ in range(total):
             trainer.step()
             p.step()
         trainer.sync()
-    timing = p.session.step_timing()  # type: ignore[union-attr]  # set on entering the block
+    timing = session.step_timing()
     if "unprofiled_step_ms" in timing:
         sps = cfg.batch_size / (timing["unprofiled_step_ms"] / 1e3)
         say(

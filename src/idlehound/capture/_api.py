@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Literal, Optional, Union
 
 from ._session import CaptureOptions, Session
 from ._signals import EXIT_SIGTERM, Terminated
@@ -77,7 +77,7 @@ class profile:  # noqa: N801 - used like torch.profiler.profile
         self.session.manual = True
         self.session.step()
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> Literal[False]:
         assert self.session is not None
         code = (
             0

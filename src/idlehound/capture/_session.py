@@ -625,7 +625,7 @@ def _count_child_processes(facts: dict[str, int]) -> Callable[[], None]:
             facts["child_processes"] += 1
         return original(proc)
 
-    BaseProcess.start = start  # type: ignore[method-assign]
+    BaseProcess.start = start  # type: ignore[method-assign]  # counting child processes: patched on purpose
     return lambda: setattr(BaseProcess, "start", original)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Any, Optional
 
 from ..analysis import Analysis
 from ._finding import Finding, Thresholds, ms, pct
@@ -90,7 +90,7 @@ def _start_workers() -> tuple[str, str]:
     return fix, code
 
 
-def _more_workers(workers, cfg: dict) -> tuple[str, str]:
+def _more_workers(workers: Optional[int], cfg: dict[str, Any]) -> tuple[str, str]:
     n = max(suggested_workers(), (workers or 0) * 2)  # workers that cannot keep up: at least double
     fix = (
         "The workers are too slow for the GPU. Add workers, keep them alive between epochs, prefetch more, "

@@ -87,7 +87,8 @@ def match_stack(
     """The first entry whose frames appear in `stack` (python_function names, innermost first), with the
     library frame that matched; None when no entry does."""
     hit = _match(stack, entries)
-    return None if hit is None else (hit[0], parse_frame(stack[hit[1]]))  # type: ignore[return-value]
+    frame = parse_frame(stack[hit[1]]) if hit is not None else None  # _match returns a frame that parses
+    return None if hit is None or frame is None else (hit[0], frame)
 
 
 def _match(
@@ -127,7 +128,7 @@ def sync_stacks(a: Analysis) -> tuple[SourceMap, list[tuple[int, int, int]]]:
     return smap, [(int(ev.tid[j]), int(ev.ts[j]), int(k)) for j, k in zip(idx, frames) if k >= 0]
 
 
-def _sidecar(a: Analysis) -> Optional[dict]:
+def _sidecar(a: Analysis) -> Optional[dict[str, Any]]:
     """The capture sidecar beside the trace (exact user lines), as the pipeline loads it; None without one."""
     from ..analysis import load_sidecar
     from ..runfolder import sidecar_path
@@ -154,8 +155,8 @@ def find_matches(a: Analysis) -> list[FrameworkMatch]:
     Each group names the line its reads most often ran at (exact where capture recorded the stack).
     """
     smap, points = sync_stacks(a)
-    out: dict[tuple, FrameworkMatch] = {}
-    lines: dict[tuple, Counter] = {}
+    out: dict[tuple[str, str, int, str], FrameworkMatch] = {}
+    lines: dict[tuple[str, str, int, str], Counter[tuple[SourceLoc, Optional[SourceLoc]]]] = {}
     for tid, ts, _ in points:
         if smap.within(
             tid, ts, _OWN_FRAMES
@@ -236,7 +237,7 @@ def _library_evidence(a: Analysis, sync: Optional[Finding]) -> None:
         return
     try:
         smap, points = sync_stacks(a)
-        found: Counter = Counter()
+        found: Counter[tuple[SourceLoc, Optional[SourceLoc]]] = Counter()
         for tid, ts, _ in points:
             lib = smap.library_line(tid, ts)
             if lib is not None and not smap.within(tid, ts, _OWN_FRAMES):

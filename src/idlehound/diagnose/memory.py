@@ -22,7 +22,7 @@ def check_near_oom(a: Analysis, t: Thresholds) -> list[Finding]:
     return [f] if f is not None else []
 
 
-def _churn(a: Analysis):
+def _churn(a: Analysis) -> Finding | None:
     sites = [s for s in a.sync_sites if s.kind == "allocator"]
     drained = ms(a, sum(s.idle_after_ns for s in sites))
     inside = ms(a, a.idle_ns.get("allocator", 0))
@@ -71,10 +71,10 @@ def _churn(a: Analysis):
     )
 
 
-def _near_oom(a: Analysis, t: Thresholds):
+def _near_oom(a: Analysis, t: Thresholds) -> Finding | None:
     m = a.memory
-    if not m.recorded or not m.capacity or not m.peak_reserved:
-        return None
+    if not m.recorded or not m.capacity or not m.peak_reserved or m.peak_allocated is None:
+        return None  # (recorded samples set both peaks)
     share = m.peak_reserved / m.capacity
     if share < t.near_oom_share:
         return None

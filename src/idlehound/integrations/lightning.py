@@ -23,7 +23,7 @@ def _callback_base() -> type:
     return Callback
 
 
-class IdlehoundCallback(WindowCallback, _callback_base()):  # type: ignore[misc]
+class IdlehoundCallback(WindowCallback, _callback_base()):  # type: ignore[misc]  # base chosen at import (lightning or pytorch_lightning)
     """Profile training batches [skip + warmup, skip + warmup + active), print the analysis, and log the
     headline figures to `trainer.logger` (TensorBoard, CSV, W&B...) when one is configured."""
 

@@ -9,10 +9,51 @@ building a document does not import rich or jinja2.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._data import SCHEMA, SCHEMA_VERSION, build, build_model, check_document, headline, r, to_json
 from .model import DOCUMENTS, encode, validate
+
+if TYPE_CHECKING:  # the lazy names' types, for mypy; at run time __getattr__ loads them
+    from ._escape import (
+        inert,
+        md_code,
+        md_fence,
+        md_text,
+        visible,
+    )
+    from ._format import metric_text, num
+    from .compare import render_compare_markdown
+    from .files import (
+        check_output,
+        write_compare,
+        write_ranks,
+        write_report,
+    )
+    from .html import (
+        fmt_metric,
+        render_compare_html,
+        render_html,
+        render_ladder_html,
+        render_page,
+    )
+    from .ladder import (
+        ladder_markdown,
+        ladder_table_rows,
+        render_ladder,
+    )
+    from .markdown import render_markdown
+    from .ranks import (
+        ranks_title,
+        render_ranks,
+        render_ranks_html,
+    )
+    from .tensorboard import (
+        scalars_of,
+        write_ladder_scalars,
+        write_scalars,
+    )
+    from .terminal import render
 
 _LAZY = {  # public name -> the module of this package that defines it
     "render": "terminal",
@@ -55,17 +96,44 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = [
+__all__ = [  # the eager names and _LAZY's (tests/test_report_lazy_names.py keeps them in step)
     "DOCUMENTS",
     "SCHEMA",
     "SCHEMA_VERSION",
     "build",
     "build_model",
     "check_document",
+    "check_output",
     "encode",
+    "fmt_metric",
     "headline",
+    "inert",
+    "ladder_markdown",
+    "ladder_table_rows",
+    "md_code",
+    "md_fence",
+    "md_text",
+    "metric_text",
+    "num",
     "r",
+    "ranks_title",
+    "render",
+    "render_compare_html",
+    "render_compare_markdown",
+    "render_html",
+    "render_ladder",
+    "render_ladder_html",
+    "render_markdown",
+    "render_page",
+    "render_ranks",
+    "render_ranks_html",
+    "scalars_of",
     "to_json",
     "validate",
-    *_LAZY,
+    "visible",
+    "write_compare",
+    "write_ladder_scalars",
+    "write_ranks",
+    "write_report",
+    "write_scalars",
 ]

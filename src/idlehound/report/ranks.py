@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..analysis import location_text
+
+if TYPE_CHECKING:  # rich loads on first render only
+    from rich.console import Console
 
 
 def ranks_title(doc: dict[str, Any]) -> str:
@@ -14,7 +17,7 @@ def ranks_title(doc: dict[str, Any]) -> str:
     return f"{n} ranks compared{of}"
 
 
-def render_ranks(doc: dict[str, Any], console=None) -> None:
+def render_ranks(doc: dict[str, Any], console: Optional[Console] = None) -> None:
     from rich.console import Console
     from rich.panel import Panel
     from rich.table import Table

@@ -227,17 +227,19 @@ def _fill_parallel(builder: TableBuilder, src: tuple, stats: dict[str, int], n_j
         _SHARED = None
     if "deep" in results:
         raise TooDeep
-    if None in results:
+    done = [res for res in results if isinstance(res, tuple)]
+    if len(done) < len(results):  # a None: a worker's range did not start on an event
         raise BadCut
-    for parts, st in results:
+    for parts, st in done:
         builder.merge(parts)
         for k, v in st.items():
             stats[k] = stats.get(k, 0) + v
 
 
-def _work(rng: tuple[int, int]) -> Union[tuple, str, None]:
+def _work(rng: tuple[int, int]) -> Union[tuple[tuple, dict[str, int]], str, None]:
     assert _SHARED is not None
-    builder, stats = TableBuilder(), {}
+    builder = TableBuilder()
+    stats: dict[str, int] = {}
     try:
         _decode_range(_SHARED, rng[0], rng[1], builder, stats)
     except BadCut:

@@ -246,7 +246,7 @@ class _Lab:
             name,
             self.labels[name],
             settings=self.settings[name],
-            on_top_of=stack.name if on_top is not None else None,
+            on_top_of=stack.name if stack and on_top is not None else None,
             predicted=self.predicted.get(name),
         )
         results = self.results.get(name, [])
@@ -622,8 +622,8 @@ def _best(
     good = [(c, by[c.name]) for c in stage if _helped(by.get(c.name))]
     if not good:
         return None
-    top = max(o.speedup for _, o in good)
-    near = [co for co in good if co[1].speedup >= top * (1 - tie)]
+    top = max(o.speedup or 0.0 for _, o in good)  # a candidate that helped has a speed-up
+    near = [co for co in good if (co[1].speedup or 0.0) >= top * (1 - tie)]
     return max(near, key=lambda co: (co[0].settings.get("loader", {}).get("num_workers", 0), co[1].speedup))
 
 
@@ -681,7 +681,8 @@ def _document(
 ):
     """The tune document. check(changed source) -> "" when the changed script runs, else why not."""
     best = max((o for o in outcomes[1:] if is_win(o)), key=lambda o: o.speedup or 0, default=None)
-    diff, snippets, checked = "", [], ""
+    snippets: list[str] = []
+    diff, checked = "", ""
     if best is not None:
         diff, snippets = make_diff(Path(script), best.settings, best.graphed_inputs)
         if diff and check is not None:

@@ -335,7 +335,7 @@ class CompileModel(Change):
             src.snippets.append("# once the model is built:\n" + line.format(model="model").rstrip("\n"))
             return
         stmt, model = found
-        at = _line_offsets(src.source)[stmt.end_lineno]
+        at = _line_offsets(src.source)[stmt.end_lineno or stmt.lineno]
         src.edits.append((at, at, " " * stmt.col_offset + line.format(model=model)))
 
 

@@ -230,7 +230,7 @@ def _watch_model(rec: Recorder) -> None:
 
 
 # module -> (class, settings key, facts key, how its settings are applied)
-_FRAMEWORKS = {
+_FRAMEWORKS: dict[str, tuple[str, str, str, str]] = {
     "transformers.training_args": ("TrainingArguments", "hf_args", "transformers_args", "post_init"),
     "lightning.pytorch.trainer.trainer": ("Trainer", "pl_args", "lightning_args", "init"),
     "pytorch_lightning.trainer.trainer": ("Trainer", "pl_args", "lightning_args", "init"),
@@ -294,6 +294,10 @@ def _patch_framework(
         cls.fit = fit_and_keep
 
 
+def _framework_patcher(how: tuple[str, str, str, str], rec: Recorder) -> Callable[[Any], None]:
+    return lambda module: _patch_framework(module, *how, rec.overrides, rec)
+
+
 def apply(settings: dict[str, Any], rec: Recorder) -> None:
     """Inject the variant's settings without touching the script: the watchers that record what the script does,
     then each change of the registry (_changes) the settings ask for, in the registry's order."""
@@ -302,7 +306,7 @@ def apply(settings: dict[str, Any], rec: Recorder) -> None:
     seed_everything(0)
     rec.settings = settings
     for name, how in _FRAMEWORKS.items():  # the Trainer applies the overrides when the script builds it
-        after_import((name,), lambda module, how=how: _patch_framework(module, *how, rec.overrides, rec))
+        after_import((name,), _framework_patcher(how, rec))
     _watch_compile(rec)
     _watch_model(rec)  # first: its check of autocast runs before a bf16 candidate enters it
     _wrap_loader(rec)

@@ -26,6 +26,7 @@ class Predictor:
 
     def _step_ns(self, causes: Sequence[str]) -> float:
         fix = reduce(Fix.merged, (FIXES[c] for c in dict.fromkeys(causes)), Fix())
+        assert self.replay is not None  # callers check `available` first
         return self.replay.play(fix, self.rate).step_ns
 
     def speedup(self, fixes: Sequence[str], below: Sequence[str] = ()) -> Optional[float]:
@@ -39,7 +40,7 @@ class Predictor:
         """Largest predicted gain (on top of the fixes `below`) first; candidates without a prediction after, in
         their own order."""
         pred = {c.name: self.speedup(c.fixes, below) for c in cands}
-        return sorted(cands, key=lambda c: (0, -pred[c.name]) if pred[c.name] is not None else (1, 0.0))
+        return sorted(cands, key=lambda c: (0, -p) if (p := pred[c.name]) is not None else (1, 0.0))
 
     def summary(self) -> dict[str, Any]:
         if not self.available:
