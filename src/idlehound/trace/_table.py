@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import sys
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
@@ -19,6 +20,15 @@ COMPACT_EVERY = 16  # pieces (of about 8k events) between joins of their columns
 COMPACT_EVENTS = 2**17  # or events (~10 MB of full-width columns)
 MAX_TS_US = 9.0e15  # |ts| in µs beyond which int64 ns would overflow
 EPOCH_NS = 10**18  # 2001-09-09 as Unix-epoch ns: times above are absolute, not relative to a base time
+ENTRY_BYTES = 100  # a kept per-event extra or a new distinct string: its dict slot, key and value, roughly
+
+
+class TooBig(Exception):
+    """The table would take more memory than the builder's budget (TableBuilder.max_bytes)."""
+
+    def __init__(self, n: int, nbytes: int, limit: float) -> None:
+        super().__init__(n, nbytes, limit)  # args: pickled back from a worker process as they are
+        self.n, self.nbytes, self.limit = n, nbytes, limit
 
 
 @dataclass
@@ -96,6 +106,8 @@ class TableBuilder:
             "device_type": {},
         }
         self.n = 0
+        self.max_bytes: float = float("inf")  # TooBig past this estimate of the table's size (bytes())
+        self.empty = 0  # events dropped for carrying no time, name or category
         self.bad_times = 0
         self.epoch_base_ns = 0  # set by build() when the times were absolute Unix-epoch µs, rebased
         self.negative_durs = 0
@@ -114,6 +126,9 @@ class TableBuilder:
             self.bad_times += len(events) - len(keep)
             if keep:
                 self.add(keep)
+            return
+        missing = np.isnan(t)
+        if missing.any() and self._drop_empty(events, missing):
             return
         c["ph"].append(np.fromiter(map(_PH.__getitem__, map(_GET["ph"], events)), np.int8, n))
         c["cat"].append(np.fromiter(map(self._cat_ix.__getitem__, map(_GET["cat"], events)), np.int16, n))
@@ -135,9 +150,31 @@ class TableBuilder:
         self._extras(events)
         self.n += n
         self._pending += n
+        if self.bytes() > self.max_bytes:
+            raise TooBig(self.n, self.bytes(), self.max_bytes)
         # Also by events: a slice of tiny events ({} is 3 bytes) makes 80 bytes of columns an event until joined.
         if len(c["ts"]) - self._big >= COMPACT_EVERY or self._pending >= COMPACT_EVENTS:
             self._compact()
+
+    def _drop_empty(self, events: list, missing: np.ndarray) -> bool:
+        """Add the events but those with no time, name or category (`{}`: nothing to place or match, yet each
+        would cost a row of every column); False when there is none such."""
+        n = len(events)
+        empty = missing & ~np.fromiter(map(bool, map(_GET["name"], events)), bool, n)
+        empty &= ~np.fromiter(map(bool, map(_GET["cat"], events)), bool, n)
+        if not empty.any():
+            return False
+        keep = [e for e, x in zip(events, empty.tolist()) if not x]
+        self.empty += n - len(keep)
+        self.add(keep)
+        return True
+
+    def bytes(self) -> int:
+        """The table's memory as built so far, over-estimated: every column at full width (compacting usually
+        saves some), the interned strings, and the sparse extras."""
+        strings = self._name_ix.nbytes + self._cat_ix.nbytes + self._id_codes.nbytes
+        extras = sum(map(len, self.extra.values())) * ENTRY_BYTES
+        return self.n * ROW_BYTES + strings + extras
 
     def _compact(self) -> None:
         """Join the columns of the latest pieces. Piece-sized arrays live on the malloc heap, which keeps their
@@ -201,7 +238,9 @@ class TableBuilder:
         return v
 
     def reset(self) -> None:
+        max_bytes = self.max_bytes
         type(self).__init__(self)
+        self.max_bytes = max_bytes
 
     def parts(self) -> tuple:
         """What merge() needs, as plain picklable values (sent back from worker processes)."""
@@ -218,11 +257,12 @@ class TableBuilder:
             self.n,
             self.bad_times,
             self.negative_durs,
+            self.empty,
         )
 
     def merge(self, parts: tuple) -> None:
         """Append the events of another builder (its parts()), renumbering its names, categories and string ids."""
-        cols, names, cats, str_ids, extra, n, bad_times, negative_durs = parts
+        cols, names, cats, str_ids, extra, n, bad_times, negative_durs, empty = parts
         c = self._cols
         for k, v in cols.items():
             if v.ndim == 0:  # one value for all n events (_pack)
@@ -240,6 +280,7 @@ class TableBuilder:
         self.n += n
         self.bad_times += bad_times
         self.negative_durs += negative_durs
+        self.empty += empty
 
     def _remap_str_ids(self, col: np.ndarray, str_ids: list[str]) -> np.ndarray:
         new = np.array([-2 - self._str_ix.setdefault(s, len(self._str_ix)) for s in str_ids], dtype=np.int64)
@@ -283,12 +324,16 @@ _COLS = {
     "py_parent": np.int64,
     "nbytes": np.float64,
 }
+ROW_BYTES = sum(np.dtype(t).itemsize for t in _COLS.values())  # one event in every column: 79 bytes
 
 
 class _Interner(dict):
     """name -> small int; a new name gets the next number (lookups stay in C for known names)."""
 
+    nbytes = 0  # what the strings and their slots take, roughly
+
     def __missing__(self, key):
+        self.nbytes += sys.getsizeof(key) + ENTRY_BYTES
         v = self[key] = len(self)
         return v
 
@@ -297,8 +342,10 @@ class _IdCodes(dict):
     def __init__(self, code) -> None:
         super().__init__()
         self._code = code
+        self.nbytes = 0
 
     def __missing__(self, key):
+        self.nbytes += sys.getsizeof(key) + ENTRY_BYTES
         v = self._code(key)
         v = self[key] = v if -(2**63) <= v < 2**63 else NONE  # an id beyond int64 is not a real Kineto id
         return v
