@@ -271,6 +271,8 @@ def _note_problems(trace: Trace, stats: dict[str, int], b: TableBuilder) -> None
     if skipped:
         trace.warnings.append(f"skipped {skipped} malformed event(s)")
     if b.empty:
-        trace.warnings.append(f"skipped {b.empty} event(s) with no 'ts', 'name' or 'cat' (nothing to analyse)")
+        trace.warnings.append(
+            f"skipped {b.empty} event(s) with no 'ts', 'name' or 'cat' (nothing to analyse)"
+        )
     if b.negative_durs:
         trace.warnings.append(f"{b.negative_durs} event(s) had a negative duration, counted as 0")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 import sys
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import compress, repeat
 from typing import Any
 
 import numpy as np
@@ -164,7 +164,7 @@ class TableBuilder:
         empty &= ~np.fromiter(map(bool, map(_GET["cat"], events)), bool, n)
         if not empty.any():
             return False
-        keep = [e for e, x in zip(events, empty.tolist()) if not x]
+        keep = list(compress(events, (~empty).tolist()))
         self.empty += n - len(keep)
         self.add(keep)
         return True
