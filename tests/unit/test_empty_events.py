@@ -142,3 +142,10 @@ def test_cli_refuses_a_trace_of_tiny_events_in_one_line(tmp_path, run_cli, monke
     assert r.returncode == 2, r.stderr
     assert r.stderr.count("\n") == 1 and str(p) in r.stderr, r.stderr
     assert "would take more than 2x the file's size in memory" in r.stderr
+
+
+def test_more_categories_than_the_column_holds_is_a_clean_error():
+    """cat ids are int16; 40,000 distinct categories once raised OverflowError (an internal error, exit 3)."""
+    cats = ",".join(f'{{"cat":"c{i}","ts":1}}' for i in range(40_000))
+    with pytest.raises(TraceError, match=r"more than 32,768 event categories \('cat'\)"):
+        parse_trace_bytes(_trace(cats, 1))

@@ -14,7 +14,7 @@ from .. import _limits
 from ..errors import TraceError
 from . import _decode, _parallel
 from ._files import TraceFile, resolve
-from ._table import EventTable, TableBuilder, TooBig
+from ._table import EventTable, Refused, TableBuilder
 
 KINETO_CATS = {
     "cpu_op",
@@ -160,8 +160,8 @@ def parse_trace_bytes(buf: _limits.Buffer, path: Union[str, Path] = "<bytes>") -
         events = builder.build()
     except _parallel.TooDeep:
         raise TraceError(path, _TOO_DEEP) from None
-    except TooBig as e:
-        raise TraceError(path, _too_big_problem(e)) from None
+    except Refused as e:
+        raise TraceError(path, str(e)) from None
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         raise TraceError(path, "'traceEvents' is not a list of events") from None
     finally:
@@ -176,14 +176,6 @@ def parse_trace_bytes(buf: _limits.Buffer, path: Union[str, Path] = "<bytes>") -
         trace.metadata["epoch_timestamps"] = True
     _note_problems(trace, stats, builder)
     return trace
-
-
-def _too_big_problem(e: TooBig) -> str:
-    return (
-        f"its events would take more than {_limits.TABLE_RATIO}x the file's size in memory "
-        f"({e.n:,} events so far need ~{_limits._size(e.nbytes)}, over the {_limits._size(int(e.limit))} "
-        f"allowed): events this small or this varied are not a torch.profiler trace's"
-    )
 
 
 _TOO_DEEP = f"JSON nested more than {_limits.MAX_DEPTH} levels deep: not a torch.profiler trace"

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .._limits import trim
+from .._limits import TABLE_RATIO, _size, trim
 from ._decode import NO_ARGS, NO_ID
 
 PH_CODES = {"X": 0, "i": 1, "I": 1, "s": 2, "f": 3, "M": 4, "C": 5, "B": 6, "E": 7}
@@ -23,12 +23,8 @@ EPOCH_NS = 10**18  # 2001-09-09 as Unix-epoch ns: times above are absolute, not 
 ENTRY_BYTES = 100  # a kept per-event extra or a new distinct string: its dict slot, key and value, roughly
 
 
-class TooBig(Exception):
-    """The table would take more memory than the builder's budget (TableBuilder.max_bytes)."""
-
-    def __init__(self, n: int, nbytes: int, limit: float) -> None:
-        super().__init__(n, nbytes, limit)  # args: pickled back from a worker process as they are
-        self.n, self.nbytes, self.limit = n, nbytes, limit
+class Refused(Exception):
+    """The events cannot make a table; str() is the one-line problem (pickled back from a worker as it is)."""
 
 
 @dataclass
@@ -106,7 +102,7 @@ class TableBuilder:
             "device_type": {},
         }
         self.n = 0
-        self.max_bytes: float = float("inf")  # TooBig past this estimate of the table's size (bytes())
+        self.max_bytes: float = float("inf")  # Refused past this estimate of the table's size (bytes())
         self.empty = 0  # events dropped for carrying no time, name or category
         self.bad_times = 0
         self.epoch_base_ns = 0  # set by build() when the times were absolute Unix-epoch µs, rebased
@@ -131,7 +127,12 @@ class TableBuilder:
         if missing.any() and self._drop_empty(events, missing):
             return
         c["ph"].append(np.fromiter(map(_PH.__getitem__, map(_GET["ph"], events)), np.int8, n))
-        c["cat"].append(np.fromiter(map(self._cat_ix.__getitem__, map(_GET["cat"], events)), np.int16, n))
+        try:
+            c["cat"].append(np.fromiter(map(self._cat_ix.__getitem__, map(_GET["cat"], events)), np.int16, n))
+        except OverflowError:  # ids are int16: Kineto writes about 15 categories
+            raise Refused(
+                f"more than {2**15:,} event categories ('cat'): not a torch.profiler trace"
+            ) from None
         c["name"].append(np.fromiter(map(self._name_ix.__getitem__, map(_GET["name"], events)), np.int32, n))
         c["pid"].append(self._id_col(events, "pid"))
         c["tid"].append(self._id_col(events, "tid"))
@@ -151,7 +152,11 @@ class TableBuilder:
         self.n += n
         self._pending += n
         if self.bytes() > self.max_bytes:
-            raise TooBig(self.n, self.bytes(), self.max_bytes)
+            raise Refused(
+                f"its events would take more than {TABLE_RATIO}x the file's size in memory ({self.n:,} events so "
+                f"far need ~{_size(self.bytes())}, over the {_size(int(self.max_bytes))} allowed): events this "
+                "small or this varied are not a torch.profiler trace's"
+            )
         # Also by events: a slice of tiny events ({} is 3 bytes) makes 80 bytes of columns an event until joined.
         if len(c["ts"]) - self._big >= COMPACT_EVERY or self._pending >= COMPACT_EVENTS:
             self._compact()
