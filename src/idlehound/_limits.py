@@ -37,6 +37,8 @@ GZIP_ERRORS = (zlib.error, _zlib.error)  # isal's error is not a zlib.error
 
 ENV_MAX_BYTES = "IDLEHOUND_MAX_TRACE_BYTES"
 DEFAULT_MAX_BYTES = 4 * 2**30  # uncompressed JSON; a real trace of this size already needs ~8 GB to analyse
+TABLE_RATIO = 2  # the event table may take up to this times the events' JSON (real traces: 0.3-1x) ...
+TABLE_FLOOR = 16 * 2**20  # ... plus this, so that small traces always load whatever their events are like
 MAX_DEPTH = 64  # Kineto nests about 6 deep (object, events, event, args, shapes); 64 leaves room
 SLICE_BYTES = 2**20  # event bytes decoded at a time
 _SCAN_BYTES = 2**20
@@ -68,6 +70,12 @@ def max_trace_bytes(override: Optional[int] = None) -> int:
     if value <= 0:
         raise TraceError(ENV_MAX_BYTES, f"must be a positive number of bytes, not {env[:40]!r}")
     return value
+
+
+def table_budget(json_bytes: int) -> int:
+    """The most memory the event table of `json_bytes` of events may take (issue 14: about 2x the file).
+    Events of a few bytes each (`{"ph":"X"}` repeated) would otherwise cost ~80 bytes of columns apiece."""
+    return TABLE_RATIO * json_bytes + TABLE_FLOOR
 
 
 def _too_big(path: Path, limit: int, what: str) -> TraceError:

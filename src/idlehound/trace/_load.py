@@ -14,7 +14,7 @@ from .. import _limits
 from ..errors import TraceError
 from . import _decode, _parallel
 from ._files import TraceFile, resolve
-from ._table import EventTable, TableBuilder
+from ._table import EventTable, Refused, TableBuilder
 
 KINETO_CATS = {
     "cpu_op",
@@ -148,6 +148,7 @@ def parse_trace_bytes(buf: _limits.Buffer, path: Union[str, Path] = "<bytes>") -
     del top  # the events' bytes stay alive through raw_events (and buf, mapped pages released as parsed)
     stats: dict[str, int] = {}
     builder = TableBuilder()
+    builder.max_bytes = _limits.table_budget(len(memoryview(raw_events)))
     # Millions of short-lived objects, none in cycles: the cyclic GC would only rescan them again and again.
     was_enabled = gc.isenabled()
     gc.disable()
@@ -159,6 +160,8 @@ def parse_trace_bytes(buf: _limits.Buffer, path: Union[str, Path] = "<bytes>") -
         events = builder.build()
     except _parallel.TooDeep:
         raise TraceError(path, _TOO_DEEP) from None
+    except Refused as e:
+        raise TraceError(path, str(e)) from None
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         raise TraceError(path, "'traceEvents' is not a list of events") from None
     finally:
@@ -207,17 +210,21 @@ def _check_usable(
     path: Path, top: frozenset[str], events: EventTable, stats: dict[str, int], b: TableBuilder
 ) -> None:
     """Raise a one-line TraceError that says what is wrong when the events cannot be analysed."""
-    skipped = stats.get("malformed", 0) + b.bad_times
+    skipped = stats.get("malformed", 0) + b.bad_times + b.empty
     if b.n == 0 and not skipped:
         raise TraceError(path, "'traceEvents' is empty: the profiler recorded nothing")
     if len(events) == 0:
-        why = f"{b.bad_times} with a 'ts' out of range" if b.bad_times else ""
-        if stats.get("malformed"):
-            why = ", ".join(
-                x
-                for x in (why, f"{stats['malformed']} with a 'ts' that is not a number or not an object")
-                if x
+        why = ", ".join(
+            x
+            for x in (
+                f"{b.bad_times} with a 'ts' out of range" if b.bad_times else "",
+                f"{stats['malformed']} with a 'ts' that is not a number or not an object"
+                if stats.get("malformed")
+                else "",
+                f"{b.empty} with no 'ts', 'name' or 'cat'" if b.empty else "",
             )
+            if x
+        )
         raise TraceError(path, f"none of the {skipped} events is usable ({why})")
     if KINETO_CATS.intersection(events.cats):
         return
@@ -255,5 +262,9 @@ def _note_problems(trace: Trace, stats: dict[str, int], b: TableBuilder) -> None
     skipped = stats.get("malformed", 0) + b.bad_times
     if skipped:
         trace.warnings.append(f"skipped {skipped} malformed event(s)")
+    if b.empty:
+        trace.warnings.append(
+            f"skipped {b.empty} event(s) with no 'ts', 'name' or 'cat' (nothing to analyse)"
+        )
     if b.negative_durs:
         trace.warnings.append(f"{b.negative_durs} event(s) had a negative duration, counted as 0")

@@ -25,7 +25,7 @@ import msgspec
 import numpy as np
 
 from . import _decode, _limits
-from ._table import TableBuilder
+from ._table import Refused, TableBuilder
 
 PIECE_BYTES = 2**20  # one piece of events decoded at a time (about 4k events, ~3 MB of structs)
 PARALLEL_MIN = 48 * 2**20  # below this, starting worker processes costs more than it saves
@@ -74,7 +74,8 @@ def fill(
     """Add every event of the raw `traceEvents` array to builder (bounded memory, parallel when large).
 
     buf is the mapped file raw lies in, at offset `at`: each piece's pages are released once decoded. Raises
-    TooDeep when the events nest too deeply."""
+    TooDeep when the events nest too deeply, Refused when their table outgrows builder.max_bytes (worker
+    processes each get the share of _limits.table_budget that their range of the array is)."""
     mv = memoryview(raw)
     n_jobs = jobs() if n_jobs is None else n_jobs
     src = (mv, buf, at)
@@ -202,6 +203,8 @@ def _decode_range(src: tuple, lo: int, hi: int, builder: TableBuilder, stats: di
             raise TooDeep
         if events is not None:
             builder.add(events)
+            # else this piece's structs stay alive while the next is decoded (2 x ~27 MB for a piece of `{}`)
+            del events
             continue
         try:
             raws = _decode.split_events(piece)
@@ -227,6 +230,9 @@ def _fill_parallel(builder: TableBuilder, src: tuple, stats: dict[str, int], n_j
         _SHARED = None
     if "deep" in results:
         raise TooDeep
+    for r in results:
+        if isinstance(r, Refused):
+            raise r
     done = [res for res in results if isinstance(res, tuple)]
     if len(done) < len(results):  # a None: a worker's range did not start on an event
         raise BadCut
@@ -236,14 +242,17 @@ def _fill_parallel(builder: TableBuilder, src: tuple, stats: dict[str, int], n_j
             stats[k] = stats.get(k, 0) + v
 
 
-def _work(rng: tuple[int, int]) -> Union[tuple[tuple, dict[str, int]], str, None]:
+def _work(rng: tuple[int, int]) -> Union[tuple[tuple, dict[str, int]], str, Refused, None]:
     assert _SHARED is not None
     builder = TableBuilder()
     stats: dict[str, int] = {}
+    builder.max_bytes = _limits.table_budget(rng[1] - rng[0])  # this range's share of the whole's budget
     try:
         _decode_range(_SHARED, rng[0], rng[1], builder, stats)
     except BadCut:
         return None
     except TooDeep:
         return "deep"
+    except Refused as e:
+        return e
     return builder.parts(), stats

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import operator
+import sys
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import compress, repeat
 from typing import Any
 
 import numpy as np
 
-from .._limits import trim
+from .._limits import TABLE_RATIO, _size, trim
 from ._decode import NO_ARGS, NO_ID
 
 PH_CODES = {"X": 0, "i": 1, "I": 1, "s": 2, "f": 3, "M": 4, "C": 5, "B": 6, "E": 7}
@@ -19,6 +20,11 @@ COMPACT_EVERY = 16  # pieces (of about 8k events) between joins of their columns
 COMPACT_EVENTS = 2**17  # or events (~10 MB of full-width columns)
 MAX_TS_US = 9.0e15  # |ts| in µs beyond which int64 ns would overflow
 EPOCH_NS = 10**18  # 2001-09-09 as Unix-epoch ns: times above are absolute, not relative to a base time
+ENTRY_BYTES = 100  # a kept per-event extra or a new distinct string: its dict slot, key and value, roughly
+
+
+class Refused(Exception):
+    """The events cannot make a table; str() is the one-line problem (pickled back from a worker as it is)."""
 
 
 @dataclass
@@ -79,8 +85,8 @@ class TableBuilder:
     """Accumulates decoded events batch by batch into compact columns."""
 
     def __init__(self) -> None:
-        self._name_ix: dict[str, int] = _Interner()
-        self._cat_ix: dict[str, int] = _Interner()
+        self._name_ix = _Interner()
+        self._cat_ix = _Interner()
         self._str_ix: dict[str, int] = {}
         self._shared: dict = {}
         self._big = 0  # leading entries of each self._cols list that are already joined
@@ -96,6 +102,8 @@ class TableBuilder:
             "device_type": {},
         }
         self.n = 0
+        self.max_bytes: float = float("inf")  # Refused past this estimate of the table's size (bytes())
+        self.empty = 0  # events dropped for carrying no time, name or category
         self.bad_times = 0
         self.epoch_base_ns = 0  # set by build() when the times were absolute Unix-epoch µs, rebased
         self.negative_durs = 0
@@ -115,8 +123,16 @@ class TableBuilder:
             if keep:
                 self.add(keep)
             return
+        missing = np.isnan(t)
+        if missing.any() and self._drop_empty(events, missing):
+            return
         c["ph"].append(np.fromiter(map(_PH.__getitem__, map(_GET["ph"], events)), np.int8, n))
-        c["cat"].append(np.fromiter(map(self._cat_ix.__getitem__, map(_GET["cat"], events)), np.int16, n))
+        try:
+            c["cat"].append(np.fromiter(map(self._cat_ix.__getitem__, map(_GET["cat"], events)), np.int16, n))
+        except OverflowError:  # ids are int16: Kineto writes about 15 categories
+            raise Refused(
+                f"more than {2**15:,} event categories ('cat'): not a torch.profiler trace"
+            ) from None
         c["name"].append(np.fromiter(map(self._name_ix.__getitem__, map(_GET["name"], events)), np.int32, n))
         c["pid"].append(self._id_col(events, "pid"))
         c["tid"].append(self._id_col(events, "tid"))
@@ -135,9 +151,35 @@ class TableBuilder:
         self._extras(events)
         self.n += n
         self._pending += n
+        if self.bytes() > self.max_bytes:
+            raise Refused(
+                f"its events would take more than {TABLE_RATIO}x the file's size in memory ({self.n:,} events so "
+                f"far need ~{_size(self.bytes())}, over the {_size(int(self.max_bytes))} allowed): events this "
+                "small or this varied are not a torch.profiler trace's"
+            )
         # Also by events: a slice of tiny events ({} is 3 bytes) makes 80 bytes of columns an event until joined.
         if len(c["ts"]) - self._big >= COMPACT_EVERY or self._pending >= COMPACT_EVENTS:
             self._compact()
+
+    def _drop_empty(self, events: list, missing: np.ndarray) -> bool:
+        """Add the events but those with no time, name or category (`{}`: nothing to place or match, yet each
+        would cost a row of every column); False when there is none such."""
+        n = len(events)
+        empty = missing & ~np.fromiter(map(bool, map(_GET["name"], events)), bool, n)
+        empty &= ~np.fromiter(map(bool, map(_GET["cat"], events)), bool, n)
+        if not empty.any():
+            return False
+        keep = list(compress(events, (~empty).tolist()))
+        self.empty += n - len(keep)
+        self.add(keep)
+        return True
+
+    def bytes(self) -> int:
+        """The table's memory as built so far, over-estimated: every column at full width (compacting usually
+        saves some), the interned strings, and the sparse extras."""
+        strings = self._name_ix.nbytes + self._cat_ix.nbytes + self._id_codes.nbytes
+        extras = sum(map(len, self.extra.values())) * ENTRY_BYTES
+        return self.n * ROW_BYTES + strings + extras
 
     def _compact(self) -> None:
         """Join the columns of the latest pieces. Piece-sized arrays live on the malloc heap, which keeps their
@@ -201,7 +243,9 @@ class TableBuilder:
         return v
 
     def reset(self) -> None:
+        max_bytes = self.max_bytes
         type(self).__init__(self)
+        self.max_bytes = max_bytes
 
     def parts(self) -> tuple:
         """What merge() needs, as plain picklable values (sent back from worker processes)."""
@@ -218,11 +262,12 @@ class TableBuilder:
             self.n,
             self.bad_times,
             self.negative_durs,
+            self.empty,
         )
 
     def merge(self, parts: tuple) -> None:
         """Append the events of another builder (its parts()), renumbering its names, categories and string ids."""
-        cols, names, cats, str_ids, extra, n, bad_times, negative_durs = parts
+        cols, names, cats, str_ids, extra, n, bad_times, negative_durs, empty = parts
         c = self._cols
         for k, v in cols.items():
             if v.ndim == 0:  # one value for all n events (_pack)
@@ -240,6 +285,7 @@ class TableBuilder:
         self.n += n
         self.bad_times += bad_times
         self.negative_durs += negative_durs
+        self.empty += empty
 
     def _remap_str_ids(self, col: np.ndarray, str_ids: list[str]) -> np.ndarray:
         new = np.array([-2 - self._str_ix.setdefault(s, len(self._str_ix)) for s in str_ids], dtype=np.int64)
@@ -283,12 +329,16 @@ _COLS = {
     "py_parent": np.int64,
     "nbytes": np.float64,
 }
+ROW_BYTES = sum(np.dtype(t).itemsize for t in _COLS.values())  # one event in every column: 79 bytes
 
 
-class _Interner(dict):
+class _Interner(dict[str, int]):
     """name -> small int; a new name gets the next number (lookups stay in C for known names)."""
 
+    nbytes = 0  # what the strings and their slots take, roughly
+
     def __missing__(self, key):
+        self.nbytes += sys.getsizeof(key) + ENTRY_BYTES
         v = self[key] = len(self)
         return v
 
@@ -297,8 +347,10 @@ class _IdCodes(dict):
     def __init__(self, code) -> None:
         super().__init__()
         self._code = code
+        self.nbytes = 0
 
     def __missing__(self, key):
+        self.nbytes += sys.getsizeof(key) + ENTRY_BYTES
         v = self._code(key)
         v = self[key] = v if -(2**63) <= v < 2**63 else NONE  # an id beyond int64 is not a real Kineto id
         return v
