@@ -81,11 +81,11 @@ def table_budget(json_bytes: int) -> int:
 def _too_big(path: Path, limit: int, what: str) -> TraceError:
     return TraceError(
         path,
-        f"{what} is over the {_size(limit)} limit for a trace (set {ENV_MAX_BYTES} or max_bytes to raise it)",
+        f"{what} is over the {size_text(limit)} limit for a trace (set {ENV_MAX_BYTES} or max_bytes to raise it)",
     )
 
 
-def _size(n: int) -> str:
+def size_text(n: int) -> str:
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= scale:
             return f"{n / scale:.3g} {unit}"
@@ -107,7 +107,7 @@ def read_limited(f: io.BufferedIOBase, path: Path, limit: int, gz: bool) -> Buff
     if not gz:
         size = os.fstat(f.fileno()).st_size
         if size > limit:
-            raise _too_big(path, limit, f"the file ({_size(size)})")
+            raise _too_big(path, limit, f"the file ({size_text(size)})")
     spool = _spool()
     if spool is None:
         return _read_whole(f, path, size) if not gz else _gunzip(f, path, limit, bytearray())

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .._limits import TABLE_RATIO, _size, trim
+from .._limits import TABLE_RATIO, size_text, trim
 from ._decode import NO_ARGS, NO_ID
 
 PH_CODES = {"X": 0, "i": 1, "I": 1, "s": 2, "f": 3, "M": 4, "C": 5, "B": 6, "E": 7}
@@ -154,7 +154,7 @@ class TableBuilder:
         if self.bytes() > self.max_bytes:
             raise Refused(
                 f"its events would take more than {TABLE_RATIO}x the file's size in memory ({self.n:,} events so "
-                f"far need ~{_size(self.bytes())}, over the {_size(int(self.max_bytes))} allowed): events this "
+                f"far need ~{size_text(self.bytes())}, over the {size_text(int(self.max_bytes))} allowed): events this "
                 "small or this varied are not a torch.profiler trace's"
             )
         # Also by events: a slice of tiny events ({} is 3 bytes) makes 80 bytes of columns an event until joined.
