@@ -159,6 +159,7 @@ def test_second_window_in_the_same_process_starts_no_profiler(tmp_path, capfd):
     assert inner.deferred_to and not inner.started and inner.result is None
 
 
+@pytest.mark.slow  # seconds of subprocesses: CI runs it (-m "slow or not slow")
 def test_callback_inside_idlehound_run_keeps_one_window(tmp_path, run_cli):
     pytest.importorskip("accelerate")
     r = run_cli(

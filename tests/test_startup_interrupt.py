@@ -58,6 +58,7 @@ def _idlehound_frames(err: str) -> list[str]:
     ]
 
 
+@pytest.mark.slow  # seconds of subprocesses: CI runs it (-m "slow or not slow")
 def test_ctrl_c_during_start_up_exits_130_quietly():
     python_start = _seconds([sys.executable, "-c", "pass"])
     cli_start = _seconds([sys.executable, "-m", "idlehound", "--version"])

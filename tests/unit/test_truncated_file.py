@@ -109,6 +109,7 @@ def test_the_loaded_trace_does_not_depend_on_the_file_after_loading(tmp_path):
     assert bytes(buf[:64]) == first  # read back from the copy, not from the emptied file
 
 
+@pytest.mark.slow  # seconds of subprocesses: CI runs it (-m "slow or not slow")
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_cli_on_a_file_truncated_mid_analysis_exits_cleanly(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "IDLEHOUND_JOBS": "1"}
