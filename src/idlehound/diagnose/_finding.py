@@ -16,7 +16,7 @@ class Thresholds:
     min_share: float = 0.05  # recoverable time must be at least this share of the step...
     min_ms: float = 0.02  # ...and at least this many ms per step
     # ...or this share when a framework entry names the library call and its one-setting fix: the cause is then
-    # known exactly, not inferred (Lightning's per-step prog_bar read: 3.9% predicted, 5.2% measured on an H200)
+    # known exactly, not inferred (Lightning's per-step prog_bar read: 3.9% predicted, 5.6% measured on an H200)
     framework_min_share: float = 0.02
     high_share: float = 0.30
     medium_share: float = 0.10
