@@ -87,7 +87,7 @@ def test_without_library_rows_the_def_line_stands():
 def test_gpu_idle_by_library_line_on_a_recorded_h200_trainer_run():
     doc = analyze_path(TRACES / "replay" / "hf_gpt2").doc
     rows = doc["idle_by_library_line"]
-    assert rows and rows[0]["location"]["file"] == "transformers/trainer.py" and rows[0]["cause"] == "sync"
+    assert rows and rows[0]["location"]["file"] == "transformers/trainer.py"
     assert rows[0]["location"]["exact"] is False  # this run folder's sidecar (version 2) has no library lines
     user_ms = sum(r["idle_ms_per_step"] for r in doc["idle_by_line"])
     assert (
@@ -183,3 +183,15 @@ def test_callback_inside_idlehound_run_keeps_one_window(tmp_path, run_cli):
     runs = [p for p in tmp_path.iterdir() if p.is_dir() and (p / "run.json").exists()]
     assert [p.name.split("-")[0] for p in runs] == ["accelerate_loop"]
     assert len(list(runs[0].glob("*.pt.trace.json.gz"))) == 1
+
+
+@pytest.mark.parametrize("run", ["lightning_prog_bar", "hf_trainer"])
+def test_the_trainer_call_is_not_charged_as_a_sync(run):
+    """`trainer.fit()` / `.train()` contains the framework's per-step reads but is the loop itself: the host time
+    inside it is Python, launches and CPU ops, not sync time (which was 25 of 27 idle ms on the Lightning run)."""
+    doc = analyze_path(TRACES / "frameworks_h200" / run).doc
+    idle = doc["idle_by_cause_ms"]
+    sync = next(f for f in doc["findings"] if f["cause"] == "sync")
+    assert idle["sync"] < 0.05 * doc["metrics"]["step_ms"]["value"]
+    assert idle["launch"] + idle["python"] > 5 * idle["sync"]
+    assert idle["sync"] == pytest.approx(sync["details"]["sites"][0]["idle_ms_per_step"], abs=0.02)

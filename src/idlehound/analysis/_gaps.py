@@ -38,7 +38,7 @@ class _Gaps:
         self.ns = {c: np.zeros(self.count, np.int64) for c in IDLE_CAUSES}
         self.rep_t = {c: self.gs.copy() for c in IDLE_CAUSES}
         self.drained_by = np.full(self.count, -1, dtype=np.int64)
-        self._sync_frames()
+        self._sync_frames(np.sort(s0))
         self._attribute()
         self._drain()
         self._short_gaps_are_launches()
@@ -61,11 +61,15 @@ class _Gaps:
         tid[ok] = tid_ok
         return tid
 
-    def _sync_frames(self) -> None:
-        """The user-called frames (print, .item(), .cpu()...) that contain a blocking call."""
+    def _sync_frames(self, step_starts: np.ndarray) -> None:
+        """The user-called frames (print, .item(), .cpu()...) that contain a blocking call.
+
+        A call that spans the start of a step is the training loop itself (`trainer.fit()`, the user's
+        `train()`): its host time is the loop's, not a read's, so it is left out."""
         ev, sync = self.ctx.ev, self.ctx.sync
         f = self.smap.call_frame(ev.tid[sync], ev.ts[sync]) if sync.size else np.zeros(0, np.int64)
         keep = f >= 0
+        keep[keep] = ~_spans_a_start(self.smap.start[f[keep]], self.smap.end[f[keep]], step_starts)
         frames, first = np.unique(f[keep], return_index=True)
         order = np.argsort(self.smap.start[frames], kind="stable")
         self.sf_idx = frames[order]
@@ -203,6 +207,12 @@ class _Gaps:
         ]
         rows.sort(key=lambda r: -r.idle_ns)
         return rows[:top]
+
+
+def _spans_a_start(start: np.ndarray, end: np.ndarray, step_starts: np.ndarray) -> np.ndarray:
+    """For each [start, end): does a step start fall strictly inside it? (step_starts sorted)"""
+    k = np.searchsorted(step_starts, start, side="right")
+    return (k < step_starts.size) & (step_starts[np.clip(k, 0, step_starts.size - 1)] < end)
 
 
 def _merge(a: iv.Set, b: iv.Set) -> iv.Set:

@@ -274,6 +274,8 @@ def _memory(a: Analysis) -> m.Memory:
 
 
 CAUSE_WORDS = IDLE_CAUSE_LABELS  # kept for the renderers that import it from here
+# Under the idle-by-line tables: a line's idle time is not what fixing it gives back (a host-bound loop stays idle).
+IDLE_LINES_NOTE = "GPU idle time as measured; what a fix gives back is its finding's figure (the replay)."
 
 
 def headline(a: Analysis, findings: list[Finding]) -> str:

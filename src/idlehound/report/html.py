@@ -16,7 +16,7 @@ from markupsafe import Markup
 from ..analysis import location_text
 from ..diagnose import IDLE_CAUSE_DEFINITIONS
 from ..metrics import BREAKDOWN_DEFINITION, METRICS
-from ._data import CAUSE_WORDS
+from ._data import CAUSE_WORDS, IDLE_LINES_NOTE
 from ._format import metric_text, num
 from .compare import finding_lines
 
@@ -87,6 +87,7 @@ def render_html(doc: dict[str, Any]) -> str:
         findings=_findings(doc),
         lines=_lines(doc),
         library_lines=_lines(doc, "idle_by_library_line"),
+        idle_lines_note=IDLE_LINES_NOTE,
         kernels=_kernels(doc),
         memory=_memory(doc),
         notes=doc["notes"],

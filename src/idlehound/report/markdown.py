@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis import NO_USER_FRAME, location_text
-from ._data import CAUSE_WORDS, not_checked_by_need
+from ._data import CAUSE_WORDS, IDLE_LINES_NOTE, not_checked_by_need
 from ._escape import md_code, md_fence, md_text
 from ._format import metric_text
 
@@ -43,7 +43,14 @@ def render_markdown(doc: dict[str, Any]) -> str:
         ]
         out.append("")
     if doc["idle_by_line"]:
-        out += ["## GPU idle by source line", "", "| line | cause | ms per step |", "|---|---|---:|"]
+        out += [
+            "## GPU idle by source line",
+            "",
+            IDLE_LINES_NOTE,
+            "",
+            "| line | cause | idle ms per step |",
+            "|---|---|---:|",
+        ]
         for row in doc["idle_by_line"]:
             loc = row["location"]
             where = md_code(location_text(loc, approx=False)) if loc else NO_USER_FRAME
@@ -56,7 +63,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
             "",
             "## GPU idle by library line",
             "",
-            "| library line | cause | ms per step |",
+            "| library line | cause | idle ms per step |",
             "|---|---|---:|",
         ]
         for row in doc["idle_by_library_line"]:

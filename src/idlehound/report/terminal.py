@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis import location_text
-from ._data import CAUSE_WORDS, not_checked_by_need
+from ._data import CAUSE_WORDS, IDLE_LINES_NOTE, not_checked_by_need
 from ._escape import inert
 from ._format import metric_text
 
@@ -50,6 +50,8 @@ def render(doc: dict[str, Any], console: Optional[Console] = None) -> None:
         c.print(_lines(doc["idle_by_line"]))
     if doc.get("idle_by_library_line"):
         c.print(_lines(doc["idle_by_library_line"], "GPU idle by library line (innermost, below your line)"))
+    if doc["idle_by_line"] or doc.get("idle_by_library_line"):
+        c.print(Text(IDLE_LINES_NOTE, style="dim"))
     for n in doc["notes"]:
         c.print(Text(f"note: {n}", style="yellow"))
 
@@ -144,7 +146,7 @@ def _lines(rows: list[dict[str, Any]], title: str = "GPU idle by source line") -
     tab = Table(title=f"{title} (top 10)", title_justify="left", show_edge=False)
     tab.add_column("line")
     tab.add_column("cause")
-    tab.add_column("ms per step", justify="right")
+    tab.add_column("idle ms per step", justify="right")
     tab.add_column("gaps", justify="right")
     for row in rows:
         loc = row["location"]
