@@ -25,14 +25,25 @@ import numpy as np
 
 from .errors import TraceError
 
-_zlib: types.ModuleType  # one of three modules with zlib's API
-try:  # the same API as zlib, 1.5-3x faster to inflate; optional (pip install idlehound[fast])
-    from zlib_ng import zlib_ng as _zlib
-except ImportError:
+
+def _fastest_zlib() -> types.ModuleType:
+    """zlib_ng or isal where installed (the same API as zlib, 1.5-3x faster to inflate; pip install
+    idlehound[fast]), else zlib."""
     try:
-        from isal import isal_zlib as _zlib
+        from zlib_ng import zlib_ng
+
+        return zlib_ng
     except ImportError:
-        _zlib = zlib
+        pass
+    try:
+        from isal import isal_zlib
+
+        return isal_zlib
+    except ImportError:
+        return zlib
+
+
+_zlib = _fastest_zlib()
 GZIP_ERRORS = (zlib.error, _zlib.error)  # isal's error is not a zlib.error
 
 ENV_MAX_BYTES = "IDLEHOUND_MAX_TRACE_BYTES"

@@ -153,7 +153,9 @@ IDLE_CAUSE_INFO: dict[IdleCause, IdleCauseInfo] = {
             "CPU-GPU syncs",
             "around CPU-GPU syncs",
             "GPU idle caused by a blocking host read: a gap that opened while a sync call waited (the queue "
-            "drained), or host time inside the user call that synced (print, .item(), .cpu()).",
+            "drained), or host time inside the user call that synced (print, .item(), .cpu()). A call that spans "
+            "the start of a step (`trainer.fit()`, `Trainer.train()`, your own `train()`) is the loop itself: its "
+            "host time is not counted as sync time.",
         ),
         IdleCauseInfo(
             IdleCause.LAUNCH,
