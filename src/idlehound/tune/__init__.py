@@ -530,11 +530,15 @@ def _choose(cands: list[Candidate], causes: set[str], base: dict, cuda: bool, op
     known = {c.name for c in cands}
     counts = [re.fullmatch(r"workers([1-9][0-9]*)", t) for t in opts.try_ if t not in known]
     extra = [workers_candidate(int(m.group(1)), cuda) for m in counts if m]
+    facts = base.get("facts") or {}
     wanted = [
         c
         for c in _loader_first(cands + extra)
         if c.name not in opts.skip_candidates
-        and (c.name in opts.try_ or (not opts.try_ and bool(causes & set(c.causes))))
+        and (
+            c.name in opts.try_
+            or (not opts.try_ and (bool(causes & set(c.causes)) or bool(c.fact and facts.get(c.fact))))
+        )
     ]
     pinning = any(
         c.settings.get("loader", {}).get("pin_memory") and "num_workers" in c.settings["loader"]
@@ -542,7 +546,6 @@ def _choose(cands: list[Candidate], causes: set[str], base: dict, cuda: bool, op
     )
     chosen, skipped = [], []
     has_loader = bool(base.get("loaders"))
-    facts = base.get("facts") or {}
     for c in wanted:
         if c.framework and facts.get(FRAMEWORK_FACTS[c.framework][0]) is None:
             if c.name in opts.try_:  # tried by name: say why not; proposed by a cause: not this script's kind
