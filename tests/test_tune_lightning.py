@@ -3,10 +3,7 @@ on the host every batch) gets it logged per epoch, injected at run time and as a
 not applicable where nothing logs with prog_bar per step (the real lightning package, CPU)."""
 
 import ast
-import json
-import os
 import subprocess
-import sys
 from types import SimpleNamespace
 
 import pytest
@@ -21,6 +18,7 @@ from idlehound.tune._child import _watch_lightning_log  # noqa: E402
 from idlehound.tune._diff import changed_source, make_diff  # noqa: E402
 
 from .conftest import SCRIPTS  # noqa: E402
+from .tune_helpers import run_child  # noqa: E402
 
 SCRIPT = SCRIPTS / "tune" / "pl_prog_bar.py"
 CANDS = {c.name: c for c in all_candidates(4, cuda=True)}
@@ -127,11 +125,9 @@ def test_the_diff_edits_the_per_step_prog_bar_log_calls_and_applies_with_patch(t
     assert diff == "" and "on_step=False, on_epoch=True" in snippets[0]
 
 
-def _child(tmp_path, settings, *args):
+def _child(tmp_path, settings):
     out = tmp_path / f"r{len(list(tmp_path.glob('r*.json')))}.json"
-    cmd = [sys.executable, "-m", "idlehound.tune._child", str(out), json.dumps(settings), "2", "4", str(SCRIPT)]
-    subprocess.run([*cmd, *args], check=True, timeout=600, stdin=subprocess.DEVNULL, env=os.environ)
-    return json.loads(out.read_text())
+    return run_child(out, SCRIPT, settings, steps=4, timeout=600)
 
 
 @pytest.mark.slow  # three Lightning runs in child processes
