@@ -10,6 +10,7 @@ from idlehound.tune import _best, _Stack, check_losses  # noqa: E402
 from idlehound.tune._candidates import Outcome, all_candidates  # noqa: E402
 
 from .conftest import SCRIPTS  # noqa: E402
+from .tune_helpers import QUICK  # noqa: E402
 
 TUNE = SCRIPTS / "tune"
 FAST = ["--skip", "3", "--steps", "10", "--min-rounds", "2", "--max-rounds", "2"]
@@ -109,14 +110,7 @@ def test_blog_baseline_script_more_workers_keep_the_losses_bitwise(run_cli, tmp_
     script = SCRIPTS.parent.parent / "examples" / "train_resnet18_cifar10.py"
     r = run_cli(
         "tune",
-        "--skip",
-        "2",
-        "--steps",
-        "4",
-        "--min-rounds",
-        "2",
-        "--max-rounds",
-        "2",
+        *QUICK,
         "--try",
         "workers2",
         "--no-diagnose",

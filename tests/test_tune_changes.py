@@ -2,10 +2,7 @@
 injection, its no-op test and its diff edit; the Lightning Trainer's own settings found set already (CPU)."""
 
 import ast
-import json
-import os
 import subprocess
-import sys
 
 import pytest
 
@@ -13,41 +10,18 @@ pytest.importorskip("torch")
 
 from idlehound.tune import _Stack  # noqa: E402
 from idlehound.tune._candidates import all_candidates, not_applicable  # noqa: E402
-from idlehound.tune._changes import CHANGES, COMPILE_BACKEND_ENV  # noqa: E402
+from idlehound.tune._changes import CHANGES  # noqa: E402
 from idlehound.tune._diff import changed_source, make_diff  # noqa: E402
 
 from .conftest import SCRIPTS  # noqa: E402
+from .tune_helpers import run_child  # noqa: E402
 
 TUNE = SCRIPTS / "tune"
 CANDS = {c.name: c for c in all_candidates(4, cuda=True)}
 
 
 def _child(tmp_path, script, settings, *args, fake=""):
-    out = tmp_path / "r.json"
-    path = (
-        os.pathsep.join([str(TUNE / fake), os.environ.get("PYTHONPATH", "")])
-        if fake
-        else os.environ.get("PYTHONPATH", "")
-    )
-    env = {**os.environ, "PYTHONPATH": path, COMPILE_BACKEND_ENV: "eager"}  # no C++ compiler run in tests
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "idlehound.tune._child",
-            str(out),
-            json.dumps(settings),
-            "2",
-            "3",
-            str(script),
-            *args,
-        ],
-        check=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-        env=env,
-    )
-    return json.loads(out.read_text())
+    return run_child(tmp_path / "r.json", script, settings, *args, fake=fake)
 
 
 def test_every_candidate_setting_is_owned_by_a_registered_change_with_its_injection_and_diff_edit():

@@ -2,10 +2,8 @@
 diffs that edit its TrainingArguments(...) / Trainer(...) call (CPU; transformers is played by a stand-in)."""
 
 import ast
-import json
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -16,6 +14,7 @@ from idlehound.tune._candidates import all_candidates  # noqa: E402
 from idlehound.tune._diff import changed_source, make_diff  # noqa: E402
 
 from .conftest import SCRIPTS  # noqa: E402
+from .tune_helpers import run_child  # noqa: E402
 
 pytestmark = pytest.mark.slow  # tune variants of framework scripts in child processes
 
@@ -24,25 +23,7 @@ CANDS = {c.name: c for c in all_candidates(4, cuda=True)}
 
 
 def _child(tmp_path, settings):
-    out = tmp_path / "r.json"
-    path = os.pathsep.join([str(TUNE / "fake_hf"), os.environ.get("PYTHONPATH", "")])
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "idlehound.tune._child",
-            str(out),
-            json.dumps(settings),
-            "2",
-            "3",
-            str(TUNE / "hf_trainer.py"),
-        ],
-        check=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONPATH": path},
-    )
-    return json.loads(out.read_text())
+    return run_child(tmp_path / "r.json", TUNE / "hf_trainer.py", settings, fake="fake_hf")
 
 
 def test_trainer_settings_are_injected_into_the_scripts_training_arguments(tmp_path):
@@ -168,27 +149,8 @@ def test_the_changed_trainer_script_runs_before_its_diff_is_shown(tmp_path, monk
 
 
 def test_lightning_trainer_settings_are_injected_and_the_scripts_own_are_recorded(tmp_path):
-    out = tmp_path / "r.json"
-    path = os.pathsep.join([str(TUNE / "fake_pl"), os.environ.get("PYTHONPATH", "")])
-
     def child(settings):
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "idlehound.tune._child",
-                str(out),
-                json.dumps(settings),
-                "2",
-                "3",
-                str(TUNE / "pl_trainer.py"),
-            ],
-            check=True,
-            timeout=300,
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": path},
-        )
-        return json.loads(out.read_text())
+        return run_child(tmp_path / "r.json", TUNE / "pl_trainer.py", settings, fake="fake_pl")
 
     base = child({})
     assert base["status"] == "ok"

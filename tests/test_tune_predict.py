@@ -162,13 +162,17 @@ def test_a_spent_budget_stops_the_rounds_after_the_first_and_the_reference_still
 
 
 def test_a_sweep_that_does_not_fit_whole_is_cut_to_its_most_promising_head():
-    """Three loader candidates need 13 runs; with room for 9 the first (most promising) one still runs."""
+    """Three loader candidates need 2 + 3 x 2 runs and the changed script's check (90 s at 10 s a run); with
+    room for 70 s the first (most promising) one still runs (the arithmetic: tests/test_tune_budget.py)."""
     from types import SimpleNamespace
 
     from idlehound.tune import _Budget
+    from idlehound.tune._stats import Run
 
-    lab = SimpleNamespace(run_s=[10.0, 10.0], sched=SimpleNamespace(min_rounds=3, enough=None))
+    sched = SimpleNamespace(min_rounds=3, early_rounds=None, room=None)
+    runs = [Run("baseline", 0, 5.0), Run("baseline", 1, 5.0)]
+    lab = SimpleNamespace(run_s=[10.0, 10.0], run_s_by={}, runs=runs, sched=sched)
     clock = _Budget(1000.0, lab)
-    assert clock._fitting(3, left=150.0) == 3  # 3 * 4 + 1 + 2 = 15 runs of 10 s
-    assert clock._fitting(3, left=100.0) == 1  # 9 runs fit: one candidate and its reference
-    assert clock._fitting(3, left=80.0) == 0
+    assert clock._fitting(3, left=150.0) == 3
+    assert clock._fitting(3, left=60.0) == 1  # one candidate, its reference and the check: 50 s
+    assert clock._fitting(3, left=45.0) == 0

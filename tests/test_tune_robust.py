@@ -17,6 +17,7 @@ from idlehound.tune._candidates import Outcome, all_candidates, not_applicable  
 from idlehound.tune._diff import changed_source, make_diff  # noqa: E402
 
 from .conftest import ROOT, SCRIPTS  # noqa: E402
+from .tune_helpers import QUICK  # noqa: E402
 
 pytestmark = pytest.mark.slow  # tune runs and tune children
 
@@ -163,14 +164,7 @@ def _tune(tmp_path, *args, stdin=subprocess.DEVNULL, timeout=600):
             "-m",
             "idlehound",
             "tune",
-            "--skip",
-            "2",
-            "--steps",
-            "4",
-            "--min-rounds",
-            "2",
-            "--max-rounds",
-            "2",
+            *QUICK,
             "--logdir",
             str(tmp_path),
             *map(str, args),

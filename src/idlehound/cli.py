@@ -296,7 +296,8 @@ def lint(paths: tuple[Path, ...], as_json: bool, trace: Optional[Path]) -> None:
     "--budget",
     type=float,
     default=None,
-    help="Seconds for the whole tune: candidates (most promising first) that would not fit are not tried.",
+    help="Seconds for the whole tune: candidates (most promising first) that would not fit are not tried; "
+    "under it a candidate whose interval is decided after two rounds leaves early.",
 )
 @click.option("--logdir", type=click.Path(path_type=Path), default=Path("log"), show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")

@@ -222,7 +222,10 @@ def ab(name: str, script: Path, doc: dict, variant: dict, args: list[str]) -> No
     )
 
 
-TINY_TRY = {"hf": "hf_nan_filter,channels_last", "pl": "pl_compile,pl_benchmark"}  # pl_benchmark: no conv
+TINY_TRY = {
+    "hf": "hf_nan_filter,channels_last",
+    "pl": "pl_log_epoch,pl_compile,pl_benchmark",  # pl_benchmark: no conv
+}
 
 
 def framework(name: str, script: Path, later: int) -> list:

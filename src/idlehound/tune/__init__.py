@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ..diagnose.dataloader import suggested_workers
 from ..errors import IdlehoundError
 from ..report.model import encode
 from ._candidates import (
@@ -112,11 +113,17 @@ def run_tune(
     if opts.diagnose:
         progress("diagnosing the baseline (short profile)", lab.done, 0)
         causes, lab.predictor = _diagnosed_causes(script, args, opts, run_dir)
-    chosen, skipped = _choose(all_candidates(os.cpu_count() or 2, cuda), causes, first, cuda, opts)
-    stage1 = lab.predictor.ordered([c for c in chosen if c.needs_loader])
+    cands = all_candidates(os.cpu_count() or 2, cuda)
+    chosen, skipped = _choose(cands, causes, first, cuda, opts)
+    _predict_untried(skipped, cands, lab.predictor)
+    stage1 = [c for c in chosen if c.needs_loader]
+    stage1 = lab.predictor.ordered(
+        _suggested_first(stage1) if opts.budget_s else stage1
+    )  # a cut keeps the head
     below = stage1[0].fixes if stage1 else ()  # stage 2 runs on top of the loader, once one helps
     stage2 = lab.predictor.ordered([c for c in chosen if not c.needs_loader], below)
     lab.plan(len(stage1), len(stage2))
+    clock.plan_later(stage2, below)
     outcomes = skipped + clock.experiment(None, stage1)
     floor = _best(stage1, outcomes)
     extra = _refined(stage1, floor, cuda) if opts.budget_s is None else []  # a budget goes to stage 2 first
@@ -126,9 +133,11 @@ def run_tune(
     stack = _Stack.start(_best(stage1, outcomes))
     for i, cand in enumerate(stage2):
         lab.plan(1, len(stage2) - i - 1)
+        clock.plan_later(stage2[i + 1 :], tuple(f for c in (*stack.cands, cand) for f in c.fixes))
         stack = _on_top(clock, stack, cand, cand.name, outcomes)
     for cand in _more_workers(stack, stage1, cuda):
         lab.plan(1, 0)
+        clock.later = 0
         stack = _on_top(clock, stack, cand, cand.name + "_on_stack", outcomes, " (again)")
     lab.last_baseline()
     progress("checking that the changed script runs", lab.done, lab.done + 1)
@@ -172,10 +181,12 @@ class _Lab:
         self.sched = Schedule(opts.min_rounds, opts.max_rounds, seed=opts.seed)
         self.predictor = Predictor(None)
         self.run_s: list[float] = []  # wall time of each child run, for the budget
+        self.run_s_by: dict[str, list[float]] = {}  # the same per arm
+        self.held_back = False  # the --budget stopped the rounds to keep room for later candidates
 
     def plan(self, arms: int, later: int) -> None:
         """Runs expected from here: this experiment's minimum, and that of the single-arm ones still to come."""
-        rounds = self.sched.min_rounds
+        rounds = self.sched.early_rounds or self.sched.min_rounds
         self.total = self.done + (rounds * (arms + 1) + 1 if arms else 0) + later * (2 * rounds + 1) + 1
 
     def first_baseline(self) -> dict[str, Any]:
@@ -211,6 +222,7 @@ class _Lab:
             settings, math = stack.plus(cand) if stack else (cand.settings, cand.math)
             self.settings[name], self.math[name], self.labels[name] = settings, math, cand.label + note
             self.predicted[name] = self.predictor.speedup(cand.fixes, below)
+        self.held_back = False
         measure_interleaved(ref, names, self._measure, self.sched, self.runs)
         return [self.outcome(n, ref, stack) for n in names]
 
@@ -224,6 +236,7 @@ class _Lab:
             self.script, self.args, self.settings[arm], self.opts, self.run_dir / f"{arm}.{n}.json"
         )
         self.run_s.append(time.monotonic() - t0)
+        self.run_s_by.setdefault(arm, []).append(self.run_s[-1])
         self.results.setdefault(arm, []).append(r)
         self.done += 1
         if r["status"] != "ok":
@@ -260,9 +273,9 @@ class _Lab:
             o.status, o.reason = "rejected", o.loss_check
             return o
         _fill(o, self.runs, name, results)
-        if o.rounds < self.sched.min_rounds:
-            o.reason = f"the --budget ran out after {o.rounds} of {self.sched.min_rounds} rounds"
         iv = interval(log_ratios(self.runs, ref, name))
+        if o.rounds < self.sched.min_rounds:
+            o.reason = self._cut(name, o.rounds)
         o.effect = effect(iv)
         if on_top is not None:
             o.gain, o.gain_ci = _figures(iv)
@@ -274,6 +287,15 @@ class _Lab:
         o.graphed_inputs = results[0].get("graphed_inputs")
         o.warmup_note = results[0].get("warmup_note", "")
         return o
+
+    def _cut(self, name: str, rounds: int) -> str:
+        """Why an arm has fewer than --min-rounds rounds (under --budget)."""
+        of = f"{rounds} of {self.sched.min_rounds} rounds"
+        if name in self.sched.left_early:
+            return f"decided after {of}: its 95% interval was clear of the margin"
+        if self.held_back:
+            return f"stopped after {of}: the rest of the --budget is kept for the candidates predicted to gain more"
+        return f"the --budget ran out after {of}"
 
     def baseline_outcome(self) -> Outcome:
         o = Outcome("baseline", "the script as written", settings={}, loss_check="reference", speedup=1.0)
@@ -288,21 +310,65 @@ class _Lab:
         return drift_pct(self.runs, "baseline")
 
 
+EARLY_ROUNDS = 2  # under --budget: the fewest rounds a candidate is tried with (an interval needs two)
+
+
 class _Budget:
-    """The lab's experiments within --budget: one that would not fit (at the runs' mean wall time so far, with
-    the last baseline run and the diff check kept back) is not tried, and once the budget is spent no further
-    round starts (an arm cut before --min-rounds says so; its wide interval says how little it shows)."""
+    """The lab's experiments within --budget, at what the runs so far cost (each reference at its own runs' mean
+    wall time, a new arm at the mean of all runs).
+
+    A candidate is tried when its fewest rounds (EARLY_ROUNDS: each arm twice, its reference around them), the
+    closing reference run and what the end keeps back (the last baseline run when the reference is a stack, the
+    changed script's short run) fit in what is left; a sweep that does not fit whole is cut to its most
+    promising head. A decided arm leaves after those rounds (_stats.decided); a further round starts only while
+    it leaves room for the fewest rounds of each later candidate the replay predicts to gain more than the
+    margin, so that the candidates that matter get tried before the undecided ones get more rounds."""
 
     def __init__(self, budget_s: Optional[float], lab: _Lab) -> None:
         self.budget_s, self.lab, self.t0 = budget_s, lab, time.monotonic()
+        self.ref = "baseline"
+        self.later = 0  # later candidates predicted to gain more than the margin: their fewest runs are kept
         if budget_s is not None:
-            lab.sched.enough = self.spent
+            lab.sched.early_rounds = min(EARLY_ROUNDS, lab.sched.min_rounds)
+            lab.sched.room = self.room
 
-    def spent(self) -> bool:
-        return self.budget_s is not None and time.monotonic() - self.t0 + self._per_run() * 2 > self.budget_s
+    def left(self) -> float:
+        return _math.inf if self.budget_s is None else self.budget_s - (time.monotonic() - self.t0)
 
-    def _per_run(self) -> float:
-        return sum(self.lab.run_s) / len(self.lab.run_s) if self.lab.run_s else 0.0
+    def cost(self, arm: Optional[str] = None) -> float:
+        """Mean wall time of arm's runs so far, or of all runs (a new arm)."""
+        xs = (self.lab.run_s_by.get(arm) if arm else None) or self.lab.run_s
+        return sum(xs) / len(xs) if xs else 0.0
+
+    def kept_back(self) -> tuple[int, float]:
+        """The runs the end needs: the last baseline run (when the reference is not the baseline: a stack), and
+        the changed script's check (a short run: at the quickest run's cost)."""
+        last = self.ref != "baseline"
+        check = min(self.lab.run_s) if self.lab.run_s else 0.0
+        return 1 + last, check + (self.cost("baseline") if last else 0.0)
+
+    def need(self, arms: int, rounds: int) -> tuple[int, float]:
+        """Runs and seconds to time `arms` new arms for `rounds` rounds against self.ref, the closing reference
+        run included (the first round's reference is the run just made when that was the same reference)."""
+        runs = self.lab.runs
+        refs = rounds + 1 - (1 if runs and runs[-1].arm == self.ref else 0)
+        return refs + arms * rounds, refs * self.cost(self.ref) + arms * rounds * self.cost()
+
+    def plan_later(self, cands: list[Candidate], below: tuple[str, ...]) -> None:
+        """Keep room for the fewest rounds of each of cands the replay predicts to gain more than the margin."""
+        pred = [self.lab.predictor.speedup(c.fixes, below) for c in cands]
+        self.later = sum(1 for p in pred if p is not None and p >= 1 + MARGIN)
+
+    def room(self, runs: int, rnd: int) -> bool:
+        """Whether the next round (runs: the reference's and those of the arms still timed) fits, with the
+        closing reference run and the end's runs kept back; from the third round on, also the later candidates'."""
+        need = self.cost(self.ref) * 2 + (runs - 1) * self.cost() + self.kept_back()[1]
+        if rnd < (self.lab.sched.early_rounds or 0):
+            return need <= self.left()
+        later = self.later * (2 * EARLY_ROUNDS + 1) * self.cost()
+        if need <= self.left() < need + later:
+            self.lab.held_back = True
+        return need + later <= self.left()
 
     def experiment(
         self,
@@ -312,13 +378,15 @@ class _Budget:
         names: Optional[list[str]] = None,
     ) -> list[Outcome]:
         names = names or [c.name for c in cands]
-        left = None if self.budget_s is None else self.budget_s - (time.monotonic() - self.t0)
-        fit = len(cands) if left is None else self._fitting(len(cands), left)
+        self.ref = stack.outcome.candidate if stack and stack.outcome else "baseline"
+        fit = len(cands) if self.budget_s is None else self._fitting(len(cands), self.left())
         done = self.lab.experiment(stack, cands[:fit], note, names[:fit]) if fit else []
         if fit == len(cands):
             return done
-        runs = self.lab.sched.min_rounds * (len(cands) - fit + 1) + 1
+        rounds = self.lab.sched.early_rounds or self.lab.sched.min_rounds
+        runs = self.need(len(cands) - fit, rounds)[0] + self.kept_back()[0]
         why = f"not tried: {runs} more runs would not fit the --budget of {self.budget_s:g} s"
+        below = tuple(f for c in (stack.cands if stack else ()) for f in c.fixes)
         return done + [
             Outcome(
                 n,
@@ -327,6 +395,7 @@ class _Budget:
                 reason=why,
                 settings=c.settings,
                 on_top_of=stack.name if stack and stack.cands else None,
+                predicted=self.lab.predictor.speedup(c.fixes, below),
             )
             for c, n in zip(cands[fit:], names[fit:])
         ]
@@ -334,9 +403,9 @@ class _Budget:
     def _fitting(self, n: int, left: float) -> int:
         """How many of n candidates (the most promising first) fit in what is left of the budget: a sweep that
         does not fit whole is cut to its head rather than left out."""
-        per_run = self._per_run()
+        rounds = self.lab.sched.early_rounds or self.lab.sched.min_rounds
         for k in range(n, 0, -1):
-            if (self.lab.sched.min_rounds * (k + 1) + 1 + 2) * per_run <= left:
+            if self.need(k, rounds)[1] + self.kept_back()[1] <= left:
                 return k
         return 0
 
@@ -463,11 +532,15 @@ def _choose(cands: list[Candidate], causes: set[str], base: dict, cuda: bool, op
     known = {c.name for c in cands}
     counts = [re.fullmatch(r"workers([1-9][0-9]*)", t) for t in opts.try_ if t not in known]
     extra = [workers_candidate(int(m.group(1)), cuda) for m in counts if m]
+    facts = base.get("facts") or {}
     wanted = [
         c
         for c in _loader_first(cands + extra)
         if c.name not in opts.skip_candidates
-        and (c.name in opts.try_ or (not opts.try_ and bool(causes & set(c.causes))))
+        and (
+            c.name in opts.try_
+            or (not opts.try_ and (bool(causes & set(c.causes)) or bool(c.fact and facts.get(c.fact))))
+        )
     ]
     pinning = any(
         c.settings.get("loader", {}).get("pin_memory") and "num_workers" in c.settings["loader"]
@@ -475,7 +548,6 @@ def _choose(cands: list[Candidate], causes: set[str], base: dict, cuda: bool, op
     )
     chosen, skipped = [], []
     has_loader = bool(base.get("loaders"))
-    facts = base.get("facts") or {}
     for c in wanted:
         if c.framework and facts.get(FRAMEWORK_FACTS[c.framework][0]) is None:
             if c.name in opts.try_:  # tried by name: say why not; proposed by a cause: not this script's kind
@@ -508,6 +580,28 @@ def _choose(cands: list[Candidate], causes: set[str], base: dict, cuda: bool, op
         else:
             chosen.append(c)
     return chosen, skipped
+
+
+def _predict_untried(skipped: list[Outcome], cands: list[Candidate], predictor: Predictor) -> None:
+    """The replay's prediction for candidates left out before any run (over the baseline), so that each
+    still tests the diagnosis."""
+    fixes = {c.name: c.fixes for c in cands}
+    for o in skipped:
+        o.predicted = predictor.speedup(fixes.get(o.candidate, ()))
+
+
+def _suggested_first(loader: list[Candidate]) -> list[Candidate]:
+    """Loader settings the replay cannot tell apart in the order a cut sweep should keep: the suggested worker
+    count first, then the larger ones (headroom for the later stages), then the smaller."""
+    best = suggested_workers(os.cpu_count() or 2)
+
+    def key(c: Candidate) -> tuple[int, int]:
+        n = c.settings.get("loader", {}).get("num_workers")
+        if n is None:
+            return (3, 0)
+        return (0, 0) if n == best else (1, n) if n > best else (2, -n)
+
+    return sorted(loader, key=key)
 
 
 def _loader_first(cands: list[Candidate]) -> list[Candidate]:

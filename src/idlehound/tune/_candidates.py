@@ -27,6 +27,7 @@ class Candidate:
     group: str = (
         ""  # in a stack, a candidate replaces one of the same group (as a loader setting replaces another)
     )
+    fact: str = ""  # also proposed when the baseline's facts show this (a per-step cost a profile may hide)
 
 
 def worker_counts(cores: int) -> list[int]:
@@ -256,6 +257,17 @@ def framework_candidates(cores: int, cuda: bool) -> list[Candidate]:
             causes=("cudnn_benchmark", "fp32_math"),
             fixes=("cudnn_benchmark",),
             why="let cuDNN pick the fastest convolution algorithm",
+        ),
+        Candidate(
+            "pl_log_epoch",
+            "Lightning: self.log(..., prog_bar=True) per epoch, not per step (on_step=False, on_epoch=True)",
+            {"pl_log_epoch": True},
+            "same",
+            framework=pl,
+            causes=("sync", "host_bound"),
+            fixes=("sync",),
+            fact="lightning_step_prog_bar",
+            why="the progress bar reads a tensor logged per step on the host every batch: a GPU sync per step",
         ),
         Candidate(
             "pl_compile",

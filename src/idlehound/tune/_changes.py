@@ -387,6 +387,65 @@ class CompileLightningModule(Change):
         _ensure_torch_import(src)
 
 
+_STEP_HOOKS = (  # LightningModule hooks where self.log logs per step unless told otherwise
+    "training_step",
+    "on_train_batch_start",
+    "on_train_batch_end",
+    "on_before_backward",
+    "on_after_backward",
+    "on_before_optimizer_step",
+    "on_before_zero_grad",
+)
+
+
+def _is_true(node: Any) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def step_prog_bar_logs(tree: ast.AST) -> list[ast.Call]:
+    """The `X.log(..., prog_bar=True)` calls that log per step: with on_step=True, or without on_step in a
+    per-step hook (training_step, ...)."""
+    found: dict[int, ast.Call] = {}
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for c in ast.walk(fn):
+            if not (isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "log"):
+                continue
+            kw = {k.arg: k.value for k in c.keywords if k.arg}
+            step = kw.get("on_step")
+            if _is_true(kw.get("prog_bar")) and (_is_true(step) or (step is None and fn.name in _STEP_HOOKS)):
+                found[id(c)] = c
+    return sorted(found.values(), key=lambda c: (c.lineno, c.col_offset))
+
+
+@change
+class LightningLogPerEpoch(Change):
+    """Lightning: a tensor logged with prog_bar=True per step is logged per epoch instead (on_step=False,
+    on_epoch=True): Lightning keeps its running mean on the device, and the progress bar no longer reads it
+    on the host every batch. The training math is the script's."""
+
+    key = "pl_log_epoch"
+
+    def inject(self, value: Any, rec: Any) -> None:
+        rec.overrides[self.key] = True  # applied by the child's LightningModule.log watcher
+
+    def no_op(self, value: Any, facts: dict[str, Any]) -> str:
+        if facts.get("lightning_step_prog_bar"):
+            return ""
+        return "nothing is logged with self.log(..., prog_bar=True) per step"
+
+    def edit(self, value: Any, src: SourceEdits) -> None:
+        from ._diff import _rewrite_call
+
+        calls = step_prog_bar_logs(src.tree)
+        src.edits += [_rewrite_call(src.source, c, {"on_step": False, "on_epoch": True}) for c in calls]
+        if not calls:
+            src.snippets.append(
+                'self.log("train_loss", loss, prog_bar=True, on_step=False, on_epoch=True)  # per epoch'
+            )
+
+
 @change
 class FusedOptimizer(Change):
     key = "fused_optimizer"

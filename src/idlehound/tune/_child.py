@@ -298,6 +298,52 @@ def _framework_patcher(how: tuple[str, str, str, str], rec: Recorder) -> Callabl
     return lambda module: _patch_framework(module, *how, rec.overrides, rec)
 
 
+LIGHTNING_MODULES = ("lightning.pytorch.core.module", "pytorch_lightning.core.module")
+
+
+def _watch_lightning_log(module, rec: Recorder) -> None:
+    """Record the tensors the script logs with self.log(..., prog_bar=True) per step (the progress bar reads
+    each on the host every batch: a GPU sync); with the pl_log_epoch change, log them per epoch instead."""
+    import inspect
+
+    import torch
+
+    cls = getattr(module, "LightningModule", None)
+    if cls is None or getattr(cls.log, "_idlehound", False):
+        return
+    log, validator = cls.log, getattr(module, "_FxValidator", None)
+    sig = inspect.signature(log)
+
+    def watched_log(self, *a, **kw):
+        try:
+            bound = sig.bind(self, *a, **kw)
+        except TypeError:  # Lightning says what is wrong
+            return log(self, *a, **kw)
+        args = bound.arguments
+        value, on_step = args.get("value"), args.get("on_step")
+        if args.get("prog_bar") and isinstance(value, torch.Tensor) and _per_step(self, on_step, validator):
+            names = rec.framework.setdefault("lightning_step_prog_bar", [])
+            if args["name"] not in names:
+                names.append(str(args["name"]))
+            if rec.overrides.get("pl_log_epoch"):
+                args["on_step"], args["on_epoch"] = False, True
+        return log(*bound.args, **bound.kwargs)
+
+    watched_log._idlehound = True  # type: ignore[attr-defined]
+    cls.log = watched_log
+
+
+def _per_step(module, on_step: Any, validator: Any) -> bool:
+    """Whether a self.log call logs per step: on_step as given, else Lightning's default for the hook it is in."""
+    if on_step is not None or validator is None:
+        return bool(on_step)
+    fx = getattr(module, "_current_fx_name", None)
+    try:
+        return bool(fx) and bool(validator.check_logging_and_get_default_levels(fx, None, None)[0])
+    except Exception:  # a hook Lightning does not allow logging in: it raises its own error
+        return False
+
+
 def apply(settings: dict[str, Any], rec: Recorder) -> None:
     """Inject the variant's settings without touching the script: the watchers that record what the script does,
     then each change of the registry (_changes) the settings ask for, in the registry's order."""
@@ -307,6 +353,7 @@ def apply(settings: dict[str, Any], rec: Recorder) -> None:
     rec.settings = settings
     for name, how in _FRAMEWORKS.items():  # the Trainer applies the overrides when the script builds it
         after_import((name,), _framework_patcher(how, rec))
+    after_import(LIGHTNING_MODULES, lambda module: _watch_lightning_log(module, rec))
     _watch_compile(rec)
     _watch_model(rec)  # first: its check of autocast runs before a bf16 candidate enters it
     _wrap_loader(rec)

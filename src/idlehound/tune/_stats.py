@@ -6,6 +6,12 @@ reference time interpolated (on the log scale) at the run's position over the ru
 across the tune (later processes faster or slower) cancels to first order instead of showing as a speed-up. The
 speed-up of an arm is the geometric mean of its runs' speed-ups, with a t-interval on their logs (rounds are
 the independent units: runs within one process are correlated).
+
+Under a time budget (early_rounds), an arm may leave after two rounds when its interval (t with one degree of
+freedom: 12.7 standard errors wide) is already decided: it excludes 1.0 by the margin, or it excludes being
+faster by the margin; the rounds left go to the undecided arms. An arm is still called faster only by its own
+interval; the early look is a second look at the data, so a no-op's chance of passing is at most the sum of the
+two looks' one-sided 2.5% (far less with the margin: tests/test_tune_budget.py simulates it under drift).
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 MARGIN = 0.03  # an arm is faster (or slower) when its 95% interval excludes 1.0 by this much
@@ -151,6 +157,11 @@ class Schedule:
     enough: Optional[Callable[[], bool]] = (
         None  # True: no further round after the first (a time budget is spent)
     )
+    early_rounds: Optional[int] = None  # under a budget: a decided arm leaves after this many rounds
+    room: Optional[Callable[[int, int], bool]] = (
+        None  # (runs the next round takes, its index) -> whether it fits the time budget
+    )
+    left_early: set[str] = field(default_factory=set)  # arms that left decided before min_rounds
 
 
 Measure = Callable[[str, int, int], Optional[float]]  # (arm, its run index, schedule position) -> ms or None
@@ -183,10 +194,9 @@ def measure_interleaved(
         runs.append(r)
         return r
 
+    floor = min(sched.min_rounds, sched.early_rounds or sched.min_rounds)
     for rnd in range(sched.max_rounds):
-        if (rnd >= sched.min_rounds and not active) or (
-            rnd >= 1 and sched.enough is not None and sched.enough()
-        ):
+        if (rnd >= floor and not active) or (rnd >= 1 and not _fits(sched, rnd, len(active) + 1)):
             break  # done, or the time budget is spent (then even before min_rounds: the intervals say how little)
         if not (rnd == 0 and skip_first):
             one(reference)
@@ -195,10 +205,27 @@ def measure_interleaved(
         for arm in order:
             if one(arm).ms is None:
                 active.remove(arm)
+        if sched.early_rounds is not None and rnd + 1 >= sched.early_rounds:
+            done = [a for a in active if decided(interval(log_ratios(runs, reference, a)))]
+            if rnd + 1 < sched.min_rounds:
+                sched.left_early.update(done)
+            active = [a for a in active if a not in done]
         if rnd + 1 >= sched.min_rounds:
             active = [a for a in active if not _tight(runs, reference, a, sched.target)]
     one(reference)
     return runs
+
+
+def _fits(sched: Schedule, rnd: int, runs: int) -> bool:
+    if sched.enough is not None and sched.enough():
+        return False
+    return sched.room is None or sched.room(runs, rnd)
+
+
+def decided(iv: Optional[Interval], margin: float = MARGIN) -> bool:
+    """The interval (of at least two rounds) excludes 1.0 by the margin, or excludes being faster by it: more
+    rounds would not be needed to call it faster, nor could they make it so at 95%."""
+    return iv is not None and iv.df > 0 and (iv.low > 1 + margin or iv.high < 1 + margin)
 
 
 def _tight(runs: list[Run], reference: str, arm: str, target: float) -> bool:

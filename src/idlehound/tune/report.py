@@ -91,7 +91,7 @@ def versus(v: dict[str, Any]) -> str:
     got, ci = (v.get("gain"), v.get("gain_ci")) if on_top else (v.get("speedup"), v.get("speedup_ci"))
     pred = f"predicted {_pct(v['predicted'])}" if v.get("predicted") is not None else "no prediction"
     if got is None:
-        return pred
+        return pred + (" / not measured" if v.get("predicted") is not None else "")
     interval = f" [{_pct(ci[0])}, {_pct(ci[1])}]" if ci and ci[1] < 100 else ""
     return f"{pred} / measured {_pct(got)}{interval}"
 
@@ -129,7 +129,8 @@ def legend(doc: dict[str, Any]) -> list[tuple[str, str]]:
         note = v.get("warmup_note") or ""
         seen = (
             f"; {versus(v)}"
-            if doc.get("schema_version", 1) >= 3 and v["status"] in ("ok", "rejected")
+            if doc.get("schema_version", 1) >= 3
+            and (v["status"] in ("ok", "rejected") or v.get("predicted") is not None)
             else ""
         )
         out.setdefault(v["candidate"], v["label"] + seen + (f"; {note}" if note else ""))

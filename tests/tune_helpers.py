@@ -1,0 +1,29 @@
+"""What the tune tests share: one run of tune's child on a script, and the options of a quick `idlehound tune`."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from idlehound.tune._changes import COMPILE_BACKEND_ENV
+
+from .conftest import SCRIPTS
+
+TUNE = SCRIPTS / "tune"
+QUICK = ("--skip", "2", "--steps", "4", "--min-rounds", "2", "--max-rounds", "2")  # a quick tune's options
+
+
+def run_child(
+    out: Path, script: Path, settings: dict, *args: str, fake: str = "", steps: int = 3, timeout: int = 300
+) -> dict[str, Any]:
+    """One run of tune's child on script with a variant's settings (2 warm-up steps, then `steps`); its result.
+    fake: a stand-in package folder of tests/scripts/tune (fake_hf, fake_pl) put first on the path."""
+    path = os.environ.get("PYTHONPATH", "")
+    if fake:
+        path = os.pathsep.join([str(TUNE / fake), path])
+    env = {**os.environ, "PYTHONPATH": path, COMPILE_BACKEND_ENV: "eager"}  # no C++ compiler run in tests
+    cmd = [sys.executable, "-m", "idlehound.tune._child", str(out), json.dumps(settings), "2", str(steps)]
+    subprocess.run([*cmd, str(script), *args], check=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env)
+    return json.loads(Path(out).read_text())
