@@ -34,6 +34,7 @@ def test_every_candidate_setting_is_owned_by_a_registered_change_with_its_inject
     assert order.index("autocast") < order.index("channels_last") < order.index("cuda_graphs")
 
 
+@pytest.mark.slow  # tune child processes: seconds each; CI runs it
 def test_compile_is_injected_at_the_models_first_call_and_is_not_applicable_where_the_script_compiles(
     tmp_path,
 ):
@@ -76,6 +77,7 @@ def test_compile_replaces_cuda_graphs_in_a_stack_as_one_loader_setting_replaces_
     assert math == "precision"  # compiled kernels may round differently: the smoothed-curve check
 
 
+@pytest.mark.slow  # tune child processes: seconds each; CI runs it
 def test_lightning_compile_wraps_the_module_given_to_fit_and_its_diff_edits_the_fit_call(tmp_path):
     base = _child(tmp_path, TUNE / "pl_trainer.py", {}, fake="fake_pl")
     comp = _child(tmp_path, TUNE / "pl_trainer.py", CANDS["pl_compile"].settings, fake="fake_pl")
@@ -91,6 +93,7 @@ def test_lightning_compile_wraps_the_module_given_to_fit_and_its_diff_edits_the_
     ast.parse(new)
 
 
+@pytest.mark.slow  # tune child processes: seconds each; CI runs it
 def test_lightning_precision_and_benchmark_set_by_the_script_or_useless_for_the_model_are_not_applicable(
     tmp_path,
 ):

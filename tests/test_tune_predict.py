@@ -103,6 +103,7 @@ def test_the_prediction_stands_beside_the_measurement_in_markdown_and_the_termin
     assert json.loads(json.dumps(doc)) == doc
 
 
+@pytest.mark.slow  # tune child processes: seconds each; CI runs it
 def test_a_budget_too_short_for_an_experiment_leaves_it_untried_with_the_reason(run_cli, tmp_path):
     r = run_cli(
         "tune",
