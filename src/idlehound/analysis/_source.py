@@ -88,6 +88,7 @@ class SourceMap:
         self._names = list(map(ev.names.__getitem__, ev.name[idx].tolist()))  # C-level: 1e5s of frames
         self.parent = self._parents(ev.py_id[idx], ev.py_parent[idx])
         self._parents_py: Optional[list[int]] = None
+        self._locs: dict[tuple, SourceLoc] = {}
         self.loc: list[Optional[SourceLoc]] = []
         self.anchor = self._anchors(sidecar or {})
         self._library_data(sidecar or {})
@@ -216,7 +217,12 @@ class SourceMap:
         return self._parents_py
 
     def _loc_at(self, frame: tuple[str, int, str], exact: bool) -> SourceLoc:
-        return SourceLoc(frame[0], frame[1], frame[2], exact, self._snippet(frame[0], frame[1]))
+        """One shared (frozen) object per place: thousands of gaps name the same few library lines."""
+        loc = self._locs.get((frame, exact))
+        if loc is None:
+            loc = SourceLoc(frame[0], frame[1], frame[2], exact, self._snippet(frame[0], frame[1]))
+            self._locs[(frame, exact)] = loc
+        return loc
 
     def _snippet(self, file: str, line: int) -> Optional[tuple[int, tuple[str, ...]]]:
         return snippet_at(self._sources.get(file) or self._lib_sources.get(file), line)
