@@ -87,6 +87,8 @@ class SourceMap:
         self.n = idx.size
         self._names = list(map(ev.names.__getitem__, ev.name[idx].tolist()))  # C-level: 1e5s of frames
         self.parent = self._parents(ev.py_id[idx], ev.py_parent[idx])
+        self._parents_py: Optional[list[int]] = None
+        self._locs: dict[tuple, SourceLoc] = {}
         self.loc: list[Optional[SourceLoc]] = []
         self.anchor = self._anchors(sidecar or {})
         self._library_data(sidecar or {})
@@ -190,21 +192,37 @@ class SourceMap:
         for k, t, pt in zip(ks.tolist(), np.asarray(times).tolist(), pts.tolist()):
             key = (k, pt if pt >= 0 and self._pts[pt][1] >= t else -1)  # same frame, same point: same line
             if key not in cache:
-                cache[key] = self._library_in(self._path_from(k), t)
+                cache[key] = self._library_in(k, t)
             out.append(cache[key])
         return out
 
-    def _library_in(self, path: list[int], t: int) -> Optional[SourceLoc]:
-        for i, k in enumerate(path):
+    def _library_in(self, k: int, t: int) -> Optional[SourceLoc]:
+        """Walks up from frame k only as far as the answer (the whole path is often ten times longer)."""
+        parent = self._parent_list()
+        path: list[int] = []
+        while k >= 0 and len(path) < 500:
+            path.append(k)
             frame = parse_frame(self._names[k])
             if frame is not None and is_library(frame[0], self.is_user):
-                return self.line_inside(path, i, t) or self._loc_at(frame, False)
+                return self.line_inside(path, len(path) - 1, t) or self._loc_at(frame, False)
             if self.loc[k] is not None:  # a user frame, or a call made from a user line
                 return None
+            k = parent[k]
         return None
 
+    def _parent_list(self) -> list[int]:
+        """parent as a list of ints: a walk reads it one frame at a time, where numpy's per-item cost shows."""
+        if self._parents_py is None:
+            self._parents_py = self.parent.tolist()
+        return self._parents_py
+
     def _loc_at(self, frame: tuple[str, int, str], exact: bool) -> SourceLoc:
-        return SourceLoc(frame[0], frame[1], frame[2], exact, self._snippet(frame[0], frame[1]))
+        """One shared (frozen) object per place: thousands of gaps name the same few library lines."""
+        loc = self._locs.get((frame, exact))
+        if loc is None:
+            loc = SourceLoc(frame[0], frame[1], frame[2], exact, self._snippet(frame[0], frame[1]))
+            self._locs[(frame, exact)] = loc
+        return loc
 
     def _snippet(self, file: str, line: int) -> Optional[tuple[int, tuple[str, ...]]]:
         return snippet_at(self._sources.get(file) or self._lib_sources.get(file), line)

@@ -125,15 +125,68 @@ def parse_trace_bytes(buf: _limits.Buffer, path: Union[str, Path] = "<bytes>") -
     path = Path(path)
     if not len(buf) or (len(buf) < 2**20 and bytes(buf).isspace()):
         raise TraceError(path, "empty file")
-    size = len(buf)
+    box = [buf]  # no other name for the bytes: _parse drops them once the events are in the table
+    del buf
+    guess = _guess_top(box[0])
+    if guess is not None:
+        try:
+            return _parse(box, path, *guess)
+        except _WrongGuess:
+            pass
+    return _parse(box, path, *_decode_top(box[0], path))
+
+
+class _WrongGuess(Exception):
+    """The events array found by _guess_top did not decode as one: the full top-level decode decides."""
+
+
+def _decode_top(buf: _limits.Buffer, path: Path) -> tuple[dict[str, msgspec.Raw], bool]:
     try:  # msgspec stops at its recursion limit: deep JSON is a RecursionError, never a crash
-        top = _decode.decode_top(buf)
+        return _decode.decode_top(buf), False
     except RecursionError:
         raise TraceError(path, _TOO_DEEP) from None
     except msgspec.ValidationError:
         raise TraceError(path, "not a torch.profiler trace (the top level is not a JSON object)") from None
     except msgspec.DecodeError as e:
         raise TraceError(path, f"invalid or truncated JSON ({e})") from None
+
+
+_GUESS_MAX = 16 << 20  # bytes before or after the events array that the guess decodes; more: the full decode
+
+
+def _guess_top(buf: _limits.Buffer) -> Optional[tuple[dict[str, msgspec.Raw], bool]]:
+    """The top level as torch.profiler writes it ({..., "traceEvents": [...], "traceName": ...}), without
+    reading the events array (the full decode reads every byte of it once just to find its end: ~8% of the
+    load). The array starts after the first "traceEvents" key whose text before it decodes as a top-level
+    object's start, and ends at the file's last "]" if the text after it decodes as an object's end. A "]"
+    there that does not close the array makes the events fail to decode as one array (_WrongGuess); None when
+    the layout does not fit."""
+    key = buf.find(b'"traceEvents"')
+    close = buf.rfind(b"]")
+    if key < 0 or key > _GUESS_MAX or close < key or len(buf) - close > _GUESS_MAX:
+        return None
+    colon = key + len(b'"traceEvents"')
+    while colon < close and buf[colon : colon + 1] in b" \t\r\n":
+        colon += 1
+    start = colon + 1
+    while start < close and buf[start : start + 1] in b" \t\r\n":
+        start += 1
+    if buf[colon : colon + 1] != b":" or buf[start : start + 1] != b"[":
+        return None
+    try:  # "traceEvents": 0 stands for the array, so that each part is a whole object
+        before = _decode.decode_top(bytes(buf[:key]) + b'"traceEvents":0}')
+        after = _decode.decode_top(b'{"traceEvents":0' + bytes(buf[close + 1 :]))
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    if bytes(after.pop("traceEvents")) != b"0":  # the key again after the array: the last one counts
+        return None
+    before.pop("traceEvents")
+    return {**before, "traceEvents": msgspec.Raw(memoryview(buf)[start : close + 1]), **after}, True
+
+
+def _parse(box: list, path: Path, top: dict[str, msgspec.Raw], guessed: bool) -> Trace:
+    buf = box[0]
+    size = len(buf)
     if "traceEvents" not in top:
         _check_depth(buf, 0, 0, path)
         raise TraceError(path, _no_events_problem(top))
@@ -153,10 +206,16 @@ def parse_trace_bytes(buf: _limits.Buffer, path: Union[str, Path] = "<bytes>") -
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        _parallel.fill(
-            builder, raw_events, stats, buf=buf, at=at
-        )  # pieces of ~2 MB, on several cores if large
+        try:
+            _parallel.fill(
+                builder, raw_events, stats, buf=buf, at=at
+            )  # pieces of ~2 MB, on several cores if large
+        except (_parallel.TooDeep, msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+            if guessed:  # perhaps not the array's end: decode the top level in full
+                raise _WrongGuess from None
+            raise
         del raw_events, buf
+        box.clear()
         events = builder.build()
     except _parallel.TooDeep:
         raise TraceError(path, _TOO_DEEP) from None

@@ -101,13 +101,11 @@ def max_depth(piece: bytes) -> int:
     """Nesting depth of a JSON text that starts outside any string (brackets inside strings do not count)."""
     if piece.find(b"\\") >= 0:  # an escaped quote does not end a string: positions needed
         return _max_depth_escaped(piece)
-    # Only quotes and brackets, then adjacent quote pairs dropped (that keeps every other character's count of
-    # quotes before it even or odd): what is left is mostly brackets, a few percent of the bytes.
-    c = piece.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
-    a = np.frombuffer(c, np.uint8)
-    if c.find(b'"') >= 0:  # strings with brackets in them
-        quote = a == ord('"')
-        a = a[((np.cumsum(quote, dtype=np.uint8) & 1) == 0) & ~quote]
+    # Only quotes and brackets (a fifth of the bytes); a bracket is outside strings when the quotes before it
+    # are even. (Dropping adjacent quote pairs first with bytes.replace cost more than it saved.)
+    a = np.frombuffer(piece.translate(None, _NOT_STRUCTURE), np.uint8)
+    quote = a == ord('"')
+    a = a[((np.cumsum(quote, dtype=np.uint8) & 1) == 0) & ~quote]
     return int(np.cumsum(_SIGN[a], dtype=np.int32).max()) if a.size else 0
 
 

@@ -87,6 +87,7 @@ class TableBuilder:
     def __init__(self) -> None:
         self._name_ix = _Interner()
         self._cat_ix = _Interner()
+        self._kinds = _Kinds(self._name_ix, self._cat_ix)
         self._str_ix: dict[str, int] = {}
         self._shared: dict = {}
         self._big = 0  # leading entries of each self._cols list that are already joined
@@ -126,14 +127,11 @@ class TableBuilder:
         missing = np.isnan(t)
         if missing.any() and self._drop_empty(events, missing):
             return
-        c["ph"].append(np.fromiter(map(_PH.__getitem__, map(_GET["ph"], events)), np.int8, n))
-        try:
-            c["cat"].append(np.fromiter(map(self._cat_ix.__getitem__, map(_GET["cat"], events)), np.int16, n))
-        except OverflowError:  # ids are int16: Kineto writes about 15 categories
-            raise Refused(
-                f"more than {2**15:,} event categories ('cat'): not a torch.profiler trace"
-            ) from None
-        c["name"].append(np.fromiter(map(self._name_ix.__getitem__, map(_GET["name"], events)), np.int32, n))
+        # ph, cat and name in one pass: one dict lookup per event on the (ph, cat, name) triple (few distinct).
+        kind = np.fromiter(map(self._kinds.__getitem__, map(_KIND, events)), np.intp, n)
+        c["ph"].append(self._kinds.ph_of(kind))
+        c["cat"].append(self._kinds.cat_of(kind))
+        c["name"].append(self._kinds.name_of(kind))
         c["pid"].append(self._id_col(events, "pid"))
         c["tid"].append(self._id_col(events, "tid"))
         c["ts"].append(_us_to_ns(np.where(np.isnan(t), 0.0, t)))
@@ -141,14 +139,19 @@ class TableBuilder:
         d = np.where(np.isnan(d), 0.0, d)
         self.negative_durs += int((d < 0).sum())
         c["dur"].append(np.rint(np.clip(d, 0.0, 1e15) * 1000.0).astype(np.int64))
-        ext = _arg_ids(events, "external_id")
-        lc = _arg_ids(events, "external_id_lc")
+        args = list(map(_GET["args"], events))  # read once: each column below is one attribute an event, not two
+        try:
+            ext = _arg_ids(args, "external_id")
+        except AttributeError:  # "args": null somewhere
+            args = [a or NO_ARGS for a in args]
+            ext = _arg_ids(args, "external_id")
+        lc = _arg_ids(args, "external_id_lc")
         c["ext"].append(_missing_ids(np.where(ext == NO_ID, lc, ext)))
         for key, f in (("corr", "correlation"), ("py_id", "python_id"), ("py_parent", "python_parent_id")):
-            c[key].append(_missing_ids(_arg_ids(events, f)))
-        nbytes = _float_col(events, "args.nbytes")
-        c["nbytes"].append(np.where(np.isnan(nbytes), _float_col(events, "args.mem_bytes"), nbytes))
-        self._extras(events)
+            c[key].append(_missing_ids(_arg_ids(args, f)))
+        nbytes = _arg_floats(args, "nbytes")
+        c["nbytes"].append(np.where(np.isnan(nbytes), _arg_floats(args, "mem_bytes"), nbytes))
+        self._extras(args)
         self.n += n
         self._pending += n
         if self.bytes() > self.max_bytes:
@@ -177,7 +180,7 @@ class TableBuilder:
     def bytes(self) -> int:
         """The table's memory as built so far, over-estimated: every column at full width (compacting usually
         saves some), the interned strings, and the sparse extras."""
-        strings = self._name_ix.nbytes + self._cat_ix.nbytes + self._id_codes.nbytes
+        strings = self._name_ix.nbytes + self._cat_ix.nbytes + self._id_codes.nbytes + self._kinds.nbytes
         extras = sum(map(len, self.extra.values())) * ENTRY_BYTES
         return self.n * ROW_BYTES + strings + extras
 
@@ -195,21 +198,18 @@ class TableBuilder:
         except (TypeError, ValueError, OverflowError):  # strings ("Spans", ""), None, or huge numbers
             return np.fromiter(map(self._id_codes.__getitem__, map(_GET[key], events)), np.int64, len(events))
 
-    def _extras(self, events: list) -> None:
+    def _extras(self, args: list) -> None:
+        """args: the events' Args (NO_ARGS where absent or null)."""
         x = self.extra
-        try:  # C-level scan for the few events that carry one (kernels, shapes, memory events)
-            has = np.fromiter(
-                map(operator.ne, map(_EXTRA_FIELDS, events), repeat(_NO_EXTRAS)), bool, len(events)
-            )
-        except AttributeError:  # "args": null somewhere
-            has = np.fromiter((e.args is not None for e in events), bool, len(events))
+        # C-level scan for the few events that carry one (kernels, shapes, memory events)
+        has = np.fromiter(map(operator.ne, map(_EXTRA_FIELDS, args), repeat(_NO_EXTRAS)), bool, len(args))
         # One object per distinct value (share): kept values then pin no memory of the decoded pieces around them.
         n0, share = self.n, self._shared.setdefault
         bps, occ, types = x["blocks_per_sm"], x["occupancy"], x["input_type"]
         for i in np.flatnonzero(
             has
         ).tolist():  # locals and no calls for plain floats: ~20% of events get here
-            a = events[i].args
+            a = args[i]
             j = n0 + i
             v = a.blocks_per_sm
             if v is not None:
@@ -343,6 +343,44 @@ class _Interner(dict[str, int]):
         return v
 
 
+class _Kinds(dict):
+    """(ph, cat, name) -> a small int, with that triple's ph code, category id and name id kept in columns
+    (names and categories are interned in the order events first show them, as one pass per column would)."""
+
+    def __init__(self, names: _Interner, cats: _Interner) -> None:
+        super().__init__()
+        self._names, self._cats = names, cats
+        self._codes: list[tuple[int, int, int]] = []
+        self._arrays: tuple = ()
+        self.nbytes = 0
+
+    def __missing__(self, key):
+        ph, cat, name = key
+        c = self._cats[cat]
+        if c >= 2**15:  # the cat column is int16: Kineto writes about 15 categories
+            raise Refused(f"more than {2**15:,} event categories ('cat'): not a torch.profiler trace")
+        self._codes.append((_PH[ph], c, self._names[name]))
+        self._arrays = ()
+        self.nbytes += ENTRY_BYTES + 64  # the slot and the key tuple (its strings are counted by the interners)
+        v = self[key] = len(self)
+        return v
+
+    def _columns(self) -> tuple:
+        if not self._arrays:
+            ph, cat, name = zip(*self._codes)
+            self._arrays = (np.array(ph, np.int8), np.array(cat, np.int16), np.array(name, np.int32))
+        return self._arrays
+
+    def ph_of(self, kind: np.ndarray) -> np.ndarray:
+        return self._columns()[0][kind]
+
+    def cat_of(self, kind: np.ndarray) -> np.ndarray:
+        return self._columns()[1][kind]
+
+    def name_of(self, kind: np.ndarray) -> np.ndarray:
+        return self._columns()[2][kind]
+
+
 class _IdCodes(dict):
     def __init__(self, code) -> None:
         super().__init__()
@@ -362,35 +400,35 @@ class _PhCodes(dict):
 
 
 _PH = _PhCodes(PH_CODES)
-_EXTRA_FIELDS = operator.attrgetter(
-    "args.blocks_per_sm", "args.occupancy", "args.input_type", "args.total_allocated"
-)
+_EXTRA_FIELDS = operator.attrgetter("blocks_per_sm", "occupancy", "input_type", "total_allocated")
+_KIND = operator.attrgetter("ph", "cat", "name")
 _NO_EXTRAS = (None,) * 4
 _GET = {
     k: operator.attrgetter(k)
-    for k in ("ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "args.nbytes", "args.mem_bytes")
+    for k in ("ph", "cat", "name", "pid", "tid", "ts", "dur", "args")
 }
 
 
 def _float_col(events: list, key: str) -> np.ndarray:
-    """A float64 column; None (JSON null) becomes nan, and so do the fields of an event with "args": null."""
-    try:
-        return np.fromiter(map(_GET[key], events), np.float64, len(events))
-    except AttributeError:
-        _, f = key.split(".")
-        return np.array([getattr(e.args or NO_ARGS, f) for e in events], dtype=np.float64)
+    """A float64 column; None (JSON null) becomes nan."""
+    return np.fromiter(map(_GET[key], events), np.float64, len(events))
 
 
-def _arg_ids(events: list, f: str) -> np.ndarray:
-    """An int64 column of one id argument; NO_ID where absent. Slow path for null, odd args or huge ids."""
-    get = operator.attrgetter("args." + f)
+def _arg_ids(args: list, f: str) -> np.ndarray:
+    """An int64 column of one id argument; NO_ID where absent. Slow path for null or huge ids."""
+    get = operator.attrgetter(f)
     try:
-        return np.fromiter(map(get, events), np.int64, len(events))
-    except (TypeError, AttributeError, OverflowError):
-        vals = (getattr(e.args or NO_ARGS, f) for e in events)
+        return np.fromiter(map(get, args), np.int64, len(args))
+    except (TypeError, OverflowError):
+        vals = map(get, args)
         return np.array(
             [v if v is not None and -(2**63) <= v < 2**63 else NO_ID for v in vals], dtype=np.int64
         )
+
+
+def _arg_floats(args: list, f: str) -> np.ndarray:
+    """A float64 column of one argument; None (JSON null) becomes nan."""
+    return np.fromiter(map(operator.attrgetter(f), args), np.float64, len(args))
 
 
 def _missing_ids(x: np.ndarray) -> np.ndarray:
