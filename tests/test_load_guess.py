@@ -78,7 +78,9 @@ def test_other_layouts_give_the_full_decode(case, monkeypatch):
 
 def test_wrong_guess_is_retried_not_reported(monkeypatch):
     buf = CASES["list after events"](json.dumps(_events()))
-    assert _load._guess_top(buf) is not None  # the guess is taken, wrongly: the events fail to decode as one array
+    assert (
+        _load._guess_top(buf) is not None
+    )  # the guess is taken, wrongly: the events fail to decode as one array
     retried = []
     real = _load._decode_top
     monkeypatch.setattr(_load, "_decode_top", lambda b, p: retried.append(p) or real(b, p))

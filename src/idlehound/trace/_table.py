@@ -139,7 +139,9 @@ class TableBuilder:
         d = np.where(np.isnan(d), 0.0, d)
         self.negative_durs += int((d < 0).sum())
         c["dur"].append(np.rint(np.clip(d, 0.0, 1e15) * 1000.0).astype(np.int64))
-        args = list(map(_GET["args"], events))  # read once: each column below is one attribute an event, not two
+        args = list(
+            map(_GET["args"], events)
+        )  # read once: each column below is one attribute an event, not two
         try:
             ext = _arg_ids(args, "external_id")
         except AttributeError:  # "args": null somewhere
@@ -361,7 +363,9 @@ class _Kinds(dict):
             raise Refused(f"more than {2**15:,} event categories ('cat'): not a torch.profiler trace")
         self._codes.append((_PH[ph], c, self._names[name]))
         self._arrays = ()
-        self.nbytes += ENTRY_BYTES + 64  # the slot and the key tuple (its strings are counted by the interners)
+        self.nbytes += (
+            ENTRY_BYTES + 64
+        )  # the slot and the key tuple (its strings are counted by the interners)
         v = self[key] = len(self)
         return v
 
@@ -403,10 +407,7 @@ _PH = _PhCodes(PH_CODES)
 _EXTRA_FIELDS = operator.attrgetter("blocks_per_sm", "occupancy", "input_type", "total_allocated")
 _KIND = operator.attrgetter("ph", "cat", "name")
 _NO_EXTRAS = (None,) * 4
-_GET = {
-    k: operator.attrgetter(k)
-    for k in ("ph", "cat", "name", "pid", "tid", "ts", "dur", "args")
-}
+_GET = {k: operator.attrgetter(k) for k in ("ph", "cat", "name", "pid", "tid", "ts", "dur", "args")}
 
 
 def _float_col(events: list, key: str) -> np.ndarray:
