@@ -54,6 +54,7 @@ def _json_text(alphabet: str):
     )
 
 
+@pytest.mark.slow  # seconds of work on its own; CI runs it
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_json_text('ab"\\[]{},'), max_size=6))
 def test_depth_check_matches_a_character_by_character_parse(values):
@@ -61,6 +62,7 @@ def test_depth_check_matches_a_character_by_character_parse(values):
     assert _parallel.max_depth(data) == _reference_depth(data)
 
 
+@pytest.mark.slow  # seconds of work on its own; CI runs it
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_json_text("ab[]{},"), max_size=6))
 def test_depth_check_without_escapes_counts_no_bracket_inside_a_string(values):

@@ -41,6 +41,7 @@ def _truncate_later(path: Path, delay: float, size: int) -> threading.Thread:
     return t
 
 
+@pytest.mark.slow  # seconds of work on its own; CI runs it
 def test_truncated_while_loading_is_a_clean_error_or_the_whole_trace(tmp_path):
     whole = load_trace(_write(tmp_path / "ref.pt.trace.json"))
     t0 = time.perf_counter()
