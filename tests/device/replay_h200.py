@@ -43,6 +43,13 @@ def run(cmd: list[str], timeout: float, env: dict) -> tuple[int, str]:
         return 124, f"timeout after {timeout}s: {(e.stdout or '')[-2000:]}"
 
 
+def rebased(new: dict) -> dict:
+    """A re-measurement of some fixes keeps its own base as base_<fix>: the earlier fixes keep the base of
+    their own interleaved rounds."""
+    base = new.pop("base")
+    return {**new, **{f"base_{fix}": base for fix in new}}
+
+
 def main() -> None:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
@@ -59,13 +66,14 @@ def main() -> None:
     runs = Path("/tmp/replay_runs")
     for name in names:
         skip, active, total, t_truth = LOOPS[name]
+        t_truth = float(os.environ.get("TRUTH_S", t_truth))
         t0 = time.time()
         if os.environ.get("TRUTH_ONLY"):  # a re-measurement of truths: the recorded run folders stay
             rc, text = run([sys.executable, str(SCRIPTS / f"{name}.py"), "0", "truth"], t_truth, env)
             line = next((ln for ln in text.splitlines() if ln.startswith("TRUTH ")), None)
             log(out, f"{name}: truth rc={rc} {time.time() - t0:.0f}s {line or text[-1500:]}")
             if line:
-                truths[name] = {**truths.get(name, {}), **json.loads(line[6:])}
+                truths[name] = {**truths.get(name, {}), **rebased(json.loads(line[6:]))}
                 truths_path.write_text(json.dumps(truths, indent=1))
             continue
         cmd = profiled_run(runs / name, name, skip, active, SCRIPTS / f"{name}.py", str(total))

@@ -6,7 +6,12 @@ import torch
 from _common import args, main_truth
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments
 
-VARIANTS = {"sync": "logging_steps=1000 (no loss read per step)", "data_loading": "dataloader_num_workers=4"}
+VARIANTS = {
+    "sync": "logging_steps=1000 (no loss read per step)",
+    "data_loading": "dataloader_num_workers=4",
+    "launch_bound": "torch_compile=True (inductor, default mode: fused kernels)",
+    "launch_graphs": 'torch_compile=True, torch_compile_mode="reduce-overhead" (CUDA graphs)',
+}
 SEQ = 256
 
 
@@ -36,7 +41,9 @@ def train(steps: int, on_step, variant: str = "base") -> None:
         targs = TrainingArguments(
             output_dir=out, max_steps=steps, per_device_train_batch_size=16, bf16=True, learning_rate=3e-4,
             logging_steps=1000 if variant == "sync" else 1, report_to=[], save_strategy="no", disable_tqdm=True,
-            dataloader_num_workers=4 if variant == "data_loading" else 0, seed=0)
+            dataloader_num_workers=4 if variant == "data_loading" else 0, seed=0,
+            torch_compile=variant.startswith("launch_"),
+            torch_compile_mode="reduce-overhead" if variant == "launch_graphs" else None)
         Trainer(model=model, args=targs, train_dataset=Tokens(), callbacks=[_Step(on_step)]).train()
 
 
