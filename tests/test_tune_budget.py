@@ -101,6 +101,10 @@ def test_the_fit_counts_the_runs_the_schedule_makes():
     assert clock._fitting(1, left=84.0) == 1
     assert clock._fitting(3, left=84.0) == 2  # three arms: 108 s, two: 84 s: the sweep is cut to its head
     assert clock._fitting(3, left=59.0) == 0
+    clock.later = 1  # a later candidate predicted to gain: its 2 rounds (5 runs, 60 s) come before a 2nd arm
+    assert clock._fitting(3, left=84.0) == 1 and clock._fitting(3, left=144.0) == 2
+    assert clock._fitting(1, left=60.0) == 1  # the head itself is never held back
+    clock.later = 0
     clock.ref = "workers8"  # on top of a stack: its reference opens the first round, and the end needs the
     assert clock.need(1, 2)[0] == 5 and clock.kept_back() == (2, 24.0)  # last baseline run beside the check
 

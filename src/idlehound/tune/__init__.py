@@ -402,10 +402,13 @@ class _Budget:
 
     def _fitting(self, n: int, left: float) -> int:
         """How many of n candidates (the most promising first) fit in what is left of the budget: a sweep that
-        does not fit whole is cut to its head rather than left out."""
+        does not fit whole is cut to its head rather than left out. Arms past the head also leave room for the
+        fewest rounds of each later candidate predicted to gain more than the margin: on the blog script (H200,
+        --budget 240) a second worker count took the time CUDA graphs needed, and the tune stopped at 4x."""
         rounds = self.lab.sched.early_rounds or self.lab.sched.min_rounds
+        later = self.later * (2 * EARLY_ROUNDS + 1) * self.cost()
         for k in range(n, 0, -1):
-            if self.need(k, rounds)[1] + self.kept_back()[1] <= left:
+            if self.need(k, rounds)[1] + self.kept_back()[1] + (later if k > 1 else 0.0) <= left:
                 return k
         return 0
 
