@@ -114,13 +114,13 @@ def test_rounds_beyond_the_second_leave_room_for_the_later_candidates_that_matte
     monkeypatch.setattr(tune, "time", SimpleNamespace(monotonic=lambda: now["t"]))
     lab = _lab([10.0] * 4, [Run("baseline", 0, 8.0)])
     clock = _Budget(100.0, lab)
-    now["t"] = 40.0  # 60 s left; a round of the reference and one arm, the closing run and the check: 40 s
+    now["t"] = 40.0  # 60 s left; after the round reference: one arm, the closing run, the check: 30 s
     assert clock.room(2, 1) and clock.room(2, 2) and not lab.held_back
     clock.later = 1  # one later candidate predicted to gain: its 2 rounds (5 runs, 50 s) come first
     assert clock.room(2, 1)  # the second round is the minimum: it runs
     assert not clock.room(2, 2) and lab.held_back  # a third would take the later candidate's time
-    now["t"] = 70.0
-    assert not clock.room(2, 1)  # 30 s left: not even the second round
+    now["t"] = 75.0
+    assert not clock.room(2, 1)  # 25 s left: not even the second round
 
 
 class _Replay(Predictor):

@@ -360,9 +360,10 @@ class _Budget:
         self.later = sum(1 for p in pred if p is not None and p >= 1 + MARGIN)
 
     def room(self, runs: int, rnd: int) -> bool:
-        """Whether the next round (runs: the reference's and those of the arms still timed) fits, with the
-        closing reference run and the end's runs kept back; from the third round on, also the later candidates'."""
-        need = self.cost(self.ref) * 2 + (runs - 1) * self.cost() + self.kept_back()[1]
+        """Whether the rest of the next round (its reference run has run: runs are those of the arms still timed
+        and the closing reference run) fits, with the end's runs kept back; from the third round on, also the
+        later candidates'."""
+        need = self.cost(self.ref) + (runs - 1) * self.cost() + self.kept_back()[1]
         if rnd < (self.lab.sched.early_rounds or 0):
             return need <= self.left()
         later = self.later * (2 * EARLY_ROUNDS + 1) * self.cost()
