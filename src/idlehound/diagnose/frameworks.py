@@ -9,6 +9,7 @@ against the table in frameworks_table.py.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -19,7 +20,7 @@ from ..analysis import Analysis, SourceLoc, SourceMap, parse_frame, roles
 from ._finding import Finding
 from ._registry import Cause, Kind, Severity
 from ._rule import PYTHON_STACKS, Rule
-from .frameworks_table import ENTRIES, FrameworkEntry
+from .frameworks_table import ENTRIES, RUNNERS, SETTINGS, FrameworkEntry
 
 # Collectives as the calling thread records them (gloo and NCCL alike): a per-step one is a wait for every rank.
 _COLLECTIVES = (
@@ -183,11 +184,14 @@ def find_matches(a: Analysis) -> list[FrameworkMatch]:
 
 
 def annotate(a: Analysis, findings: list[Finding]) -> list[Finding]:
-    """Phrase the sync finding's fix as the framework's setting when a framework caused the syncs.
+    """Phrase fixes as the settings of the framework that runs the loop: the sync finding's when a framework
+    caused the syncs (frameworks_table.ENTRIES), and the generic causes' (loader, launches, fp32 math) when a
+    Trainer runs the loop (frameworks_table.SETTINGS).
 
     Without a GPU timeline there is no sync finding (nothing idles): a matched framework source is then
     reported as a risk, since on a GPU the same reads wait for it. Where nothing matches, findings are unchanged.
     """
+    _runner_settings(a, findings)
     try:
         matches = find_matches(a) if a.trace.with_stack else []
     except Exception:  # a best-effort refinement: never lose the generic findings over it
@@ -229,6 +233,41 @@ def annotate(a: Analysis, findings: list[Finding]) -> list[Finding]:
         details={"framework": details},
     )
     return [*findings, risk]
+
+
+def runner(a: Analysis) -> Optional[tuple[str, str]]:
+    """(framework, its name in words) of the framework whose code runs the loop, from the python_function
+    frames in the trace; None without stacks or without a known framework."""
+    if not a.trace.with_stack:
+        return None
+    for framework, words, files in RUNNERS:
+        if len(a.trace.events.name_ids(lambda n, fs=files: any(f in n for f in fs))):
+            return framework, words
+    return None
+
+
+def _runner_settings(a: Analysis, findings: list[Finding]) -> None:
+    """A generic finding's fix as the runner's own setting (the generic fix stays in details.generic_fix)."""
+    settings = {s.cause: s for s in SETTINGS}
+    if not any(f.cause.value in settings for f in findings):
+        return
+    try:
+        found = runner(a)
+    except Exception:  # a best-effort refinement, as the sync matching below
+        return
+    if found is None:
+        return
+    framework, words = found
+    for f in findings:
+        setting = next((s for s in SETTINGS if s.framework == framework and s.cause == f.cause.value), None)
+        if setting is None:
+            continue
+        workers = re.search(r"num_workers=(\d+)", f.code)
+        f.details["generic_fix"] = {"fix": f.fix, "code": f.code}
+        f.details["framework_setting"] = framework
+        f.evidence.append(f"the loop runs inside {words}: the fix below is its own setting")
+        f.fix = setting.fix
+        f.code = setting.code.replace("{workers}", workers.group(1) if workers else "8")
 
 
 def _library_evidence(a: Analysis, sync: Optional[Finding]) -> None:

@@ -111,3 +111,81 @@ ENTRIES: tuple[FrameworkEntry, ...] = (
         code='args = TrainingArguments(..., eval_strategy="epoch")   # or eval_steps=2000',
     ),
 )
+
+
+@dataclass(frozen=True)
+class FrameworkSetting:
+    """A generic cause's fix phrased as the setting of the framework that runs the loop. `code` may hold
+    {workers}: the worker count of the generic finding's own code."""
+
+    framework: str
+    cause: str
+    fix: str
+    code: str
+
+
+# Which framework runs the loop: a python_function frame from one of its files (most specific first: the HF
+# Trainer runs on accelerate, so transformers is tried before accelerate).
+RUNNERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("transformers", "the Hugging Face Trainer", ("transformers/trainer.py(",)),
+    (
+        "lightning",
+        "the Lightning Trainer",
+        ("lightning/pytorch/loops/", "lightning/pytorch/trainer/trainer.py(", "pytorch_lightning/loops/"),
+    ),
+    ("accelerate", "accelerate", ("accelerate/accelerator.py(",)),
+)
+
+SETTINGS: tuple[FrameworkSetting, ...] = (
+    FrameworkSetting(
+        "transformers",
+        "launch_bound",
+        "Let the Trainer compile the model: torch_compile=True fuses ops into fewer kernels, and "
+        'torch_compile_mode="reduce-overhead" also replays each step\'s kernels as CUDA graphs (one launch '
+        "each). The first steps compile.",
+        'args = TrainingArguments(..., torch_compile=True, torch_compile_mode="reduce-overhead")',
+    ),
+    FrameworkSetting(
+        "transformers",
+        "data_loading",
+        "The Trainer builds the DataLoader: give it workers, pinned memory and workers kept between epochs "
+        "through TrainingArguments.",
+        "args = TrainingArguments(..., dataloader_num_workers={workers}, dataloader_pin_memory=True,\n"
+        "                         dataloader_persistent_workers=True, dataloader_prefetch_factor=4)",
+    ),
+    FrameworkSetting(
+        "transformers",
+        "fp32_math",
+        "Let the Trainer run the matmuls on tensor cores: bf16=True (autocast, fp32 master weights), or "
+        "tf32=True to keep fp32 tensors with TF32 matmuls.",
+        "args = TrainingArguments(..., bf16=True)   # or tf32=True",
+    ),
+    FrameworkSetting(
+        "lightning",
+        "launch_bound",
+        "Compile the LightningModule before fit: fused ops, fewer kernels to launch (Lightning runs the "
+        "compiled module as it is).",
+        "model = torch.compile(model)   # the LightningModule\ntrainer.fit(model, datamodule=dm)",
+    ),
+    FrameworkSetting(
+        "lightning",
+        "data_loading",
+        "The loader is yours in train_dataloader(): give it workers, pinned memory and workers kept between "
+        "epochs (Lightning moves batches to the GPU for you).",
+        "def train_dataloader(self):\n"
+        "    return DataLoader(self.train_set, batch_size=..., num_workers={workers}, pin_memory=True,\n"
+        "                      persistent_workers=True, prefetch_factor=4)",
+    ),
+    FrameworkSetting(
+        "lightning",
+        "fp32_math",
+        'Let the Trainer run the matmuls on tensor cores: precision="bf16-mixed" (fp32 master weights).',
+        'trainer = L.Trainer(..., precision="bf16-mixed")',
+    ),
+    FrameworkSetting(
+        "accelerate",
+        "fp32_math",
+        'Let accelerate run the forward under autocast: Accelerator(mixed_precision="bf16").',
+        'accelerator = Accelerator(mixed_precision="bf16")',
+    ),
+)

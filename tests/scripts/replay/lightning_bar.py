@@ -4,7 +4,11 @@ import lightning as L
 import torch
 from _common import args, main_truth
 
-VARIANTS = {"sync": "loss logged without prog_bar, every 50 steps", "data_loading": "num_workers=4"}
+VARIANTS = {
+    "sync": "loss logged without prog_bar, every 50 steps",
+    "data_loading": "num_workers=4",
+    "launch_bound": "trainer.fit(torch.compile(model)) (the launch-bound finding's Lightning fix)",
+}
 
 
 class Seqs(torch.utils.data.Dataset):
@@ -53,7 +57,8 @@ def train(steps: int, on_step, variant: str = "base") -> None:
     trainer = L.Trainer(max_steps=steps, accelerator="auto", devices=1, logger=False, enable_checkpointing=False,
                         enable_model_summary=False, precision="bf16-mixed", callbacks=[_Step(on_step)],
                         log_every_n_steps=1)
-    trainer.fit(Model(variant), loader)
+    model = Model(variant)
+    trainer.fit(torch.compile(model) if variant == "launch_bound" else model, loader)
 
 
 if __name__ == "__main__":
