@@ -248,8 +248,7 @@ def runner(a: Analysis) -> Optional[tuple[str, str]]:
 
 def _runner_settings(a: Analysis, findings: list[Finding]) -> None:
     """A generic finding's fix as the runner's own setting (the generic fix stays in details.generic_fix)."""
-    settings = {s.cause: s for s in SETTINGS}
-    if not any(f.cause.value in settings for f in findings):
+    if not any(s.cause == f.cause for s in SETTINGS for f in findings):
         return
     try:
         found = runner(a)
@@ -259,7 +258,7 @@ def _runner_settings(a: Analysis, findings: list[Finding]) -> None:
         return
     framework, words = found
     for f in findings:
-        setting = next((s for s in SETTINGS if s.framework == framework and s.cause == f.cause.value), None)
+        setting = next((s for s in SETTINGS if s.framework == framework and s.cause == f.cause), None)
         if setting is None:
             continue
         workers = re.search(r"num_workers=(\d+)", f.code)
