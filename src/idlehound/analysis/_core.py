@@ -65,6 +65,8 @@ class Analysis:
     not_checked: list[dict[str, Any]] = field(
         default_factory=list
     )  # rules whose data is missing (set by diagnose)
+    source_map: Optional[SourceMap] = field(default=None, repr=False, compare=False)  # for the rules
+    had_sidecar: bool = False  # the source map was built with the capture's sidecar
 
     @property
     def n_steps(self) -> int:
@@ -150,6 +152,8 @@ def analyze(
         notes=notes,
         run_info=dict(run_info or {}),
         timeline=_timeline(steps, busy, gaps),
+        source_map=smap,
+        had_sidecar=sidecar is not None,
     )
     a.ranks = _rank_figures(ctx, smap, steps, device.index, busy)
     _slow_launches(ctx, a.kernels, busy, win_s, win_e)

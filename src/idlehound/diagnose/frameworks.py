@@ -124,7 +124,10 @@ def sync_stacks(a: Analysis) -> tuple[SourceMap, list[tuple[int, int, int]]]:
             inside |= (ev.ts[idx] >= s.start_ns) & (ev.ts[idx] < s.end_ns)
         idx = idx[inside]
     idx = _outermost(ev, idx)
-    smap = SourceMap(ev, _sidecar(a))
+    smap = a.source_map if a.source_map is not None and a.had_sidecar else None
+    if smap is None:  # analysed without the sidecar (a trace alone, through the API): read one if it exists
+        side = _sidecar(a)
+        smap = a.source_map if side is None and a.source_map is not None else SourceMap(ev, side)
     frames = smap.innermost(ev.tid[idx], ev.ts[idx]) if idx.size else np.zeros(0, np.int64)
     return smap, [(int(ev.tid[j]), int(ev.ts[j]), int(k)) for j, k in zip(idx, frames) if k >= 0]
 
