@@ -30,10 +30,10 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
             f"worker processes are in use ({workers if workers is not None else 'count unknown'})"
             "; they cannot keep up"
         )
-        fix, code = _more_workers(workers, cfg)
+        fix, code = _more_workers(workers, cfg, recorded_cores(a))
     else:
         evidence.append("batches are loaded in the main process (num_workers=0)")
-        fix, code = _start_workers()
+        fix, code = _start_workers(recorded_cores(a))
     title = (
         CAUSES[Cause.DATA_LOADING].title if a.gpu_recorded else "Data loading takes a large share of the step"
     )
@@ -79,8 +79,18 @@ def worker_sweep(cores: int) -> list[int]:
     return sorted({max(MIN_WORKERS, cores // 4), suggested_workers(cores), max(MIN_WORKERS, cores * 3 // 4)})
 
 
-def _start_workers() -> tuple[str, str]:
-    n = suggested_workers()
+UNKNOWN_CORES = 16  # a trace without its run folder does not say how many cores its machine had
+
+
+def recorded_cores(a: Analysis) -> int:
+    """The CPU count of the machine that ran the loop, as its run folder recorded it: the worker count a
+    diagnosis suggests comes from the run, not from the machine that analyses it."""
+    cores = (a.run_info.get("environment") or {}).get("cpu_count")
+    return cores if isinstance(cores, int) and cores > 0 else UNKNOWN_CORES
+
+
+def _start_workers(cores: int) -> tuple[str, str]:
+    n = suggested_workers(cores)
     fix = CAUSES[Cause.DATA_LOADING].fix
     code = (
         f"loader = DataLoader(dataset, batch_size=..., num_workers={n}, pin_memory=True,\n"
@@ -90,8 +100,8 @@ def _start_workers() -> tuple[str, str]:
     return fix, code
 
 
-def _more_workers(workers: Optional[int], cfg: dict[str, Any]) -> tuple[str, str]:
-    n = max(suggested_workers(), (workers or 0) * 2)  # workers that cannot keep up: at least double
+def _more_workers(workers: Optional[int], cfg: dict[str, Any], cores: int) -> tuple[str, str]:
+    n = max(suggested_workers(cores), (workers or 0) * 2)  # workers that cannot keep up: at least double
     fix = (
         "The workers are too slow for the GPU. Add workers, keep them alive between epochs, prefetch more, "
         "and move per-sample work (decode, resize, augmentation) off the CPU: resize and normalise batches "
