@@ -81,6 +81,19 @@ def test_no_dataloader_skips_loader_candidates_with_the_reason(run_cli, tmp_path
     assert v["fused_optimizer"]["status"] == "ok" and v["fused_optimizer"]["loss_check"].endswith(
         "ok (13 steps)"
     )
+    (run,) = tmp_path.glob("*/baseline.1.json")  # each run records where its wall time went
+    phases = json.loads(run.read_text())["phases_s"]
+    steps = ["launch_to_main", "main_to_script", "script_to_first_step", "first_step_to_warm", "warm_to_end"]
+    assert list(phases) == [*steps, "total"]
+    assert all(phases[k] >= 0 for k in steps) and sum(phases[k] for k in steps) <= phases["total"]
+
+
+def test_phases_name_the_time_between_the_milestones_a_run_reached():
+    from idlehound.tune._child import phases
+
+    clock = {"main": 10.5, "script": 12.0, "first_step": 15.0}  # it failed before warming up
+    assert phases(clock, 10.0) == {"launch_to_main": 0.5, "main_to_script": 1.5, "script_to_first_step": 3.0}
+    assert phases(clock, None) == {"main_to_script": 1.5, "script_to_first_step": 3.0}
 
 
 def test_loss_check_rules():

@@ -461,7 +461,8 @@ def _run_child(
         script,
         *args,
     ]
-    env = {**os.environ, **compile_cache_env(out.parent)}
+    launched = time.time()
+    env = {**os.environ, **compile_cache_env(out.parent), "IDLEHOUND_TUNE_LAUNCHED": repr(launched)}
     if script_dir:
         env["IDLEHOUND_TUNE_SCRIPT_DIR"] = script_dir
     try:  # no stdin: a script that reads it would wait for ever
@@ -477,7 +478,11 @@ def _run_child(
     if not out.exists():
         tail = (r.stderr.strip().splitlines() or ["no output"])[-1][:300]
         return {"status": "failed", "error": f"exit code {r.returncode}: {tail}", "losses": []}
-    return json.loads(out.read_text())
+    result = json.loads(out.read_text())
+    if isinstance(result.get("phases_s"), dict):  # the rest, after the last milestone: the process's exit
+        result["phases_s"]["total"] = round(time.time() - launched, 3)
+        out.write_text(json.dumps(result))
+    return result
 
 
 def compile_cache_env(folder: Path) -> dict[str, str]:

@@ -48,6 +48,7 @@ class Recorder:
         self.script_compiled = False  # the script called torch.compile (not a change tune injected)
         self.tune_compiles = 0  # torch.compile calls tune injected
         self._ours = 0
+        self.clock: dict[str, float] = {}  # wall time (time.time) at the child's milestones, for the phases
 
     @contextlib.contextmanager
     def ours(self):
@@ -95,6 +96,7 @@ class Recorder:
             return
         self.n += 1
         if self.n == 1:
+            self.clock["first_step"] = time.time()
             self.facts = {
                 **script_facts(self.fit_model or self.model, opt, self.autocast_at_model),
                 **self.framework,
@@ -108,7 +110,10 @@ class Recorder:
                 self.marks.append((self.n, ev))
             else:
                 self.marks.append((self.n, time.perf_counter()))
+        if self.n == self.warmup:
+            self.clock["warm"] = time.time()
         if self.n >= self.warmup + self.steps:
+            self.clock["end"] = time.time()
             raise _Done(0)
 
     def timed(self) -> list[Any]:
@@ -622,13 +627,24 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}"[:400]
 
 
+def phases(clock: dict[str, float], launched: float | None) -> dict[str, float]:
+    """Seconds between the milestones of one run: where a child run's wall time goes (start-up, the script's
+    set-up to its first step, warm-up, timed steps), so the tune budget's cost per run can be read off."""
+    order = ["launch", "main", "script", "first_step", "warm", "end"]
+    t = {"launch": launched, **clock}
+    have = [k for k in order if t.get(k)]
+    return {f"{a}_to_{b}": round(t[b] - t[a], 3) for a, b in zip(have, have[1:])}
+
+
 def main() -> None:
+    started = time.time()
     out, settings_json, skip, steps, script, *args = sys.argv[1:]
     settings = json.loads(settings_json)
     import torch
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
     rec = Recorder(int(skip), int(steps))
+    rec.clock["main"] = started
     apply(settings, rec)
     register_optimizer_step_post_hook(lambda opt, a, k: rec.on_step(opt))
     original_backward = torch.Tensor.backward
@@ -652,6 +668,7 @@ def main() -> None:
         "IDLEHOUND_TUNE_SCRIPT_DIR"
     ):  # a changed copy runs from the tune folder: the script's own
         sys.path.insert(0, os.environ["IDLEHOUND_TUNE_SCRIPT_DIR"])  # modules still import
+    rec.clock["script"] = time.time()
     try:
         runpy.run_path(script, run_name="__main__")
         if rec.n < rec.skip + rec.steps:
@@ -676,7 +693,10 @@ def main() -> None:
     )
     if sampler is not None:
         result["gpu_util"] = _timed_util(sampler.stop(), rec.wall)
-    result.update(status=status, error=error)
+    launched = os.environ.get("IDLEHOUND_TUNE_LAUNCHED")
+    result.update(
+        status=status, error=error, phases_s=phases(rec.clock, float(launched) if launched else None)
+    )
     Path(out).write_text(json.dumps(result))
     os._exit(0)  # do not wait for the script's leftover threads or worker processes
 
