@@ -26,7 +26,13 @@ pytestmark = pytest.mark.slow  # analyses six recorded loops (seconds) before th
 HERE = TRACES / "replay"
 TRUTHS = json.loads((HERE / "truths.json").read_text()) if (HERE / "truths.json").exists() else {}
 # Misses the replay does not explain yet, kept visible rather than hidden (see the measurements doc).
-KNOWN_MISSES: dict[tuple[str, str], str] = {}
+KNOWN_MISSES: dict[tuple[str, str], str] = {
+    (
+        "lightning_bar",
+        "launch_bound",
+    ): "compiling the LightningModule gains 12% [7%, 17%] in 17 rounds; the replay "
+    "predicts 61%: the unprofiled host time it removes is not where the profiled trace puts it",
+}
 CASES = [
     pytest.param(
         loop,

@@ -163,9 +163,10 @@ SETTINGS: tuple[FrameworkSetting, ...] = (
     FrameworkSetting(
         "lightning",
         "launch_bound",
-        "Compile the LightningModule before fit: fused ops, fewer kernels to launch (Lightning runs the "
-        "compiled module as it is).",
-        "model = torch.compile(model)   # the LightningModule\ntrainer.fit(model, datamodule=dm)",
+        "Compile the LightningModule before fit: fused ops, fewer kernels to launch. Lightning compiles its "
+        "forward only, so training_step must run the model through self(...), not its layers directly.",
+        "model = torch.compile(model)   # the LightningModule\ntrainer.fit(model, datamodule=dm)\n"
+        "# in training_step: out = self(x)   (self.body(x) directly would not run compiled)",
     ),
     FrameworkSetting(
         "lightning",
