@@ -631,7 +631,7 @@ def phases(clock: dict[str, float], launched: float | None) -> dict[str, float]:
     """Seconds between the milestones of one run: where a child run's wall time goes (start-up, the script's
     set-up to its first step, warm-up, timed steps), so the tune budget's cost per run can be read off."""
     order = ["launch", "main", "script", "first_step", "warm", "end"]
-    t = {"launch": launched, **clock}
+    t = {**clock, **({"launch": launched} if launched else {})}
     have = [k for k in order if t.get(k)]
     return {f"{a}_to_{b}": round(t[b] - t[a], 3) for a, b in zip(have, have[1:])}
 
