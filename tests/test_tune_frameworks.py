@@ -162,3 +162,46 @@ def test_lightning_trainer_settings_are_injected_and_the_scripts_own_are_recorde
     chosen, skipped = _choose(list(CANDS.values()), {"cudnn_benchmark"}, base, True, TuneOptions())
     assert "pl_benchmark" in [c.name for c in chosen] and not any(c.name.startswith("hf_") for c in chosen)
     assert ("cudnn_benchmark", "not applicable") not in [(o.candidate, o.status) for o in skipped]
+
+
+def test_group_by_length_is_proposed_where_the_batches_carry_padding_and_not_applicable_where_none(tmp_path):
+    padded = run_child(tmp_path / "p.json", TUNE / "hf_padded.py", {}, fake="fake_hf")
+    share = padded["facts"]["padded_share"]  # 0-28 of 32 tokens padded, by the sample's index
+    assert padded["status"] == "ok" and 0.35 < share < 0.65
+    assert padded["facts"]["transformers_args"]["group_by_length"] is False
+    chosen, _ = _choose(list(CANDS.values()), set(), padded, False, TuneOptions())
+    assert "hf_group_by_length" in [c.name for c in chosen]  # proposed by the fact, with no diagnosed cause
+    plain = _child(tmp_path, {})  # the model is called positionally: no attention mask seen
+    assert "padded_share" not in plain["facts"]
+    _, skipped = _choose(list(CANDS.values()), set(), plain, False, TuneOptions(try_=["hf_group_by_length"]))
+    why = {o.candidate: (o.status, o.reason) for o in skipped}
+    assert why["hf_group_by_length"] == (
+        "not applicable",
+        "the model is not called with an attention mask: no padding to save is seen",
+    )
+    unpadded = {**padded, "facts": {**padded["facts"], "padded_share": 0.0}}
+    _, skipped = _choose(
+        list(CANDS.values()), set(), unpadded, False, TuneOptions(try_=["hf_group_by_length"])
+    )
+    assert [o.reason for o in skipped if o.candidate == "hf_group_by_length"] == [
+        "the model's batches carry no padding: grouping samples by length changes nothing"
+    ]
+    barely = {
+        **padded,
+        "facts": {**padded["facts"], "padded_share": 0.012},
+    }  # under the 3% a change must clear
+    _, skipped = _choose(list(CANDS.values()), set(), barely, False, TuneOptions())
+    assert [o.reason for o in skipped if o.candidate == "hf_group_by_length"] == [
+        "1.2% of the tokens are padding: grouping by length could save no more than that"
+    ]
+    grouped = run_child(
+        tmp_path / "g.json", TUNE / "hf_padded.py", CANDS["hf_group_by_length"].settings, fake="fake_hf"
+    )
+    assert grouped["status"] == "ok" and grouped["facts"]["transformers_args"]["group_by_length"] is True
+    script = TUNE / "hf_padded.py"
+    diff, _ = make_diff(script, CANDS["hf_group_by_length"].settings)
+    assert (
+        '+args = TrainingArguments(output_dir="out", per_device_train_batch_size=16, dataloader_num_workers=0, '
+        "group_by_length=True)" in diff.splitlines()
+    )
+    _applies(tmp_path, "hf_padded.py", script.read_text(), diff)

@@ -205,6 +205,15 @@ def framework_candidates(cores: int, cuda: bool) -> list[Candidate]:
             why="the filter checks every step's loss for nan/inf on the host: a GPU sync per step",
         ),
         Candidate(
+            "hf_group_by_length",
+            "TrainingArguments: group_by_length=True",
+            {"hf_args": {"group_by_length": True}},
+            "precision",  # other samples share a batch: the losses are checked on the smoothed curve
+            framework=hf,
+            fact="padded_share",
+            why="batches of samples of similar length carry less padding: less GPU work spent on pad tokens",
+        ),
+        Candidate(
             "hf_tf32",
             "TrainingArguments: tf32=True",
             {"hf_args": {"tf32": True}},

@@ -153,6 +153,18 @@ class TrainingArgs(_TrainerArgs):
         "transformers_args",
     )
 
+    def no_op(self, value: Any, facts: dict[str, Any]) -> str:
+        if super().no_op(value, facts):
+            return super().no_op(value, facts)
+        share = facts.get("padded_share")
+        if not value.get("group_by_length") or (share or 0) >= 0.03:
+            return ""
+        if share is None:
+            return "the model is not called with an attention mask: no padding to save is seen"
+        if share == 0:
+            return "the model's batches carry no padding: grouping samples by length changes nothing"
+        return f"{share:.1%} of the tokens are padding: grouping by length could save no more than that"
+
 
 @change
 class LightningTrainerArgs(_TrainerArgs):

@@ -49,6 +49,7 @@ class Recorder:
         self.tune_compiles = 0  # torch.compile calls tune injected
         self._ours = 0
         self.clock: dict[str, float] = {}  # wall time (time.time) at the child's milestones, for the phases
+        self.padding = [0, 0]  # padded and all tokens of the attention masks the model was called with
 
     @contextlib.contextmanager
     def ours(self):
@@ -128,6 +129,8 @@ class Recorder:
         else:
             total_ms = (marks[-1] - marks[0]) * 1e3 if len(marks) > 1 else None
         steps = len(marks) - 1
+        if self.facts and self.padding[1]:
+            self.facts["padded_share"] = round(self.padding[0] / self.padding[1], 4)
         return {
             "steps_timed": steps,
             "warmup_steps": self.fitted_warmup(),
@@ -226,6 +229,7 @@ def _watch_model(rec: Recorder) -> None:
 
     def keep(module, args):
         rec.model = module
+        _watch_padding(module, rec)
         try:
             rec.autocast_at_model = torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("cpu")
         except TypeError:  # torch before 2.4: no device argument
@@ -250,6 +254,7 @@ _WATCHED = {
         "bf16",
         "fp16",
         "torch_compile",
+        "group_by_length",
     ),
     "lightning_args": ("precision", "benchmark"),
 }
@@ -494,6 +499,25 @@ def _model_in_this_process(module) -> bool:
     from torch.utils.data import get_worker_info
 
     return get_worker_info() is None and next(module.parameters(), None) is not None
+
+
+def _watch_padding(module, rec: Recorder, calls: int = 32) -> None:
+    """Count the padded tokens of the attention masks the model is called with (transformers models take them as
+    keywords), over its next calls: group_by_length can only save the work spent on padding."""
+    import torch
+
+    state: dict[str, Any] = {"left": calls}
+
+    def pre(mod, args, kwargs):
+        mask = kwargs.get("attention_mask")
+        if isinstance(mask, torch.Tensor) and mask.numel():
+            rec.padding[0] += int((mask == 0).sum())
+            rec.padding[1] += mask.numel()
+        state["left"] -= 1
+        if state["left"] <= 0:
+            state["handle"].remove()
+
+    state["handle"] = module.register_forward_pre_hook(pre, with_kwargs=True)
 
 
 def _on_first_model_call(action) -> None:

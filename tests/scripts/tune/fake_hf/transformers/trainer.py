@@ -12,8 +12,11 @@ class Trainer:
             pin_memory=a.dataloader_pin_memory and torch.cuda.is_available(),
             persistent_workers=a.dataloader_persistent_workers)
         opt = torch.optim.AdamW(self.model.parameters(), lr=1e-3)
-        for x, y in loader:
-            loss = torch.nn.functional.cross_entropy(self.model(x), y)
+        for batch in loader:
+            if isinstance(batch, dict):  # a transformers model: keyword inputs, it returns the loss
+                loss = self.model(**batch)
+            else:
+                loss = torch.nn.functional.cross_entropy(self.model(batch[0]), batch[1])
             if a.logging_nan_inf_filter and not torch.isfinite(loss):  # a host sync per step, as in transformers
                 continue
             loss.backward()

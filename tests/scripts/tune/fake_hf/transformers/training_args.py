@@ -15,6 +15,7 @@ class TrainingArguments:
     bf16: bool = False
     fp16: bool = False
     torch_compile: bool = False
+    group_by_length: bool = False
 
     def __post_init__(self):
         if self.dataloader_persistent_workers and self.dataloader_num_workers == 0:
