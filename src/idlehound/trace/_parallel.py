@@ -104,8 +104,10 @@ def max_depth(piece: bytes) -> int:
     # Only quotes and brackets (a fifth of the bytes); a bracket is outside strings when the quotes before it
     # are even. (Dropping adjacent quote pairs first with bytes.replace cost more than it saved.)
     a = np.frombuffer(piece.translate(None, _NOT_STRUCTURE), np.uint8)
-    quote = a == ord('"')
-    a = a[((np.cumsum(quote, dtype=np.uint8) & 1) == 0) & ~quote]
+    quote = (a == ord('"')).view(np.uint8)
+    inside = np.bitwise_xor.accumulate(quote)  # parity of the quotes so far (uint8 xor: ~3x a cumsum)
+    inside |= quote
+    a = a[~inside.view(bool)]
     return int(np.cumsum(_SIGN[a], dtype=np.int32).max()) if a.size else 0
 
 
