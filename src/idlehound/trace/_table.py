@@ -116,7 +116,7 @@ class TableBuilder:
             return
         c = self._cols
         n = len(events)
-        # One C-level pass per column (attrgetter + np.fromiter): no per-event tuples or lists.
+        # The event's own fields: one C-level pass each (attrgetter + np.fromiter); its args: see _args.
         t = _float_col(events, "ts")
         # Beyond MAX_TS_US the time would overflow int64 ns: no real profile (nan stays: a missing ts reads as 0).
         bad = np.abs(t) >= MAX_TS_US
