@@ -194,7 +194,7 @@ class TableBuilder:
         tiny events would take ten times its size); the sparse extras go into self.extra."""
         args = list(map(_GET["args"], events))
         n = len(args)
-        step = -(-n // -(-n // _ARGS_AT_ONCE))  # even slices: a 1 MB piece of ~4k events is one
+        step = -(-n // -(-n // _ARGS_AT_ONCE))  # even slices: 4.2k events make 3 of 1.4k, not 2048, 2048, 100
         parts = [self._arg_slice(args[lo : lo + step], lo) for lo in range(0, n, step)]
         return {
             k: np.concatenate([p[k] for p in parts]) if len(parts) > 1 else parts[0][k] for k in _ARG_COLS
@@ -359,7 +359,7 @@ _COLS = {
     "nbytes": np.float64,
 }
 _ARG_COLS = ("ext", "corr", "py_id", "py_parent", "nbytes")
-_ARGS_AT_ONCE = 8192  # events whose args are held as tuples per field at once at most (~2 MB)
+_ARGS_AT_ONCE = 2048  # events whose args are held as tuples at once: ~0.6 MB, cached (8192 was 4% slower)
 ROW_BYTES = sum(np.dtype(t).itemsize for t in _COLS.values())  # one event in every column: 79 bytes
 
 
