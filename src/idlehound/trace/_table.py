@@ -234,11 +234,11 @@ class TableBuilder:
 
     def _occupancy(self, bps: tuple, occ: tuple, n0: int) -> None:
         """Kernel figures, one object per distinct value (kept values then pin no memory of the decoded pieces
-        around them). Shared in event order, blocks per SM first: 0.0 and -0.0 are one key, the first one seen wins."""
+        around them). Shared in event order, blocks per SM first: 0.0 and -0.0 are one dict key, so the order
+        decides which object is kept."""
         rows = _present(bps)
-        if None in map(occ.__getitem__, rows) or occ.count(None) != len(bps) - len(
-            rows
-        ):  # not the same events
+        same = occ.count(None) == len(occ) - len(rows) and None not in map(occ.__getitem__, rows)
+        if not same:  # occupancy on other events than blocks per SM (Kineto writes both on each kernel)
             rows = sorted({*rows, *_present(occ)})
         both = list(chain.from_iterable(zip(map(bps.__getitem__, rows), map(occ.__getitem__, rows))))
         if not {*map(type, both)} <= _FLOAT_OR_NONE:
