@@ -186,14 +186,13 @@ def _decode_range(src: tuple, lo: int, hi: int, builder: TableBuilder, stats: di
     """Decode the elements in mv[lo:hi] piece by piece into builder; raises BadCut on a false boundary, TooDeep
     on nesting past the limit."""
     mv, buf, at = src
+    known = [True]  # phases and categories all known so far (_decode.KnownEvent)
     for a, b in _pieces(mv, lo, hi):
         piece = b"".join((b"[", mv[a:b], b"]"))
         if buf is not None:
             _limits.release(buf, at + a - 1, at + b)
         try:
-            events = _decode.decode_batch(piece)
-        except msgspec.ValidationError:  # odd-typed fields: fine if the piece is still a whole array
-            events = None
+            events = _decode_piece(piece, known)
         except msgspec.DecodeError:
             raise BadCut from None
         except RecursionError:
@@ -212,6 +211,22 @@ def _decode_range(src: tuple, lo: int, hi: int, builder: TableBuilder, stats: di
             raise BadCut from None
         for batch in _decode.iter_event_batches(raws, stats):
             builder.add(batch)
+
+
+def _decode_piece(piece: bytes, known: list[bool]) -> Optional[list]:
+    """The piece's events; None when a field has an odd type (fine if the piece is still a whole array).
+    known[0]: try KnownEvent first; cleared for the rest of the range at the first piece it does not fit."""
+    if known[0]:
+        try:
+            return _decode.decode_batch(piece, known=True)
+        except (
+            msgspec.ValidationError
+        ):  # another phase or category (or an odd type): plain strings from now on
+            known[0] = False
+    try:
+        return _decode.decode_batch(piece)
+    except msgspec.ValidationError:
+        return None
 
 
 def _fill_parallel(builder: TableBuilder, src: tuple, stats: dict[str, int], n_jobs: int) -> None:
