@@ -219,10 +219,8 @@ def _decode_piece(piece: bytes, known: list[bool]) -> Optional[list]:
     if known[0]:
         try:
             return _decode.decode_batch(piece, known=True)
-        except (
-            msgspec.ValidationError
-        ):  # another phase or category (or an odd type): plain strings from now on
-            known[0] = False
+        except msgspec.ValidationError:
+            known[0] = False  # another phase or category (or an odd type): plain strings from now on
     try:
         return _decode.decode_batch(piece)
     except msgspec.ValidationError:
