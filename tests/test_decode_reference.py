@@ -200,6 +200,32 @@ def test_odd_typed_event_in_a_piece_costs_that_event_only(monkeypatch):
     assert_same(trace.events, reference(json.dumps({"traceEvents": events}).encode()))
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_unknown_phase_or_category_decodes_with_plain_strings(jobs, monkeypatch):
+    """Known phases and categories decode to shared strings; a piece with another one (here from the middle
+    on) is decoded again with plain strings, and so are the pieces after it: the same table either way."""
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": f"op{i % 9}", "pid": 1, "tid": 2, "ts": i, "dur": 1, "args": {}}
+        for i in range(400)
+    ]
+    events[150]["cat"] = "npu_runtime"
+    events[250]["ph"] = "Z"
+    buf = json.dumps({"traceEvents": events}).encode()
+    monkeypatch.setattr(_parallel, "PIECE_BYTES", 2048)
+    monkeypatch.setattr(_parallel, "PARALLEL_MIN", 0)
+    monkeypatch.setenv("IDLEHOUND_JOBS", jobs)
+    calls: list[bool] = []
+    decode = _parallel._decode.decode_batch
+    monkeypatch.setattr(
+        _parallel._decode, "decode_batch", lambda b, known=False: calls.append(known) or decode(b, known)
+    )
+    trace = parse_trace_bytes(buf)
+    assert_same(trace.events, reference(buf))
+    assert trace.events.cats[trace.events.cat[150]] == "npu_runtime"
+    if jobs == "1":  # (a worker's calls are its own)
+        assert calls.count(True) > 1 and calls.count(False) > 1 and calls[-1] is False
+
+
 def test_no_piece_workers_while_other_threads_run(monkeypatch):
     """A trace loaded inside a threaded process (training) is decoded in that process: fork would copy held locks."""
     import threading

@@ -5,13 +5,14 @@ from __future__ import annotations
 import operator
 import sys
 from dataclasses import dataclass, field
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from .._limits import TABLE_RATIO, size_text, trim
-from ._decode import NO_ARGS, NO_ID
+from ._decode import NAN, NO_ARGS, NO_ID, Args
 
 PH_CODES = {"X": 0, "i": 1, "I": 1, "s": 2, "f": 3, "M": 4, "C": 5, "B": 6, "E": 7}
 PH_X, PH_I, PH_M = 0, 1, 4
@@ -89,7 +90,8 @@ class TableBuilder:
         self._cat_ix = _Interner()
         self._kinds = _Kinds(self._name_ix, self._cat_ix)
         self._str_ix: dict[str, int] = {}
-        self._shared: dict = {}
+        self._shared: dict = {}  # float -> the one object kept for it
+        self._lists: dict = {}  # input-type list (as a tuple) -> the one list kept for it
         self._big = 0  # leading entries of each self._cols list that are already joined
         self._pending = 0  # events in the pieces not joined yet
         self._id_codes = _IdCodes(self._id)  # pid/tid value -> int64 code (few distinct values: a small dict)
@@ -114,7 +116,7 @@ class TableBuilder:
             return
         c = self._cols
         n = len(events)
-        # One C-level pass per column (attrgetter + np.fromiter): no per-event tuples or lists.
+        # The event's own fields: one C-level pass each (attrgetter + np.fromiter); its args: see _args.
         t = _float_col(events, "ts")
         # Beyond MAX_TS_US the time would overflow int64 ns: no real profile (nan stays: a missing ts reads as 0).
         bad = np.abs(t) >= MAX_TS_US
@@ -139,21 +141,8 @@ class TableBuilder:
         d = np.where(np.isnan(d), 0.0, d)
         self.negative_durs += int((d < 0).sum())
         c["dur"].append(np.rint(np.clip(d, 0.0, 1e15) * 1000.0).astype(np.int64))
-        args = list(
-            map(_GET["args"], events)
-        )  # read once: each column below is one attribute an event, not two
-        try:
-            ext = _arg_ids(args, "external_id")
-        except AttributeError:  # "args": null somewhere
-            args = [a or NO_ARGS for a in args]
-            ext = _arg_ids(args, "external_id")
-        lc = _arg_ids(args, "external_id_lc")
-        c["ext"].append(_missing_ids(np.where(ext == NO_ID, lc, ext)))
-        for key, f in (("corr", "correlation"), ("py_id", "python_id"), ("py_parent", "python_parent_id")):
-            c[key].append(_missing_ids(_arg_ids(args, f)))
-        nbytes = _arg_floats(args, "nbytes")
-        c["nbytes"].append(np.where(np.isnan(nbytes), _arg_floats(args, "mem_bytes"), nbytes))
-        self._extras(args)
+        for key, col in self._args(events).items():
+            c[key].append(col)
         self.n += n
         self._pending += n
         if self.bytes() > self.max_bytes:
@@ -200,38 +189,76 @@ class TableBuilder:
         except (TypeError, ValueError, OverflowError):  # strings ("Spans", ""), None, or huge numbers
             return np.fromiter(map(self._id_codes.__getitem__, map(_GET[key], events)), np.int64, len(events))
 
-    def _extras(self, args: list) -> None:
-        """args: the events' Args (NO_ARGS where absent or null)."""
-        x = self.extra
-        # C-level scan for the few events that carry one (kernels, shapes, memory events)
-        has = np.fromiter(map(operator.ne, map(_EXTRA_FIELDS, args), repeat(_NO_EXTRAS)), bool, len(args))
-        # One object per distinct value (share): kept values then pin no memory of the decoded pieces around them.
-        n0, share = self.n, self._shared.setdefault
-        bps, occ, types = x["blocks_per_sm"], x["occupancy"], x["input_type"]
-        for i in np.flatnonzero(
-            has
-        ).tolist():  # locals and no calls for plain floats: ~20% of events get here
-            a = args[i]
-            j = n0 + i
-            v = a.blocks_per_sm
-            if v is not None:
-                v = v if type(v) is float else _as_float(v)
-                bps[j] = share(v, v)
-            v = a.occupancy
-            if v is not None:
-                v = v if type(v) is float else _as_float(v)
-                occ[j] = share(v, v)
-            if a.input_type:
-                types[j] = self._share_list(a.input_type)  # as recorded; strings compared on use
-            if a.total_allocated is not None:
-                x["total_allocated"][j] = a.total_allocated
-                x["total_reserved"][j] = a.total_reserved
-                x["device_type"][j] = a.device_type
+    def _args(self, events: list) -> dict[str, np.ndarray]:
+        """The columns from the events' args, a slice of events at a time (the tuples per field of a 1 MB piece of
+        tiny events would take ten times its size); the sparse extras go into self.extra."""
+        args = list(map(_GET["args"], events))
+        n = len(args)
+        step = -(-n // -(-n // _ARGS_AT_ONCE))  # even slices: 4.2k events make 3 of 1.4k, not 2048, 2048, 100
+        parts = [self._arg_slice(args[lo : lo + step], lo) for lo in range(0, n, step)]
+        return {
+            k: np.concatenate([p[k] for p in parts]) if len(parts) > 1 else parts[0][k] for k in _ARG_COLS
+        }
+
+    def _arg_slice(self, args: list, lo: int) -> dict[str, np.ndarray]:
+        a = _arg_columns(args)
+        ext = _arg_ids(a[_A["external_id"]])
+        out = {"ext": np.where(ext == NO_ID, _arg_ids(a[_A["external_id_lc"]]), ext)}
+        for key, f in (("corr", "correlation"), ("py_id", "python_id"), ("py_parent", "python_parent_id")):
+            out[key] = _arg_ids(a[_A[f]])
+        out = {k: _missing_ids(v) for k, v in out.items()}
+        nbytes = _arg_floats(a[_A["nbytes"]])
+        out["nbytes"] = np.where(np.isnan(nbytes), _arg_floats(a[_A["mem_bytes"]]), nbytes)
+        self._extras(a, self.n + lo)
+        return out
+
+    def _extras(self, a: list[tuple], n0: int) -> None:
+        """a: args as columns (_arg_columns) of the events from index n0 on."""
+        n = len(a[0])
+        bps, occ = a[_A["blocks_per_sm"]], a[_A["occupancy"]]
+        if bps.count(None) < n or occ.count(None) < n:  # a C-level count: most events carry none
+            self._occupancy(bps, occ, n0)
+        types = a[_A["input_type"]]
+        if types.count(None) < n:
+            at = list(compress(range(n), types))  # the lists that are not empty
+            self.extra["input_type"].update(
+                zip([n0 + i for i in at], self._share_lists(list(map(types.__getitem__, at))))
+            )
+        allocated = a[_A["total_allocated"]]
+        if allocated.count(None) < n:
+            x = self.extra
+            for i in _present(allocated):
+                x["total_allocated"][n0 + i] = allocated[i]
+                x["total_reserved"][n0 + i] = a[_A["total_reserved"]][i]
+                x["device_type"][n0 + i] = a[_A["device_type"]][i]
+
+    def _occupancy(self, bps: tuple, occ: tuple, n0: int) -> None:
+        """Kernel figures, one object per distinct value (kept values then pin no memory of the decoded pieces
+        around them). Shared in event order, blocks per SM first: 0.0 and -0.0 are one dict key, so the order
+        decides which object is kept."""
+        rows = _present(bps)
+        same = occ.count(None) == len(occ) - len(rows) and None not in map(occ.__getitem__, rows)
+        if not same:  # occupancy on other events than blocks per SM (Kineto writes both on each kernel)
+            rows = sorted({*rows, *_present(occ)})
+        both = list(chain.from_iterable(zip(map(bps.__getitem__, rows), map(occ.__getitem__, rows))))
+        if not {*map(type, both)} <= _FLOAT_OR_NONE:
+            both = [v if v is None or type(v) is float else _as_float(v) for v in both]
+        kept = list(map(self._shared.setdefault, both, both))  # (None becomes a key too: harmless)
+        at = [n0 + i for i in rows]
+        for out, vals in ((self.extra["blocks_per_sm"], kept[0::2]), (self.extra["occupancy"], kept[1::2])):
+            out.update(compress(zip(at, vals), map(operator.is_not, vals, repeat(None))))
+
+    def _share_lists(self, lists: list[list]) -> list[list]:
+        """One object per distinct input-type list, as recorded (strings compared on use)."""
+        try:
+            return list(map(self._lists.setdefault, map(tuple, lists), lists))
+        except TypeError:  # nested lists: not hashable, kept as they are
+            return [self._share_list(v) for v in lists]
 
     def _share_list(self, v: list) -> list:
         try:
-            return self._shared.setdefault(("list", *v), v)
-        except TypeError:  # nested lists: not hashable, kept as they are
+            return self._lists.setdefault(tuple(v), v)
+        except TypeError:
             return v
 
     def _id(self, v) -> int:
@@ -331,6 +358,8 @@ _COLS = {
     "py_parent": np.int64,
     "nbytes": np.float64,
 }
+_ARG_COLS = ("ext", "corr", "py_id", "py_parent", "nbytes")
+_ARGS_AT_ONCE = 2048  # events whose args are tuples at once: ~0.6 MB, stays in cache (8192: 2% slower)
 ROW_BYTES = sum(np.dtype(t).itemsize for t in _COLS.values())  # one event in every column: 79 bytes
 
 
@@ -404,9 +433,10 @@ class _PhCodes(dict):
 
 
 _PH = _PhCodes(PH_CODES)
-_EXTRA_FIELDS = operator.attrgetter("blocks_per_sm", "occupancy", "input_type", "total_allocated")
 _KIND = operator.attrgetter("ph", "cat", "name")
-_NO_EXTRAS = (None,) * 4
+_A = {f: i for i, f in enumerate(Args.__struct_fields__)}  # Args field -> its index in _ASTUPLE's tuple
+_ASTUPLE = msgspec.structs.astuple
+_FLOAT_OR_NONE = {float, type(None)}
 _GET = {k: operator.attrgetter(k) for k in ("ph", "cat", "name", "pid", "tid", "ts", "dur", "args")}
 
 
@@ -415,21 +445,39 @@ def _float_col(events: list, key: str) -> np.ndarray:
     return np.fromiter(map(_GET[key], events), np.float64, len(events))
 
 
-def _arg_ids(args: list, f: str) -> np.ndarray:
-    """An int64 column of one id argument; NO_ID where absent. Slow path for null or huge ids."""
-    get = operator.attrgetter(f)
+def _arg_columns(args: list) -> list[tuple]:
+    """The events' args as one tuple per Args field (index by _A). One astuple per event and a transpose cost
+    ~12 ns a field; a getattr pass per field ~40 ns, and then most fields are absent everywhere (count, below)."""
     try:
-        return np.fromiter(map(get, args), np.int64, len(args))
+        return list(zip(*map(_ASTUPLE, args)))
+    except TypeError:  # "args": null somewhere
+        return list(zip(*map(_ASTUPLE, [a or NO_ARGS for a in args])))
+
+
+def _present(col: tuple) -> list[int]:
+    """Indices of the values that are not None."""
+    return list(compress(range(len(col)), map(operator.is_not, col, repeat(None))))
+
+
+def _arg_ids(col: tuple) -> np.ndarray:
+    """An int64 column of one id argument; NO_ID where absent. Slow path for null or huge ids."""
+    n = len(col)
+    if col.count(NO_ID) == n:  # absent everywhere (the one default object: an identity test per event)
+        return np.full(n, NO_ID, np.int64)
+    try:
+        return np.fromiter(col, np.int64, n)
     except (TypeError, OverflowError):
-        vals = map(get, args)
         return np.array(
-            [v if v is not None and -(2**63) <= v < 2**63 else NO_ID for v in vals], dtype=np.int64
+            [v if v is not None and -(2**63) <= v < 2**63 else NO_ID for v in col], dtype=np.int64
         )
 
 
-def _arg_floats(args: list, f: str) -> np.ndarray:
+def _arg_floats(col: tuple) -> np.ndarray:
     """A float64 column of one argument; None (JSON null) becomes nan."""
-    return np.fromiter(map(operator.attrgetter(f), args), np.float64, len(args))
+    n = len(col)
+    if col.count(NAN) == n:  # the default object (nan == nan is false, but count tests identity first)
+        return np.full(n, NAN)
+    return np.fromiter(col, np.float64, n)
 
 
 def _missing_ids(x: np.ndarray) -> np.ndarray:
