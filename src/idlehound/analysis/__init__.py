@@ -17,12 +17,13 @@ from ._model import (
     StrEnum,
     SyncSite,
 )
-from ._replay import CONV_GAIN, FIXES, FP32_SPEEDUP, PAGEABLE_SPEEDUP, Fix
+from ._replay import ALL_FIXES, CONV_GAIN, FIXES, FP32_SPEEDUP, PAGEABLE_SPEEDUP, Fix
 from ._source import NO_USER_FRAME, SourceLoc, SourceMap, load_sidecar, location_text, parse_frame
 
 __all__ = [
     "BREAKDOWN",
     "CONV_GAIN",
+    "ALL_FIXES",
     "FIXES",
     "FP32_SPEEDUP",
     "IDLE_CAUSES",

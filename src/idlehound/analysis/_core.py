@@ -276,7 +276,11 @@ def _observer(rp: Replay, run: dict[str, Any]) -> dict[str, Any]:
     elif isinstance(run.get("unprofiled_step_ms"), (int, float)):  # older run.json: only the median was kept
         out.update(unprofiled_ms=float(run["unprofiled_step_ms"]), unprofiled_steps=None, source="median")
     if "unprofiled_ms" in out:
-        out["host_rate"] = rp.fit_rate(out["unprofiled_ms"] * 1e6)
+        if rp.fit_overhead(out["unprofiled_ms"] * 1e6):
+            if rp.overhead_ns > 0:
+                out["overhead_us"] = rp.overhead_ns / 1e3
+        else:
+            out["host_rate"] = rp.fit_rate(out["unprofiled_ms"] * 1e6)
         if rp.play(rate=out["host_rate"]).step_ns > (1 + FIT_TOLERANCE) * out["unprofiled_ms"] * 1e6:
             out["host_rate"] = (
                 1.0  # faster than the recorded GPU work alone allows: the timing is not comparable
@@ -289,12 +293,20 @@ def _observer(rp: Replay, run: dict[str, Any]) -> dict[str, Any]:
 def _observer_notes(obs: dict[str, Any]) -> list[str]:
     """A note about the observer only where the unprofiled steps show the profiler inflated host time."""
     rate, un = obs.get("host_rate", 1.0), obs.get("unprofiled_ms")
-    if un is None or rate > OBSERVER_RATE or abs(obs["replayed_ms"] / obs["recorded_ms"] - 1) > FIT_TOLERANCE:
+    if un is None or abs(obs["replayed_ms"] / obs["recorded_ms"] - 1) > FIT_TOLERANCE:
         return []
+    if "overhead_us" in obs:
+        if un > (1 - FIT_TOLERANCE) * obs["recorded_ms"]:
+            return []
+        how = f"takes the profiler's cost of {obs['overhead_us']:.2f} µs out of each host event it recorded"
+    elif rate > OBSERVER_RATE:
+        return []
+    else:
+        how = f"runs host work at {rate:.2f}x its recorded time"
     return [
         f"the profiler inflated host time: unprofiled steps take {un:.2f} ms ({obs['source']}) against "
-        f"{obs['recorded_ms']:.2f} ms profiled; the replay runs host work at {rate:.2f}x its recorded time to "
-        "match, and every gain is predicted for the unprofiled step"
+        f"{obs['recorded_ms']:.2f} ms profiled; the replay {how} to match, and every gain is predicted for the "
+        "unprofiled step"
     ]
 
 

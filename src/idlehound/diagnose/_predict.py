@@ -5,9 +5,21 @@ from __future__ import annotations
 from functools import reduce
 from typing import Any
 
-from ..analysis import FIXES, Analysis, Fix
+from ..analysis import ALL_FIXES, FIXES, Analysis, Fix
 from ._finding import Finding
 from ._registry import Cause, Kind
+
+
+def replay_fix(a: Analysis, causes: list[str]) -> Fix:
+    """The replay's change for fixing these causes as the findings say to: a framework setting may make another
+    change than the cause's generic fix (Lightning's launch-bound fix compiles the module in torch.compile's
+    default mode, not CUDA graphs)."""
+    from .frameworks import runner
+    from .frameworks_table import SETTINGS
+
+    who = runner(a) if any(s.replay for s in SETTINGS) else None
+    keys = {s.cause: s.replay for s in SETTINGS if s.replay and who and s.framework == who[0]}
+    return reduce(Fix.merged, (ALL_FIXES[keys.get(c, c)] for c in causes), Fix())
 
 
 def predict(a: Analysis, found: list[Finding]) -> dict[str, Any]:
@@ -19,8 +31,7 @@ def predict(a: Analysis, found: list[Finding]) -> dict[str, Any]:
     base = rp.play(rate=rate).step_ns
 
     def step(causes: list[str]) -> float:
-        fix = reduce(Fix.merged, (FIXES[c] for c in causes), Fix())
-        return rp.play(fix, rate).step_ns
+        return rp.play(replay_fix(a, causes), rate).step_ns
 
     fixable = [f for f in found if f.kind != Kind.RISK and f.cause in FIXES]
     alone = {f.cause: base - step([f.cause]) for f in fixable}

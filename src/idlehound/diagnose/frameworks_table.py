@@ -122,6 +122,7 @@ class FrameworkSetting:
     cause: str
     fix: str
     code: str
+    replay: str = ""  # the replay fix (analysis FIXES) this setting makes, where it is not the cause's own
 
 
 # Which framework runs the loop: a python_function frame from one of its files (most specific first: the HF
@@ -167,6 +168,7 @@ SETTINGS: tuple[FrameworkSetting, ...] = (
         "forward only, so training_step must run the model through self(...), not its layers directly.",
         "model = torch.compile(model)   # the LightningModule\ntrainer.fit(model, datamodule=dm)\n"
         "# in training_step: out = self(x)   (self.body(x) directly would not run compiled)",
+        replay="compile",  # default mode: kernels still launched one by one, not CUDA graphs
     ),
     FrameworkSetting(
         "lightning",

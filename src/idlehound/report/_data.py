@@ -332,6 +332,7 @@ def _replay(a: Analysis) -> Optional[m.Replay]:
         best_stack=pred.get("stack", []),
         best_stack_step_ms=rnd(pred.get("stack_step_ms")),
         best_stack_gain_ms=rnd(pred.get("stack_gain_ms")),
+        overhead_us=rnd(obs.get("overhead_us")),
     )
 
 

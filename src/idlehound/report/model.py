@@ -199,6 +199,7 @@ class Replay(_Doc):
     best_stack: list[str]
     best_stack_step_ms: Optional[float]
     best_stack_gain_ms: Optional[float]
+    overhead_us: Optional[float] = None  # the profiler's cost per host event the observer fit took out
 
 
 class NotChecked(_Doc):

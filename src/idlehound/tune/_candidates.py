@@ -23,7 +23,9 @@ class Candidate:
     framework: str = (
         ""  # "transformers" / "lightning": tried only where the script builds that framework's object
     )
-    fixes: tuple[str, ...] = ()  # the replay's fixes (analysis._replay.FIXES) it makes: its predicted gain
+    fixes: tuple[
+        str, ...
+    ] = ()  # the replay's fixes (analysis._replay.ALL_FIXES) it makes: its predicted gain
     group: str = (
         ""  # in a stack, a candidate replaces one of the same group (as a loader setting replaces another)
     )
@@ -105,7 +107,7 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
                 {"compile": True},
                 "precision",
                 causes=("launch_bound", "host_bound"),
-                fixes=("launch_bound",),
+                fixes=("compile",),
                 group="graphs",
                 why="fewer, fused kernels and less Python per step; compiled once, then from the cache",
             ),
@@ -242,7 +244,7 @@ def framework_candidates(cores: int, cuda: bool) -> list[Candidate]:
             "precision",
             framework=hf,
             causes=("launch_bound", "host_bound"),
-            fixes=("launch_bound",),
+            fixes=("compile",),
             why="fewer, fused kernels for the model's forward and backward",
         ),
         Candidate(
@@ -285,7 +287,7 @@ def framework_candidates(cores: int, cuda: bool) -> list[Candidate]:
             "precision",
             framework=pl,
             causes=("launch_bound", "host_bound"),
-            fixes=("launch_bound",),
+            fixes=("compile",),
             why="fewer, fused kernels for the module's forward",
         ),
     ]

@@ -1,5 +1,5 @@
 """The diagnosis' predictions for tune: each candidate's speed-up as the counterfactual replay of the baseline's
-profile predicts it (the replay's fixes the candidate makes, analysis._replay.FIXES), so that the most promising
+profile predicts it (the replay's fixes the candidate makes, analysis._replay.ALL_FIXES), so that the most promising
 candidates run first and each measurement tests the diagnosis."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from functools import reduce
 from typing import Any, Optional
 
-from ..analysis import FIXES, Fix
+from ..analysis import ALL_FIXES, Fix
 from ._candidates import Candidate
 
 
@@ -25,13 +25,13 @@ class Predictor:
         return self.replay is not None and bool(self.replay.steps)
 
     def _step_ns(self, causes: Sequence[str]) -> float:
-        fix = reduce(Fix.merged, (FIXES[c] for c in dict.fromkeys(causes)), Fix())
+        fix = reduce(Fix.merged, (ALL_FIXES[c] for c in dict.fromkeys(causes)), Fix())
         assert self.replay is not None  # callers check `available` first
         return self.replay.play(fix, self.rate).step_ns
 
     def speedup(self, fixes: Sequence[str], below: Sequence[str] = ()) -> Optional[float]:
         """The speed-up of making `fixes` on top of `below` (fixes already made), or None without a prediction."""
-        if not self.available or not fixes or any(f not in FIXES for f in (*fixes, *below)):
+        if not self.available or not fixes or any(f not in ALL_FIXES for f in (*fixes, *below)):
             return None
         ref, new = self._step_ns(below), self._step_ns((*below, *fixes))
         return round(ref / new, 3) if new > 0 and ref > 0 else None
