@@ -38,6 +38,7 @@ FIT_STEPS = 12  # bisection steps of the fit: the rate to within 1/4096
 OVERHEAD_MAX_NS = 50_000.0  # the largest profiler cost per host event the observer fit tries
 OVERHEAD_STEPS = 20  # bisection steps of that fit: to within 0.05 ns
 DENSITY_BIN_NS = 50_000  # host events are counted per bin of this width for the profiler's cost
+DENSITY_BINS_MAX = 20_000  # a longer window gets wider bins: every replay walks them
 SYNC_GROUPS = {"sync", "pageable", "allocator"}
 LOADER_WAITED_NS = 1_000_000  # a worker-loader call this much longer than taking a ready batch waited for one
 
@@ -123,8 +124,9 @@ class Replay:
         x = ctx.x_cpu[np.isin(ev.tid[ctx.x_cpu], np.unique(ev.tid[ctx.launch]))]
         ts = ev.ts[x]
         ts = ts[(ts >= self.w0) & (ts < self.w1)]
-        self.bins = np.arange(self.w0, self.w1 + DENSITY_BIN_NS, DENSITY_BIN_NS, dtype=np.float64)
-        self.density = np.histogram(ts, bins=self.bins)[0] / float(DENSITY_BIN_NS)
+        width = max(DENSITY_BIN_NS, -(-(self.w1 - self.w0) // DENSITY_BINS_MAX))
+        self.bins = np.arange(self.w0, self.w1 + width, width, dtype=np.float64)
+        self.density = np.histogram(ts, bins=self.bins)[0] / float(width)
 
     # ---- the model
     def _ops(self, ctx: _Context, device: Optional[int]) -> None:

@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 from functools import reduce
-from typing import Any
+from typing import Any, Optional
 
 from ..analysis import ALL_FIXES, FIXES, Analysis, Fix
 from ._finding import Finding
 from ._registry import Cause, Kind
 
 
-def replay_fix(a: Analysis, causes: list[str]) -> Fix:
-    """The replay's change for fixing these causes as the findings say to: a framework setting may make another
-    change than the cause's generic fix (Lightning's launch-bound fix compiles the module in torch.compile's
-    default mode, not CUDA graphs)."""
+def replay_keys(a: Analysis) -> dict[str, str]:
+    """cause -> the replay fix (ALL_FIXES) its finding's fix makes where a framework setting phrases it and makes
+    another change than the cause's generic fix (Lightning's launch-bound fix compiles the module in
+    torch.compile's default mode, not CUDA graphs)."""
     from .frameworks import runner
     from .frameworks_table import SETTINGS
 
     who = runner(a) if any(s.replay for s in SETTINGS) else None
-    keys = {s.cause: s.replay for s in SETTINGS if s.replay and who and s.framework == who[0]}
+    return {s.cause: s.replay for s in SETTINGS if s.replay and who and s.framework == who[0]}
+
+
+def replay_fix(a: Analysis, causes: list[str], keys: Optional[dict[str, str]] = None) -> Fix:
+    """The replay's change for fixing these causes as the findings say to (replay_keys)."""
+    keys = replay_keys(a) if keys is None else keys
     return reduce(Fix.merged, (ALL_FIXES[keys.get(c, c)] for c in causes), Fix())
 
 
@@ -30,8 +35,10 @@ def predict(a: Analysis, found: list[Finding]) -> dict[str, Any]:
     rate = float(a.observer.get("host_rate", 1.0))
     base = rp.play(rate=rate).step_ns
 
+    keys = replay_keys(a)
+
     def step(causes: list[str]) -> float:
-        return rp.play(replay_fix(a, causes), rate).step_ns
+        return rp.play(replay_fix(a, causes, keys), rate).step_ns
 
     fixable = [f for f in found if f.kind != Kind.RISK and f.cause in FIXES]
     alone = {f.cause: base - step([f.cause]) for f in fixable}
