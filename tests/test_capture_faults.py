@@ -198,9 +198,11 @@ def test_sigterm_is_handled_like_ctrl_c(zygote, tmp_path):
     run = only_run(tmp_path)
     info = run_json(run)
     assert info["status"] == "done" and info["exit_code"] == 143 and info["error"] == "terminated (SIGTERM)"
-    if info["steps_seen"] >= 4:  # the window had begun: it is saved and analysed
+    if info["steps_seen"] >= 4:  # the window had begun: it is saved
         assert info["window"]["cut_by"] == "SIGTERM"
-        assert len(list(run.glob("*.pt.trace.json.gz"))) == 1 and (run / "report.json").exists()
+        assert len(list(run.glob("*.pt.trace.json.gz"))) == 1
+        if info["window"]["steps_recorded"] >= 1:  # and analysed once it holds a whole step (on a loaded CI
+            assert (run / "report.json").exists(), t.stderr  # machine the signal can land inside the first)
 
 
 def test_no_step_hint_names_the_reason(zygote, tmp_path):
