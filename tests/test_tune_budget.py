@@ -102,10 +102,11 @@ def test_the_fit_counts_the_runs_the_schedule_makes():
     assert clock._fitting(1, left=84.0) == 1
     assert clock._fitting(3, left=84.0) == 2  # three arms: 108 s, two: 84 s: the sweep is cut to its head
     assert clock._fitting(3, left=59.0) == 0
-    clock.later = 1  # a later candidate predicted to gain: its 2 rounds (5 runs, 60 s) come before a 2nd arm
+    # a later candidate predicted to gain: its 2 rounds (5 runs, 60 s) come before a 2nd arm
+    clock.later_pred = [1.5]
     assert clock._fitting(3, left=84.0) == 1 and clock._fitting(3, left=144.0) == 2
     assert clock._fitting(1, left=60.0) == 1  # the head itself is never held back
-    clock.later = 0
+    clock.later_pred = []
     clock.ref = "workers8"  # on top of a stack: its reference opens the first round, and the end needs the
     assert clock.need(1, 2)[0] == 5 and clock.kept_back() == (2, 24.0)  # last baseline run beside the check
 
@@ -117,7 +118,7 @@ def test_rounds_beyond_the_second_leave_room_for_the_later_candidates_that_matte
     clock = _Budget(100.0, lab)
     now["t"] = 40.0  # 60 s left; after the round reference: one arm, the closing run, the check: 30 s
     assert clock.room(2, 1) and clock.room(2, 2) and not lab.held_back
-    clock.later = 1  # one later candidate predicted to gain: its 2 rounds (5 runs, 50 s) come first
+    clock.later_pred = [1.5]  # one later candidate predicted to gain: its 2 rounds (5 runs, 50 s) come first
     assert clock.room(2, 1)  # the second round is the minimum: it runs
     assert not clock.room(2, 2) and lab.held_back  # a third would take the later candidate's time
     now["t"] = 75.0
@@ -132,10 +133,9 @@ def test_a_third_round_of_the_most_promising_arm_is_not_held_back_for_candidates
     monkeypatch.setattr(tune, "time", SimpleNamespace(monotonic=lambda: 0.0))
     timed = [1.32]
     lab = _lab([10.0] * 4, [Run("baseline", 0, 8.0)], now=timed)
-    clock = _Budget(
-        60.0, lab
-    )  # 60 s left: a third round (30 s) fits, a later candidate's rounds beside it not
-    clock.later, clock.later_pred = 4, [1.19, 1.18, 1.18, 1.18]
+    # 60 s left: a third round (30 s) fits, a later candidate's rounds beside it not
+    clock = _Budget(60.0, lab)
+    clock.later_pred = [1.19, 1.18, 1.18, 1.18]
     assert clock.ahead() == 0 and clock.room(2, 2) and not lab.held_back
     timed[:] = [1.1]  # the arm now timed is predicted to gain less than they are: their rounds come first
     assert clock.ahead() == 4 and not clock.room(2, 2) and lab.held_back

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -404,30 +404,33 @@ class Replay:
         if self.play().step_ns > target_ns:
             self.overhead_ns = 0.0
             return False
-        lo, hi = 0.0, OVERHEAD_MAX_NS
-        for _ in range(OVERHEAD_STEPS):
-            self.overhead_ns = (lo + hi) / 2
-            if self.play().step_ns > target_ns:
-                lo = self.overhead_ns
-            else:
-                hi = self.overhead_ns
-        self.overhead_ns = round((lo + hi) / 2, 1)
+
+        def slow_at(cost: float) -> bool:
+            self.overhead_ns = cost
+            return self.play().step_ns > target_ns
+
+        self.overhead_ns = round(_bisect(slow_at, 0.0, OVERHEAD_MAX_NS, OVERHEAD_STEPS), 1)
         return True
 
     def fit_rate(self, target_ns: float) -> float:
         """Host rate at which the replayed step matches the measured unprofiled step (1 = no correction)."""
         if self.play(rate=1.0).step_ns <= target_ns:
             return 1.0
-        lo, hi = FIT_RATE_MIN, 1.0
-        if self.play(rate=lo).step_ns >= target_ns:
-            return lo
-        for _ in range(FIT_STEPS):
-            mid = (lo + hi) / 2
-            if self.play(rate=mid).step_ns > target_ns:
-                hi = mid
-            else:
-                lo = mid
-        return (lo + hi) / 2
+        if self.play(rate=FIT_RATE_MIN).step_ns >= target_ns:
+            return FIT_RATE_MIN
+        return _bisect(lambda r: self.play(rate=r).step_ns > target_ns, 1.0, FIT_RATE_MIN, FIT_STEPS)
+
+
+def _bisect(slow_at: Callable[[float], bool], slow: float, fast: float, steps: int) -> float:
+    """The setting between slow (the replayed step above its target there) and fast (at or below it) where the
+    step meets the target, by bisection; slow_at(x): whether it is still above at x."""
+    for _ in range(steps):
+        mid = (slow + fast) / 2
+        if slow_at(mid):
+            slow = mid
+        else:
+            fast = mid
+    return (slow + fast) / 2
 
 
 def _last_done(

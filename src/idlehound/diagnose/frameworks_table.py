@@ -122,9 +122,7 @@ class FrameworkSetting:
     cause: str
     fix: str
     code: str
-    replay: str = (
-        ""  # the replay fix (analysis ALL_FIXES) this setting makes, where it is not the cause's own
-    )
+    replay: str = ""  # the replay fix (analysis ALL_FIXES) it makes, where not the cause's own
 
 
 # Which framework runs the loop: a python_function frame from one of its files (most specific first: the HF

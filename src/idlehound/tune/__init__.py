@@ -137,7 +137,7 @@ def run_tune(
         stack = _on_top(clock, stack, cand, cand.name, outcomes)
     for cand in _more_workers(stack, stage1, cuda):
         lab.plan(1, 0)
-        clock.later, clock.later_pred = 0, []
+        clock.later_pred = []
         stack = _on_top(clock, stack, cand, cand.name + "_on_stack", outcomes, " (again)")
     lab.last_baseline()
     progress("checking that the changed script runs", lab.done, lab.done + 1)
@@ -333,8 +333,8 @@ class _Budget:
     def __init__(self, budget_s: Optional[float], lab: _Lab) -> None:
         self.budget_s, self.lab, self.t0 = budget_s, lab, time.monotonic()
         self.ref = "baseline"
-        self.later = 0  # later candidates predicted to gain more than the margin: their fewest runs are kept
-        self.later_pred: list[float] = []  # their predicted speed-ups
+        # Predicted speed-ups of the later candidates that gain more than the margin: their fewest runs are kept.
+        self.later_pred: list[float] = []
         if budget_s is not None:
             lab.sched.early_rounds = min(EARLY_ROUNDS, lab.sched.min_rounds)
             lab.sched.room = self.room
@@ -365,7 +365,11 @@ class _Budget:
         """Keep room for the fewest rounds of each of cands the replay predicts to gain more than the margin."""
         pred = [self.lab.predictor.speedup(c.fixes, below) for c in cands]
         self.later_pred = [p for p in pred if p is not None and p >= 1 + MARGIN]
-        self.later = len(self.later_pred)
+
+    @property
+    def later(self) -> int:
+        """Later candidates predicted to gain more than the margin."""
+        return len(self.later_pred)
 
     def ahead(self) -> int:
         """Later candidates a third round must leave room for: those predicted to gain more than the arms now

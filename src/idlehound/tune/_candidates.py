@@ -23,9 +23,7 @@ class Candidate:
     framework: str = (
         ""  # "transformers" / "lightning": tried only where the script builds that framework's object
     )
-    fixes: tuple[
-        str, ...
-    ] = ()  # the replay's fixes (analysis._replay.ALL_FIXES) it makes: its predicted gain
+    fixes: tuple[str, ...] = ()  # the replay's fixes (analysis ALL_FIXES) it makes: its predicted gain
     group: str = (
         ""  # in a stack, a candidate replaces one of the same group (as a loader setting replaces another)
     )

@@ -154,8 +154,9 @@ class TrainingArgs(_TrainerArgs):
     )
 
     def no_op(self, value: Any, facts: dict[str, Any]) -> str:
-        if super().no_op(value, facts):
-            return super().no_op(value, facts)
+        why = super().no_op(value, facts)
+        if why:
+            return why
         share = facts.get("padded_share")
         if not value.get("group_by_length") or (share or 0) >= 0.03:
             return ""
@@ -171,8 +172,9 @@ class LightningTrainerArgs(_TrainerArgs):
     key, calls, what, fact = "pl_args", ("Trainer",), "Trainer", "lightning_args"
 
     def no_op(self, value: Any, facts: dict[str, Any]) -> str:
-        if super().no_op(value, facts):
-            return super().no_op(value, facts)
+        why = super().no_op(value, facts)
+        if why:
+            return why
         if value.get("benchmark") and facts.get("convolutions") == 0:
             return "the model has no convolutions"
         return ""
