@@ -188,6 +188,10 @@ def _decode_range(src: tuple, lo: int, hi: int, builder: TableBuilder, stats: di
     mv, buf, at = src
     known = [True]  # phases and categories all known so far (_decode.KnownEvent)
     for a, b in _pieces(mv, lo, hi):
+        if builder.add_text(mv, a, b):  # the C decoder took it (depth within the limit: it checks)
+            if buf is not None:
+                _limits.release(buf, at + a - 1, at + b)
+            continue
         piece = b"".join((b"[", mv[a:b], b"]"))
         if buf is not None:
             _limits.release(buf, at + a - 1, at + b)

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import operator
+import os
 import sys
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
-from typing import Any
+from typing import Any, NamedTuple, Optional
 
 import msgspec
 import numpy as np
 
 from .._limits import TABLE_RATIO, size_text, trim
 from ._decode import NAN, NO_ARGS, NO_ID, Args
+
+try:
+    from . import _native  # the C decoder (setup.py builds it); absent where it was not built
+except ImportError:  # pragma: no cover - depends on the install
+    _native = None  # type: ignore[assignment]
 
 PH_CODES = {"X": 0, "i": 1, "I": 1, "s": 2, "f": 3, "M": 4, "C": 5, "B": 6, "E": 7}
 PH_X, PH_I, PH_M = 0, 1, 4
@@ -95,6 +101,9 @@ class TableBuilder:
         self._big = 0  # leading entries of each self._cols list that are already joined
         self._pending = 0  # events in the pieces not joined yet
         self._id_codes = _IdCodes(self._id)  # pid/tid value -> int64 code (few distinct values: a small dict)
+        self._native = _new_decoder()  # None: every piece goes the msgspec way
+        self._native_kinds = _TextKinds()
+        self._native_inputs = _TextInputs()
         self._cols: dict[str, list[np.ndarray]] = {k: [] for k in _COLS}
         self.extra: dict[str, dict[int, Any]] = {
             "blocks_per_sm": {},
@@ -114,7 +123,6 @@ class TableBuilder:
     def add(self, events: list) -> None:
         if not events:
             return
-        c = self._cols
         n = len(events)
         # The event's own fields: one C-level pass each (attrgetter + np.fromiter); its args: see _args.
         t = _float_col(events, "ts")
@@ -131,17 +139,26 @@ class TableBuilder:
             return
         # ph, cat and name in one pass: one dict lookup per event on the (ph, cat, name) triple (few distinct).
         kind = np.fromiter(map(self._kinds.__getitem__, map(_KIND, events)), np.intp, n)
+        ids = (self._id_col(events, "pid"), self._id_col(events, "tid"))
+        self._append(kind, ids, t, _float_col(events, "dur"), self._args(events))
+
+    def _append(
+        self, kind: np.ndarray, ids: tuple, t: np.ndarray, d: np.ndarray, args: dict[str, np.ndarray]
+    ) -> None:
+        """Add n events' columns: kind ids (_Kinds), (pid, tid) codes, ts and dur in µs (nan: absent), the args
+        columns (_ARG_COLS); their extras are in self.extra already."""
+        c = self._cols
+        n = len(kind)
         c["ph"].append(self._kinds.ph_of(kind))
         c["cat"].append(self._kinds.cat_of(kind))
         c["name"].append(self._kinds.name_of(kind))
-        c["pid"].append(self._id_col(events, "pid"))
-        c["tid"].append(self._id_col(events, "tid"))
+        c["pid"].append(ids[0])
+        c["tid"].append(ids[1])
         c["ts"].append(_us_to_ns(np.where(np.isnan(t), 0.0, t)))
-        d = _float_col(events, "dur")
         d = np.where(np.isnan(d), 0.0, d)
         self.negative_durs += int((d < 0).sum())
         c["dur"].append(np.rint(np.clip(d, 0.0, 1e15) * 1000.0).astype(np.int64))
-        for key, col in self._args(events).items():
+        for key, col in args.items():
             c[key].append(col)
         self.n += n
         self._pending += n
@@ -154,6 +171,118 @@ class TableBuilder:
         # Also by events: a slice of tiny events ({} is 3 bytes) makes 80 bytes of columns an event until joined.
         if len(c["ts"]) - self._big >= COMPACT_EVERY or self._pending >= COMPACT_EVENTS:
             self._compact()
+
+    def add_text(self, buf, lo: int, hi: int) -> bool:
+        """Add the events of buf[lo:hi] (array elements, no brackets) through the C decoder (trace/_native.c),
+        which makes no Python object per event; False when there is none or it leaves the piece to the msgspec
+        way (add), which then decodes it: the two make the same table."""
+        dec = self._native
+        r = dec.decode(buf, lo, hi) if dec is not None else None
+        if r is None:
+            return False
+        p = _Text(*r)
+        try:
+            self._native_kinds.add(p.kinds)
+        except (
+            msgspec.DecodeError,
+            msgspec.ValidationError,
+        ):  # cannot happen if the C side is as strict as it means
+            self._native = None
+            return False
+        self._add_text(p)
+        return True
+
+    def _add_text(self, p: _Text) -> None:
+        t = np.frombuffer(p.ts, np.float64)
+        local = np.frombuffer(p.kind, np.int32)
+        # The events add() drops: a time out of range, or no time, name and category (the same counts).
+        bad = np.abs(t) >= MAX_TS_US
+        empty = np.isnan(t) & self._native_kinds.blank[local]
+        keep = None
+        if bad.any() or empty.any():
+            self.bad_times += int(bad.sum())
+            self.empty += int((empty & ~bad).sum())
+            keep = ~(bad | empty)
+            if not keep.any():
+                return
+        col = _Kept(keep)
+        ids = self._text_ids(p, col)
+        kind = self._native_kinds.table_ids(col(local), self._kinds)
+        args = self._text_args(p, col)
+        self._text_extras(p, col)
+        self._append(kind, ids, col(t), col(np.frombuffer(p.dur, np.float64)), args)
+
+    def _text_ids(self, p: _Text, col: _Kept) -> tuple[np.ndarray, np.ndarray]:
+        """pid and tid codes; the strings among them numbered as _id_col numbers them (pids first, event order)."""
+        pid, tid = np.frombuffer(p.pid, np.int64), np.frombuffer(p.tid, np.int64)
+        if p.strids:
+            pid, tid = pid.copy(), tid.copy()
+            for which, out in ((0, pid), (1, tid)):
+                for code, raw in p.strids:
+                    if code & 1 == which and col.has(code >> 1):
+                        out[code >> 1] = self._id_codes[_STR(raw)]
+        return col(pid), col(tid)
+
+    def _text_args(self, p: _Text, col: _Kept) -> dict[str, np.ndarray]:
+        def ids(b: bytes) -> np.ndarray:
+            return col(np.frombuffer(b, np.int64))
+
+        ext = ids(p.ext)
+        out = {
+            "ext": np.where(ext == NO_ID, ids(p.ext_lc), ext),
+            "corr": ids(p.corr),
+            "py_id": ids(p.py_id),
+            "py_parent": ids(p.py_parent),
+        }
+        out = {k: _missing_ids(v) for k, v in out.items()}
+        nbytes = col(np.frombuffer(p.nbytes, np.float64))
+        out["nbytes"] = np.where(np.isnan(nbytes), col(np.frombuffer(p.mem_bytes, np.float64)), nbytes)
+        return out
+
+    def _text_extras(self, p: _Text, col: _Kept) -> None:
+        """The sparse extras, in event order, shared as _extras shares them."""
+        n0 = self.n
+        brow, bval = col.rows(p.bps_rows, p.bps_vals)
+        orow, oval = col.rows(p.occ_rows, p.occ_vals)
+        if brow.size or orow.size:
+            self._text_occupancy(brow, bval, orow, oval, n0)
+        self._text_inputs(p, col, n0)
+        x = self.extra
+        for row, alloc, reserved, device in p.mem:
+            if col.has(row):
+                i = n0 + col.at(row)
+                x["total_allocated"][i] = _ANY(alloc)
+                x["total_reserved"][i] = None if reserved is None else _ANY(reserved)
+                x["device_type"][i] = None if device is None else _ANY(device)
+
+    def _text_occupancy(self, brow, bval, orow, oval, n0: int) -> None:
+        if np.array_equal(brow, orow):
+            rows, b, o = brow, bval.tolist(), oval.tolist()
+        else:  # on different events: None where one is not set, as _occupancy
+            rows = np.union1d(brow, orow)
+            b, o = _spread(rows, brow, bval), _spread(rows, orow, oval)
+        both = list(chain.from_iterable(zip(b, o)))
+        kept = list(map(self._shared.setdefault, both, both))
+        at = (rows + n0).tolist()
+        for out, vals in ((self.extra["blocks_per_sm"], kept[0::2]), (self.extra["occupancy"], kept[1::2])):
+            out.update(compress(zip(at, vals), map(operator.is_not, vals, repeat(None))))
+
+    def _text_inputs(self, p: _Text, col: _Kept, n0: int) -> None:
+        """Input-type lists, one object per distinct list as _share_lists keeps them (decoded once per text)."""
+        self._native_inputs.add(p.input_texts)
+        rows, ids = col.rows(p.in_rows, p.in_ids, np.int32)
+        if not ids.size:
+            return
+        objs = self._native_inputs.objects(ids, self._lists)
+        at = (rows + n0).tolist()
+        if self._native_inputs.plain[ids].all():
+            self.extra["input_type"].update(zip(at, objs))
+            return
+        for i, k, v in zip(at, ids.tolist(), objs):
+            if v is _OWN:  # not hashable: each event its own list, as _share_list leaves it
+                v = _ANY(self._native_inputs.texts[k])
+            if v:
+                self.extra["input_type"][i] = v
 
     def _drop_empty(self, events: list, missing: np.ndarray) -> bool:
         """Add the events but those with no time, name or category (`{}`: nothing to place or match, yet each
@@ -172,6 +301,8 @@ class TableBuilder:
         """The table's memory as built so far, over-estimated: every column at full width (compacting usually
         saves some), the interned strings, and the sparse extras."""
         strings = self._name_ix.nbytes + self._cat_ix.nbytes + self._id_codes.nbytes + self._kinds.nbytes
+        strings += self._native_kinds.nbytes + self._native_inputs.nbytes
+        strings += self._native.nbytes if self._native is not None else 0
         extras = sum(map(len, self.extra.values())) * ENTRY_BYTES
         return self.n * ROW_BYTES + strings + extras
 
@@ -571,3 +702,148 @@ def _as_float(v) -> float:
     if isinstance(v, str):
         return float("inf") if v.strip().lower() == "inf" else float("nan")
     return float(v)
+
+
+# ---- the C decoder's pieces (TableBuilder.add_text) ----
+
+_STR = msgspec.json.Decoder(str).decode
+_ANY = msgspec.json.Decoder().decode
+_OWN = object()  # an input-type list that cannot be shared (nested lists)
+ENV_NATIVE = "IDLEHOUND_NATIVE"  # "0": decode every piece the msgspec way (tests compare the two)
+
+
+def native_available() -> bool:
+    """Whether pieces are decoded by the C decoder here (built, and not turned off by IDLEHOUND_NATIVE=0)."""
+    return _native is not None and os.environ.get(ENV_NATIVE, "1") != "0"
+
+
+def _new_decoder() -> Optional[Any]:
+    return _native.Decoder() if native_available() else None
+
+
+class _Text(NamedTuple):
+    """What _native.Decoder.decode returns for a piece: per event, float64 / int64 / int32 columns as bytes
+    (absent: nan, pid and tid -1, ids NO_ID); the kernel figures where set (rows, values); and the rare fields as
+    their JSON text: (2 * row + is_tid, text) for string pids and tids, (row, allocated, reserved, device type)
+    for memory totals; input types as the id of their text (in_rows, in_ids)."""
+
+    n: int
+    kinds: list  # (ph, cat, name) JSON strings first seen since the last piece, in the order of their ids
+    ts: bytes
+    dur: bytes
+    pid: bytes
+    tid: bytes
+    ext: bytes
+    ext_lc: bytes
+    corr: bytes
+    py_id: bytes
+    py_parent: bytes
+    nbytes: bytes
+    mem_bytes: bytes
+    kind: bytes
+    bps_rows: bytes
+    bps_vals: bytes
+    occ_rows: bytes
+    occ_vals: bytes
+    input_texts: list  # input-type lists (JSON) first seen since the last piece, in the order of their ids
+    in_rows: bytes
+    in_ids: bytes
+    strids: list
+    mem: list
+
+
+class _Kept:
+    """The events of a piece that are kept (keep: a mask, None for all), and where each lands."""
+
+    def __init__(self, keep: Optional[np.ndarray]) -> None:
+        self.keep = keep
+        self._at = None if keep is None else np.cumsum(keep) - 1
+
+    def __call__(self, col: np.ndarray) -> np.ndarray:
+        return col if self.keep is None else col[self.keep]
+
+    def has(self, row: int) -> bool:
+        return self.keep is None or bool(self.keep[row])
+
+    def at(self, row: int) -> int:
+        return row if self._at is None else int(self._at[row])
+
+    def rows(self, rows: bytes, vals: bytes, dtype: type = np.float64) -> tuple[np.ndarray, np.ndarray]:
+        """Sparse values (rows and values as bytes) of the kept events, at the rows they land on."""
+        r: np.ndarray = np.frombuffer(rows, np.int64)
+        v: np.ndarray = np.frombuffer(vals, dtype)
+        if self.keep is None or self._at is None or not r.size:
+            return r, v
+        kept = self.keep[r]
+        return self._at[r[kept]], v[kept]
+
+
+class _TextKinds:
+    """The C decoder's (ph, cat, name) ids -> the builder's _Kinds ids, mapped in the order events first use them
+    (as add() interns them; an id first seen on a dropped event is mapped where it is next used)."""
+
+    def __init__(self) -> None:
+        self.triples: list[tuple[str, str, str]] = []
+        self.blank = np.zeros(0, bool)  # no name and no category
+        self.map = np.zeros(0, np.intp)  # -1: not mapped yet
+        self.nbytes = 0
+
+    def add(self, raws: list) -> None:
+        if not raws:
+            return
+        new = [(_STR(a), _STR(b), _STR(c)) for a, b, c in raws]
+        self.triples += new
+        self.blank = np.concatenate([self.blank, np.array([not c and not n for _, c, n in new], bool)])
+        self.map = np.concatenate([self.map, np.full(len(new), -1, np.intp)])
+        self.nbytes += len(new) * (ENTRY_BYTES + 64)
+
+    def table_ids(self, local: np.ndarray, kinds: _Kinds) -> np.ndarray:
+        ids = self.map[local]
+        if (ids < 0).any():
+            new = local[ids < 0]
+            uniq, first = np.unique(new, return_index=True)
+            for k in uniq[np.argsort(first)].tolist():
+                self.map[k] = kinds[self.triples[k]]
+            ids = self.map[local]
+        return ids
+
+
+class _TextInputs:
+    """The C decoder's input-type text ids -> the lists kept for them (shared by value through the builder's
+    _lists, made in the order kept events first use them; None for an empty list, _OWN for one not hashable)."""
+
+    def __init__(self) -> None:
+        self.texts: list[bytes] = []
+        self.out: list = []
+        self.done = np.zeros(0, bool)
+        self.plain = np.zeros(0, bool)  # a shared, non-empty list
+        self.nbytes = 0
+
+    def add(self, texts: list) -> None:
+        if texts:
+            self.texts += texts
+            self.out += [None] * len(texts)
+            self.done = np.concatenate([self.done, np.zeros(len(texts), bool)])
+            self.plain = np.concatenate([self.plain, np.zeros(len(texts), bool)])
+            self.nbytes += sum(map(len, texts)) + len(texts) * ENTRY_BYTES
+
+    def objects(self, ids: np.ndarray, shared: dict) -> list:
+        if not self.done[ids].all():
+            new = ids[~self.done[ids]]
+            uniq, first = np.unique(new, return_index=True)
+            for k in uniq[np.argsort(first)].tolist():
+                v = _ANY(self.texts[k])
+                try:
+                    v = shared.setdefault(tuple(v), v) if v else None
+                except TypeError:
+                    v = _OWN
+                self.out[k], self.done[k], self.plain[k] = v, True, v is not None and v is not _OWN
+        return list(map(self.out.__getitem__, ids.tolist()))
+
+
+def _spread(rows: np.ndarray, at: np.ndarray, vals: np.ndarray) -> list:
+    """vals placed at their rows among rows; None elsewhere."""
+    out: list = [None] * len(rows)
+    for i, v in zip(np.searchsorted(rows, at).tolist(), vals.tolist()):
+        out[i] = v
+    return out

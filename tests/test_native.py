@@ -1,0 +1,321 @@
+"""The C decoder (trace/_native.c) against the msgspec path: the same trace, table and warnings, or the same
+one-line error, on every recorded trace, on mutated ones and on hand-made edge cases; and it really takes the
+pieces of real traces (a decoder that declined everything would pass the comparisons)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import pickle
+import random
+import shutil
+import sys
+import sysconfig
+
+import numpy as np
+import pytest
+
+from idlehound.errors import TraceError
+from idlehound.trace import _parallel, _table, parse_trace_bytes
+
+from . import fuzzing
+from .test_decode_reference import FILES, _read
+
+pytestmark = pytest.mark.skipif(not _table.native_available(), reason="the C decoder is not built here")
+
+
+def _outcome(buf: bytes, native: bool, monkeypatch) -> tuple:
+    monkeypatch.setenv(_table.ENV_NATIVE, "1" if native else "0")
+    try:
+        trace = parse_trace_bytes(buf, "t.json")
+    except TraceError as e:
+        return ("error", str(e))
+    t = trace.events
+    return ("trace", pickle.dumps(t), trace.warnings, trace.metadata, len(t))
+
+
+def _taken(buf: bytes, monkeypatch) -> tuple[int, int]:
+    """(pieces the C decoder took, pieces it left) in one process."""
+    monkeypatch.setenv(_table.ENV_NATIVE, "1")
+    monkeypatch.setenv("IDLEHOUND_JOBS", "1")
+    seen: list[bool] = []
+    add_text = _table.TableBuilder.add_text
+
+    def spy(self, *a):
+        seen.append(add_text(self, *a))
+        return seen[-1]
+
+    monkeypatch.setattr(_table.TableBuilder, "add_text", spy)
+    with contextlib.suppress(TraceError):
+        parse_trace_bytes(buf, "t.json")
+    monkeypatch.setattr(_table.TableBuilder, "add_text", add_text)
+    return seen.count(True), seen.count(False)
+
+
+def assert_same(buf: bytes, monkeypatch) -> tuple:
+    fast, plain = _outcome(buf, True, monkeypatch), _outcome(buf, False, monkeypatch)
+    if fast != plain and fast[0] == plain[0] == "trace":
+        a, b = pickle.loads(fast[1]), pickle.loads(plain[1])
+        for k in vars(b):
+            va, vb = getattr(a, k), getattr(b, k)
+            same = (
+                np.array_equal(va, vb, equal_nan=va.dtype.kind == "f")
+                if isinstance(vb, np.ndarray)
+                else va == vb
+            )
+            assert same, (k, va, vb)
+        assert fast[2:] == plain[2:]
+    assert fast == plain
+    return fast
+
+
+def test_native_decoder_is_built_where_a_compiler_is():
+    """pip builds it (setup.py) wherever there is a C compiler and Python's headers; CI has both."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    headers = sysconfig.get_paths()["include"]
+    if cc and (sys.platform.startswith("linux")) and __import__("os").path.exists(headers + "/Python.h"):
+        assert _table._native is not None
+
+
+@pytest.mark.parametrize("pieces", [2**20, 3000])
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name + "/" + p.name[:30])
+def test_same_table_on_every_recorded_trace(path, pieces, monkeypatch):
+    monkeypatch.setattr(_parallel, "PIECE_BYTES", pieces)
+    monkeypatch.setenv("IDLEHOUND_JOBS", "1")
+    buf = _read(path)
+    assert assert_same(buf, monkeypatch)[0] == "trace"
+    taken, left = _taken(buf, monkeypatch)
+    assert taken >= 1 and left == 0, (taken, left)  # Kineto's own output: every piece
+
+
+def test_same_table_on_two_processes(monkeypatch):
+    monkeypatch.setattr(_parallel, "PIECE_BYTES", 4096)
+    monkeypatch.setattr(_parallel, "PARALLEL_MIN", 0)
+    monkeypatch.setenv("IDLEHOUND_JOBS", "2")
+    for path in FILES[::5]:
+        assert assert_same(_read(path), monkeypatch)[0] == "trace"
+
+
+def _doc(events: list, **top) -> bytes:
+    return json.dumps({"schemaVersion": 1, "traceEvents": events, **top}).encode()
+
+
+def _ev(i: int = 0, **kw) -> dict:
+    e = {
+        "ph": "X",
+        "cat": "cpu_op",
+        "name": f"aten::op{i % 5}",
+        "pid": 1,
+        "tid": 2,
+        "ts": 10.5 + i,
+        "dur": 2.25,
+    }
+    e.update(kw)
+    return e
+
+
+def _texts() -> list[tuple[str, bytes]]:
+    """Hand-made traces: each event text is placed among plain events, so its piece is one the C decoder
+    either takes or leaves whole."""
+    plain = [json.dumps(_ev(i, args={"External id": i})) for i in range(40)]
+    odd = {
+        "numbers": [
+            '"ts": 0.1',
+            '"ts": 1e2',
+            '"ts": 1E+2',
+            '"ts": 12.5e-3',
+            '"ts": -0.0',
+            '"ts": -0',
+            '"ts": 123456789012345678',
+            '"ts": 1234567890123456789',
+            '"ts": 1.7e15',
+            '"ts": 8.99e15',
+            '"ts": 9e15',
+            '"ts": 1e-400',
+            '"ts": 1e400',
+            '"ts": 0.30000000000000004',
+            '"ts": 2.2250738585072014e-308',
+            '"ts": 1.00000000000000011102230246251565404236316680908203125',
+            '"ts": 9007199254740993.0',
+            '"ts": 123456.7890123456789',
+            '"ts": 00.5',
+            '"ts": 1.',
+            '"ts": .5',
+            '"ts": -',
+            '"ts": 1e',
+            '"ts": true',
+            '"ts": "1"',
+            '"ts": null',
+            '"dur": -3',
+            '"dur": 1e20',
+            '"dur": null',
+        ],
+        "strings": [
+            '"name": "a\\u00e9\\n\\"q\\"\\/"',
+            '"name": "\\ud83d\\ude00"',
+            '"name": "\\ud83d"',
+            '"name": "\xc3\xa9"',
+            '"name": "\xff"',
+            '"name": "\xed\xa0\x80"',
+            '"name": "tab\there"',
+            '"name": "\\x"',
+            '"name": null',
+            '"name": 3',
+            '"cat": ""',
+            '"ph": "Z"',
+            '"ph": "i", "s": "t"',
+            '"na\\u006de": "x"',
+        ],
+        "ids": [
+            '"pid": "Spans"',
+            '"tid": "7"',
+            '"tid": " 12 "',
+            '"pid": null',
+            '"pid": 1.0',
+            '"pid": 9223372036854775807',
+            '"pid": 18446744073709551615',
+            '"tid": -5',
+            '"pid": ""',
+            '"tid": "PyTorch Profiler"',
+        ],
+        "args": [
+            '"args": null',
+            '"args": []',
+            '"args": {"External id": null}',
+            '"args": {"External id": 4611686018427387904}',
+            '"args": {"External id": 1, "External id": 2}',
+            '"args": {"external id": 9, "correlation": 3}',
+            '"args": {"External id": 1.5}',
+            '"args": {"Python id": -7, "Python parent id": 2}',
+            '"args": {"bytes": 1024, "Bytes": 7}',
+            '"args": {"Bytes": -4096.5}',
+            '"args": {"bytes": "1"}',
+            '"args": {"blocks per SM": 0.5, "est. achieved occupancy %": 100}',
+            '"args": {"blocks per SM": -0.0, "est. achieved occupancy %": 0}',
+            '"args": {"blocks per SM": 2}',
+            '"args": {"est. achieved occupancy %": 50}',
+            '"args": {"blocks per SM": "inf"}',
+            '"args": {"blocks per SM": null, "est. achieved occupancy %": 3}',
+            '"args": {"Input type": ["float", "", "ScalarType"]}',
+            '"args": {"Input type": []}',
+            '"args": {"Input type": [["float"], "int"]}',
+            '"args": {"Input type": [1, 1.0, true]}',
+            '"args": {"Input type": "float"}',
+            '"args": {"Input type": null}',
+            '"args": {"Total Allocated": 1024, "Total Reserved": 2048.0, "Device Type": 1}',
+            '"args": {"Total Allocated": 1.5e3}',
+            '"args": {"Total Allocated": null, "Total Reserved": 1}',
+            '"args": {"Device Type": 1.0, "Total Allocated": 1}',
+            '"args": {"Total Allocated": 1, "Device Type": null}',
+            '"args": {"Input Dims": [[1, 2], [3]], "Concrete Inputs": ["", "1"], "nested": {"a": [{"b": [1]}]}}',
+            '"args": {"a": [1,]}',
+            '"args": {"a" 1}',
+            '"args": {"a": 1,}',
+            '"args": {1: 2}',
+            '"args": {"Ext\\u0065rnal id": 5}',
+        ],
+    }
+    cases = []
+    for group, fields in odd.items():
+        for k, f in enumerate(fields):
+            base = json.dumps(_ev(100 + k))[:-1]
+            text = base + ", " + f + "}"
+            cases.append((f"{group}:{f}", _wrap(plain, text)))
+    # Dropped events whose (ph, cat, name) is first seen there: interned where next used, as add() does.
+    drop = [
+        json.dumps(_ev(0, name="late", ts=9e15)),
+        json.dumps({"ph": "X"}),
+        json.dumps(_ev(1, name="late")),
+    ]
+    drop += [
+        json.dumps(_ev(2, pid="Ghost", ts=-9e15)),
+        json.dumps({"tid": "Ghost"}),
+        json.dumps(_ev(3, pid="Real")),
+    ]
+    cases.append(("dropped first", _wrap(plain, *drop)))
+    cases.append(("all dropped", _wrap([], json.dumps({}), json.dumps({"ph": "M"}), *plain[:1])))
+    deep = json.dumps(_ev(5))[:-1] + ', "args": {"x": ' + "[" * 59 + "]" * 59 + "}}"
+    deeper = json.dumps(_ev(5))[:-1] + ', "args": {"x": ' + "[" * 60 + "]" * 60 + "}}"
+    cases += [("depth 63", _wrap(plain, deep)), ("depth 64", _wrap(plain, deeper))]
+    cases.append(("spaces", _wrap(plain, ' \n\t{ "ph" : "X" ,\r\n "ts" : 1 , "name":"s" } ')))
+    cases.append(("not an object", _wrap(plain, "[1, 2]")))
+    cases.append(("a number", _wrap(plain, "3")))
+    return cases
+
+
+def _wrap(plain: list[str], *texts: str) -> bytes:
+    body = ",\n".join(plain[:20] + list(texts) + plain[20:])
+    return ('{"schemaVersion": 1, "traceEvents": [' + body + "]}").encode("utf-8", "surrogateescape")
+
+
+@pytest.mark.parametrize("label,buf", _texts(), ids=[c[0][:60] for c in _texts()])
+def test_same_outcome_on_edge_cases(label, buf, monkeypatch):
+    monkeypatch.setattr(_parallel, "PIECE_BYTES", 2048)
+    monkeypatch.setenv("IDLEHOUND_JOBS", "1")
+    assert_same(buf, monkeypatch)
+
+
+def test_floats_are_read_exactly_as_msgspec_reads_them(monkeypatch):
+    """Random doubles written every way (shortest, 17 digits, many digits, exponents) and random decimals."""
+    rng = random.Random(5)
+    texts = []
+    for _ in range(3000):
+        x = rng.choice(
+            [
+                rng.uniform(0, 2e6),
+                rng.uniform(-1, 1),
+                rng.expovariate(1e-9),
+                rng.random() * 10 ** rng.randint(-30, 14),
+            ]
+        )
+        texts += [repr(x), f"{x:.17g}", f"{x:.25f}", f"{x:.12e}"]
+        texts.append(f"{rng.randint(0, 10**12)}.{rng.randint(0, 10 ** rng.randint(1, 20))}")
+    events = [f'{{"ph":"X","cat":"kernel","name":"k","pid":1,"tid":7,"ts":{t},"dur":{t}}}' for t in texts]
+    buf = ('{"traceEvents": [' + ",".join(events) + "]}").encode()
+    monkeypatch.setenv("IDLEHOUND_JOBS", "1")
+    assert assert_same(buf, monkeypatch)[0] == "trace"
+    assert _taken(buf, monkeypatch)[1] == 0
+
+
+def test_numbers_parse_to_the_very_double_msgspec_gives():
+    """Bit for bit, before any rounding to ns (the table compare above would hide an error of an ulp)."""
+    import msgspec
+
+    from idlehound.trace import _native
+
+    rng = random.Random(7)
+    texts = []
+    for _ in range(20000):
+        e = rng.randint(-40, 40)
+        x = rng.random() * 10.0**e
+        texts += [
+            repr(x),
+            f"{x:.17g}",
+            f"{x:.15g}",
+            f"{x:.20e}",
+            f"{x:.30f}",
+            str(rng.randint(-(10**18) + 1, 10**18 - 1)),
+        ]
+        texts.append(
+            f"{rng.randint(0, 10**9)}.{rng.randint(0, 10 ** rng.randint(1, 25))}e{rng.randint(-30, 30)}"
+        )
+    body = ",".join(f'{{"ts":{t}}}' for t in texts).encode()
+    r = _native.Decoder().decode(body, 0, len(body))
+    assert r is not None
+    got = np.frombuffer(r[2], np.float64)
+    want = np.array([float(v) for v in msgspec.json.decode(b"[" + ",".join(texts).encode() + b"]")])
+    bad = np.flatnonzero(got.view(np.int64) != want.view(np.int64))
+    assert not bad.size, [(texts[i], got[i], want[i]) for i in bad[:5]]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_same_outcome_on_mutated_recorded_traces(seed, monkeypatch):
+    """tests/fuzzing.py's mutations (odd types, huge numbers, NaN literals, nesting, dropped fields) of the
+    recorded run folders, in small pieces so that taken and left pieces mix."""
+    monkeypatch.setattr(_parallel, "PIECE_BYTES", 8192)
+    monkeypatch.setenv("IDLEHOUND_JOBS", "1")
+    rng = random.Random(seed)
+    sources = fuzzing.load_sources(max_steps=1)
+    for _ in range(25):
+        case = fuzzing.mutate(rng.choice(sources), rng)
+        assert_same(fuzzing.encode(case.trace), monkeypatch)
