@@ -5,8 +5,9 @@ most SPEED_BUDGET_S, default 450 s). Without msgspec on the machine, carry a whe
 (`pip download msgspec zlib-ng --only-binary=:all: --python-version 3.12 -d .whl`): it is installed from there,
 offline; zlib-ng/isal are optional (the stdlib zlib is the fallback).
 
-Steps: build a ~1 GB trace from tests/traces/demo (benchmarks/bench_analyze.py), time it stage by stage in one
-process, end to end with 1, 4 and all cores, and json.loads alone; then hard-link it 8 times as rank-0..7.json
+Steps: build the C decoder in place (setup.py build_ext --inplace), build a ~1 GB trace from tests/traces/demo
+(benchmarks/bench_analyze.py), time it stage by stage in one process, end to end with 1, 4 and all cores (and
+the msgspec path, IDLEHOUND_NATIVE=0, with 1 and all), and json.loads alone; then hard-link it 8 times as rank-0..7.json
 and time `idlehound analyze --ranks` on the folder. Peak RSS of each run; for the ranks also the machine's memory
 in use at the peak (the rank processes run at once). Writes OUTDIR/log.txt and OUTDIR/results.json.
 """
@@ -39,6 +40,20 @@ def log(out: Path, msg: str) -> None:
 
 def left(cap: float) -> int:
     return int(max(5, min(cap, DEADLINE - time.time())))
+
+
+def ensure_native(out: Path) -> None:
+    """Build the C decoder in place (src/idlehound/trace/) for this machine's Python, as pip would."""
+    r = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"], capture_output=True, text=True, cwd=ROOT
+    )
+    probe = subprocess.run(
+        [sys.executable, "-c", "from idlehound.trace import _table; print(_table.native_available())"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
+    log(out, f"C decoder: build rc={r.returncode} {r.stderr.strip()[-200:]}; in use: {probe.stdout.strip()}")
 
 
 def ensure_msgspec(out: Path) -> None:
@@ -97,6 +112,7 @@ def main() -> None:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("OUT", "speed-out"))
     out.mkdir(parents=True, exist_ok=True)
     ensure_msgspec(out)
+    ensure_native(out)
     import bench_analyze as b
 
     cores = len(os.sched_getaffinity(0))
@@ -126,6 +142,12 @@ def one_file(out: Path, b, path: Path, size: int, cores: int, res: dict) -> None
         r = b.measure(path, "idlehound", left(120), jobs=jobs)
         res[f"jobs_{jobs}"] = r
         log(out, _row(size, f"idlehound -j{jobs}", r))
+    os.environ["IDLEHOUND_NATIVE"] = "0"  # the msgspec path, for comparison
+    for jobs in ("1", str(cores)):
+        r = b.measure(path, "idlehound", left(120), jobs=jobs)
+        res[f"msgspec_jobs_{jobs}"] = r
+        log(out, _row(size, f"msgspec path -j{jobs}", r))
+    del os.environ["IDLEHOUND_NATIVE"]
     r = b.measure(path, "json", left(120))
     res["json_loads"] = r
     log(out, _row(size, "json.loads only", r))

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from idlehound.trace import _parallel, parse_trace_bytes
+from idlehound.trace import _parallel, _table, parse_trace_bytes
 from idlehound.trace._table import PH_CODES
 
 from .conftest import SHARED, TRACES
@@ -214,6 +214,7 @@ def test_unknown_phase_or_category_decodes_with_plain_strings(jobs, monkeypatch)
     monkeypatch.setattr(_parallel, "PIECE_BYTES", 2048)
     monkeypatch.setattr(_parallel, "PARALLEL_MIN", 0)
     monkeypatch.setenv("IDLEHOUND_JOBS", jobs)
+    monkeypatch.setenv(_table.ENV_NATIVE, "0")  # the msgspec path's own mechanism (the C decoder has none)
     calls: list[bool] = []
     decode = _parallel._decode.decode_batch
     monkeypatch.setattr(

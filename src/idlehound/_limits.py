@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib
 import io
 import mmap
 import os
@@ -194,6 +195,31 @@ def trim() -> None:
 
 
 _LIBC: Any = None
+
+
+@contextlib.contextmanager
+def small_pages() -> Iterator[None]:
+    """Arrays in ordinary 4 KB pages while inside. numpy asks for transparent huge pages for every array of 4 MB
+    or more (madvise); where the kernel compacts memory to make them (THP defrag "madvise", as on this project's
+    2-core VMs), the first touch of each 2 MB costs about a millisecond: 1.4 of the 6.3 s a 1 GB trace took end to
+    end (docs/measurements/speed-2026-12-04.md). The setting is numpy's, process-wide: it is put back on leaving."""
+    setter = getter = None
+    for mod in ("numpy._core.multiarray", "numpy.core.multiarray"):
+        try:
+            m = importlib.import_module(mod)
+            setter, getter = m._set_madvise_hugepage, m._get_madvise_hugepage
+            break
+        except (ImportError, AttributeError):
+            continue
+    if setter is None or getter is None:
+        yield
+        return
+    was = getter()
+    setter(False)
+    try:
+        yield
+    finally:
+        setter(was)
 
 
 def _gunzip(f: io.BufferedIOBase, path: Path, limit: int, out: Any) -> Any:

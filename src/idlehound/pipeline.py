@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from ._limits import small_pages
 from .analysis import Analysis, analyze, load_sidecar
 from .diagnose import Finding, Thresholds, diagnose
 from .errors import IdlehoundError
@@ -33,10 +34,11 @@ def analyze_path(
 
     max_bytes caps the trace's uncompressed JSON (default: $IDLEHOUND_MAX_TRACE_BYTES, else 4 GiB).
     """
-    trace = load_trace(path, run=run, worker=worker, max_bytes=max_bytes)
-    a = analyze_run_folder(trace, step=step)
-    findings = diagnose(a, thresholds)
-    return Result(a, findings, build(a, findings))
+    with small_pages():
+        trace = load_trace(path, run=run, worker=worker, max_bytes=max_bytes)
+        a = analyze_run_folder(trace, step=step)
+        findings = diagnose(a, thresholds)
+        return Result(a, findings, build(a, findings))
 
 
 def analyze_run_folder(
