@@ -51,7 +51,10 @@ def ensure_native(out: Path) -> None:
         [sys.executable, "-c", "from idlehound.trace import _table; print(_table.native_available())"],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])},
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
+        },
     )
     log(out, f"C decoder: build rc={r.returncode} {r.stderr.strip()[-200:]}; in use: {probe.stdout.strip()}")
 
