@@ -49,7 +49,8 @@ if tool.startswith("stages"):  # one process, each stage timed (inner calls by w
         return run
     _decode.decode_batch = timed(_decode.decode_batch, "load: msgspec decode")
     _parallel.max_depth = timed(_parallel.max_depth, "load: depth check")
-    _table.TableBuilder.add = timed(_table.TableBuilder.add, "load: columns")
+    _table.TableBuilder.add = timed(_table.TableBuilder.add, "load: columns (msgspec path)")
+    _table.TableBuilder.add_text = timed(_table.TableBuilder.add_text, "load: C decoder (decode + columns)")
     _table.TableBuilder.build = timed(_table.TableBuilder.build, "load: join columns")
     for name in ("_Context", "_steps", "_breakdown", "SourceMap", "_Gaps", "_sync_sites", "_copies", "_kernels",
                  "_memory", "_dataloader", "_timeline", "_rank_figures", "_slow_launches", "_replay", "_observer"):
@@ -57,6 +58,7 @@ if tool.startswith("stages"):  # one process, each stage timed (inner calls by w
             setattr(_core, name, timed(getattr(_core, name), "analyse: " + name.strip("_")))
     _diag.predict = timed(_diag.predict, "diagnose: replay predictions")
     marks = [("start", t0, peak()), ("imports", time.perf_counter(), peak())]
+    _limits.small_pages().__enter__()  # as analyze_path runs (the process ends after)
     buf = _load._read(Path(path), _limits.max_trace_bytes())
     marks.append(("decompress" if path.endswith(".gz") else "read", time.perf_counter(), peak()))
     trace = _load.parse_trace_bytes(buf, path); del buf; marks.append(("load", time.perf_counter(), peak()))

@@ -319,3 +319,42 @@ def test_same_outcome_on_mutated_recorded_traces(seed, monkeypatch):
     for _ in range(25):
         case = fuzzing.mutate(rng.choice(sources), rng)
         assert_same(fuzzing.encode(case.trace), monkeypatch)
+
+
+def _mutants(seed: int, n: int) -> list[bytes]:
+    """Pieces of real events with bytes flipped, dropped, doubled or replaced by JSON's special characters."""
+    rng = random.Random(seed)
+    doc = json.loads(_read(FILES[0]))
+    events = [json.dumps(e, ensure_ascii=rng.random() < 0.5) for e in doc["traceEvents"][:400]]
+    out = []
+    for _ in range(n):
+        k = rng.randrange(len(events) - 4)
+        b = bytearray(",".join(events[k : k + 4]).encode())
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(len(b))
+            op = rng.randrange(4)
+            if op == 0:
+                b[i] = rng.choice(b'"\\{}[],:0123456789-+.eEtfnu \x00\x1f\x7f\x80\xc3\xed\xff')
+            elif op == 1:
+                del b[i]
+            elif op == 2:
+                b[i:i] = b[i : i + rng.randint(1, 8)]
+            else:
+                b[i] ^= 1 << rng.randrange(8)
+        out.append(bytes(b))
+    return out
+
+
+def test_a_piece_it_takes_is_one_msgspec_takes_with_the_same_table(monkeypatch):
+    """The C decoder is at least as strict as msgspec: on mutated pieces, whatever it takes msgspec decodes to the
+    same events, and the two paths give the same outcome for the whole trace."""
+    from idlehound.trace import _decode, _native
+
+    taken = 0
+    monkeypatch.setenv("IDLEHOUND_JOBS", "1")
+    for piece in _mutants(11, 600):
+        if _native.Decoder().decode(piece, 0, len(piece)) is not None:
+            taken += 1
+            _decode.decode_batch(b"[" + piece + b"]")  # raises if msgspec would not take it
+        assert_same(b'{"traceEvents": [' + piece + b"]}", monkeypatch)
+    assert 30 < taken < 570  # both kinds of piece were tried
