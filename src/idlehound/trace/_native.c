@@ -15,6 +15,7 @@ totals, string pids): those come back as their JSON text, which the caller decod
 #include <stdint.h>
 #include <string.h>
 
+#define MAX_NAME 16384        /* longer names are left to msgspec: kept here too, they would be held twice */
 #define MAX_DEPTH 63          /* deepest bracket in a piece, its own array's counted (trace/_limits.py: 64 - 1) */
 #define NO_ID INT64_MIN       /* an absent id argument, as trace/_decode.NO_ID */
 #define BAIL 1                /* not taken: the caller decodes the piece the msgspec way */
@@ -577,7 +578,7 @@ static int parse_event(Piece *s) {
         const unsigned char *a = s->p;
         switch (e) {
         case E_PH: case E_CAT: case E_NAME:
-            if (peek(s) != '"' || scan_string(s, &esc) || s->p - a > INT32_MAX) return BAIL;
+            if (peek(s) != '"' || scan_string(s, &esc) || s->p - a > MAX_NAME) return BAIL;
             tok[e] = a;
             toklen[e] = (uint32_t)(s->p - a);
             break;
