@@ -161,6 +161,7 @@ def _texts() -> list[tuple[str, bytes]]:
             '"name": "\\x"',
             '"name": null',
             '"name": 3',
+            '"name": "' + "k" * 20000 + '"',
             '"cat": ""',
             '"ph": "Z"',
             '"ph": "i", "s": "t"',
