@@ -6,6 +6,10 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import os
+import shutil
+import sys
+import sysconfig
 from decimal import Decimal
 from pathlib import Path
 
@@ -252,3 +256,11 @@ def test_no_piece_workers_while_other_threads_run(monkeypatch):
     assert not forked
     parse_trace_bytes(_tricky_trace())
     assert forked  # with the thread gone, the same call would use workers
+
+
+def test_native_decoder_is_built_where_a_compiler_is():
+    """pip builds it (setup.py) wherever there is a C compiler and Python's headers; CI has both."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    headers = sysconfig.get_paths()["include"]
+    if cc and sys.platform.startswith("linux") and os.path.exists(os.path.join(headers, "Python.h")):
+        assert _table._native is not None
