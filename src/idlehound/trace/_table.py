@@ -181,12 +181,9 @@ class TableBuilder:
         if r is None:
             return False
         p = _Text(*r)
-        try:
+        try:  # the names it saw first here; msgspec takes whatever the C side takes (tests/test_native.py)
             self._native_kinds.add(p.kinds)
-        except (
-            msgspec.DecodeError,
-            msgspec.ValidationError,
-        ):  # cannot happen if the C side is as strict as it means
+        except msgspec.DecodeError:  # were it not so: this builder's pieces go the msgspec way from now on
             self._native = None
             return False
         self._add_text(p)
@@ -255,7 +252,10 @@ class TableBuilder:
                 x["total_reserved"][i] = None if reserved is None else _ANY(reserved)
                 x["device_type"][i] = None if device is None else _ANY(device)
 
-    def _text_occupancy(self, brow, bval, orow, oval, n0: int) -> None:
+    def _text_occupancy(
+        self, brow: np.ndarray, bval: np.ndarray, orow: np.ndarray, oval: np.ndarray, n0: int
+    ) -> None:
+        """Kernel figures (rows and values of each), shared in event order as _occupancy shares them."""
         if np.array_equal(brow, orow):
             rows, b, o = brow, bval.tolist(), oval.tolist()
         else:  # on different events: None where one is not set, as _occupancy
