@@ -16,6 +16,7 @@ totals, string pids): those come back as their JSON text, which the caller decod
 #include <string.h>
 
 #define MAX_NAME 16384        /* longer names are left to msgspec: kept here too, they would be held twice */
+#define MIN_EVENT_BYTES 40    /* a piece whose events average fewer bytes is left to msgspec (parse_piece) */
 #define MAX_DEPTH 63          /* deepest bracket in a piece, its own array's counted (trace/_limits.py: 64 - 1) */
 #define NO_ID INT64_MIN       /* an absent id argument, as trace/_decode.NO_ID */
 #define BAIL 1                /* not taken: the caller decodes the piece the msgspec way */
@@ -628,9 +629,13 @@ static int parse_event(Piece *s) {
 
 /* The array elements in text: ws (event (ws , ws event)*)? ws. */
 static int parse_piece(Piece *s) {
+    /* Events of a few bytes ({} repeated: not Kineto's, whose smallest take ~60) are left to msgspec, which drops
+       the empty ones at once: here each costs 132 bytes of columns until the piece is done. */
+    int64_t most = (s->end - s->p) / MIN_EVENT_BYTES + 16;
     skip_ws(s);
     if (s->p == s->end) return 0;
     for (;;) {
+        if (s->row >= most) return BAIL;
         int r = parse_event(s);
         if (r) return r;
         skip_ws(s);
