@@ -2,8 +2,8 @@
 
 A piece is taken only when every event in it is one that the msgspec path (trace/_decode.py, then
 TableBuilder.add) turns into the same values: strict JSON (UTF-8 checked, escapes checked, no lone surrogate), fields
-of the types that path expects, no escaped or repeated field names, no integer of more than 18 digits, nesting
-within the limit. On anything else decode() returns None and the piece goes the msgspec way, so the two paths
+of the types that path expects, no escaped or repeated field names, no integer of more than 18 digits, names
+under 16 KB, events of 40 bytes or more on average, nesting within the limit. On anything else decode() returns None and the piece goes the msgspec way, so the two paths
 cannot differ on a piece this one takes (tests/test_native.py holds them together on recorded and hostile traces).
 
 No Python object is made per event, except for the rare fields kept as they are written (input types, memory
