@@ -58,7 +58,8 @@ if tool.startswith("stages"):  # one process, each stage timed (inner calls by w
             setattr(_core, name, timed(getattr(_core, name), "analyse: " + name.strip("_")))
     _diag.predict = timed(_diag.predict, "diagnose: replay predictions")
     marks = [("start", t0, peak()), ("imports", time.perf_counter(), peak())]
-    _limits.small_pages().__enter__()  # as analyze_path runs (the process ends after)
+    pages = _limits.small_pages()  # as analyze_path runs (kept referenced: a dropped one restores huge pages)
+    pages.__enter__()
     buf = _load._read(Path(path), _limits.max_trace_bytes())
     marks.append(("decompress" if path.endswith(".gz") else "read", time.perf_counter(), peak()))
     trace = _load.parse_trace_bytes(buf, path); del buf; marks.append(("load", time.perf_counter(), peak()))
