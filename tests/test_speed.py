@@ -185,3 +185,24 @@ def test_ranks_at_once_fit_the_free_memory(tmp_path, monkeypatch):
     assert distributed._fit_memory(3, paths) == 3
     paths[1].write_bytes(b"x" * 10**6)
     assert distributed._fit_memory(16, paths) == 1
+
+
+def test_small_pages_turns_numpy_huge_pages_off_and_puts_the_setting_back():
+    """analyze_path runs in 4 KB pages (docs/measurements/speed-2026-12-04.md); numpy's own setting, process-wide,
+    is restored after, also when the analysis raises."""
+    from idlehound import _limits
+
+    try:
+        from numpy._core.multiarray import _get_madvise_hugepage, _set_madvise_hugepage
+    except ImportError:  # numpy < 2
+        from numpy.core.multiarray import _get_madvise_hugepage, _set_madvise_hugepage
+    was = _get_madvise_hugepage()
+    try:
+        for setting in (True, False):
+            _set_madvise_hugepage(setting)
+            with pytest.raises(ValueError), _limits.small_pages():
+                assert _get_madvise_hugepage() is False
+                raise ValueError
+            assert _get_madvise_hugepage() is setting
+    finally:
+        _set_madvise_hugepage(was)
