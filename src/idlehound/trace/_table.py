@@ -7,7 +7,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
-from typing import Any, NamedTuple, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import msgspec
 import numpy as np
@@ -221,20 +221,10 @@ class TableBuilder:
         return col(pid), col(tid)
 
     def _text_args(self, p: _Text, col: _Kept) -> dict[str, np.ndarray]:
-        def ids(b: bytes) -> np.ndarray:
-            return col(np.frombuffer(b, np.int64))
-
-        ext = ids(p.ext)
-        out = {
-            "ext": np.where(ext == NO_ID, ids(p.ext_lc), ext),
-            "corr": ids(p.corr),
-            "py_id": ids(p.py_id),
-            "py_parent": ids(p.py_parent),
-        }
-        out = {k: _missing_ids(v) for k, v in out.items()}
-        nbytes = col(np.frombuffer(p.nbytes, np.float64))
-        out["nbytes"] = np.where(np.isnan(nbytes), col(np.frombuffer(p.mem_bytes, np.float64)), nbytes)
-        return out
+        return _arg_cols(
+            lambda f: col(np.frombuffer(getattr(p, f), np.int64)),
+            lambda f: col(np.frombuffer(getattr(p, f), np.float64)),
+        )
 
     def _text_extras(self, p: _Text, col: _Kept) -> None:
         """The sparse extras, in event order, shared as _extras shares them."""
@@ -261,11 +251,7 @@ class TableBuilder:
         else:  # on different events: None where one is not set, as _occupancy
             rows = np.union1d(brow, orow)
             b, o = _spread(rows, brow, bval), _spread(rows, orow, oval)
-        both = list(chain.from_iterable(zip(b, o)))
-        kept = list(map(self._shared.setdefault, both, both))
-        at = (rows + n0).tolist()
-        for out, vals in ((self.extra["blocks_per_sm"], kept[0::2]), (self.extra["occupancy"], kept[1::2])):
-            out.update(compress(zip(at, vals), map(operator.is_not, vals, repeat(None))))
+        self._keep_occupancy((rows + n0).tolist(), list(chain.from_iterable(zip(b, o))))
 
     def _text_inputs(self, p: _Text, col: _Kept, n0: int) -> None:
         """Input-type lists, one object per distinct list as _share_lists keeps them (decoded once per text)."""
@@ -333,13 +319,7 @@ class TableBuilder:
 
     def _arg_slice(self, args: list, lo: int) -> dict[str, np.ndarray]:
         a = _arg_columns(args)
-        ext = _arg_ids(a[_A["external_id"]])
-        out = {"ext": np.where(ext == NO_ID, _arg_ids(a[_A["external_id_lc"]]), ext)}
-        for key, f in (("corr", "correlation"), ("py_id", "python_id"), ("py_parent", "python_parent_id")):
-            out[key] = _arg_ids(a[_A[f]])
-        out = {k: _missing_ids(v) for k, v in out.items()}
-        nbytes = _arg_floats(a[_A["nbytes"]])
-        out["nbytes"] = np.where(np.isnan(nbytes), _arg_floats(a[_A["mem_bytes"]]), nbytes)
+        out = _arg_cols(lambda f: _arg_ids(a[_A[f]]), lambda f: _arg_floats(a[_A[f]]))
         self._extras(a, self.n + lo)
         return out
 
@@ -374,8 +354,12 @@ class TableBuilder:
         both = list(chain.from_iterable(zip(map(bps.__getitem__, rows), map(occ.__getitem__, rows))))
         if not {*map(type, both)} <= _FLOAT_OR_NONE:
             both = [v if v is None or type(v) is float else _as_float(v) for v in both]
+        self._keep_occupancy([n0 + i for i in rows], both)
+
+    def _keep_occupancy(self, at: list[int], both: list) -> None:
+        """Kernel figures of the events at `at`, as (blocks per SM, occupancy) pairs flattened, None where one is
+        not set: one object kept per distinct value, in this order."""
         kept = list(map(self._shared.setdefault, both, both))  # (None becomes a key too: harmless)
-        at = [n0 + i for i in rows]
         for out, vals in ((self.extra["blocks_per_sm"], kept[0::2]), (self.extra["occupancy"], kept[1::2])):
             out.update(compress(zip(at, vals), map(operator.is_not, vals, repeat(None))))
 
@@ -611,6 +595,22 @@ def _arg_floats(col: tuple) -> np.ndarray:
     return np.fromiter(col, np.float64, n)
 
 
+def _arg_cols(ids: Callable[[str], np.ndarray], floats: Callable[[str], np.ndarray]) -> dict[str, np.ndarray]:
+    """The args columns (_ARG_COLS) from the id and number arguments by Args field name (ids: NO_ID where absent,
+    floats: nan), for either path."""
+    ext = ids("external_id")
+    out = {
+        "ext": np.where(ext == NO_ID, ids("external_id_lc"), ext),
+        "corr": ids("correlation"),
+        "py_id": ids("python_id"),
+        "py_parent": ids("python_parent_id"),
+    }
+    out = {k: _missing_ids(v) for k, v in out.items()}
+    nbytes = floats("nbytes")
+    out["nbytes"] = np.where(np.isnan(nbytes), floats("mem_bytes"), nbytes)
+    return out
+
+
 def _missing_ids(x: np.ndarray) -> np.ndarray:
     """Absent ids and ids beyond +-2**62 (not real Kineto ids) become NONE."""
     return np.where((x == NO_ID) | (np.abs(x) >= 2**62), NONE, x)
@@ -733,11 +733,11 @@ class _Text(NamedTuple):
     dur: bytes
     pid: bytes
     tid: bytes
-    ext: bytes
-    ext_lc: bytes
-    corr: bytes
-    py_id: bytes
-    py_parent: bytes
+    external_id: bytes  # the args' columns are named as Args fields (_arg_cols reads them by those names)
+    external_id_lc: bytes
+    correlation: bytes
+    python_id: bytes
+    python_parent_id: bytes
     nbytes: bytes
     mem_bytes: bytes
     kind: bytes
@@ -800,9 +800,7 @@ class _TextKinds:
     def table_ids(self, local: np.ndarray, kinds: _Kinds) -> np.ndarray:
         ids = self.map[local]
         if (ids < 0).any():
-            new = local[ids < 0]
-            uniq, first = np.unique(new, return_index=True)
-            for k in uniq[np.argsort(first)].tolist():
+            for k in _first_used(local[ids < 0]):
                 self.map[k] = kinds[self.triples[k]]
             ids = self.map[local]
         return ids
@@ -829,9 +827,7 @@ class _TextInputs:
 
     def objects(self, ids: np.ndarray, shared: dict) -> list:
         if not self.done[ids].all():
-            new = ids[~self.done[ids]]
-            uniq, first = np.unique(new, return_index=True)
-            for k in uniq[np.argsort(first)].tolist():
+            for k in _first_used(ids[~self.done[ids]]):
                 v = _ANY(self.texts[k])
                 try:
                     v = shared.setdefault(tuple(v), v) if v else None
@@ -839,6 +835,12 @@ class _TextInputs:
                     v = _OWN
                 self.out[k], self.done[k], self.plain[k] = v, True, v is not None and v is not _OWN
         return list(map(self.out.__getitem__, ids.tolist()))
+
+
+def _first_used(ids: np.ndarray) -> list[int]:
+    """The distinct ids in the order of their first use (the order add() makes things for them event by event)."""
+    uniq, first = np.unique(ids, return_index=True)
+    return uniq[np.argsort(first)].tolist()
 
 
 def _spread(rows: np.ndarray, at: np.ndarray, vals: np.ndarray) -> list:
