@@ -463,6 +463,22 @@ static int key_index(const unsigned char *k, size_t n, const char *const *names,
     return count;
 }
 
+/* The next member's key as its index among names (count when it is none of them); a field named twice is not
+   taken (msgspec keeps the last; not worth following). */
+static int member_key(Piece *s, const char *const *names, const size_t *lens, int count, unsigned *seen,
+                      int *index) {
+    const unsigned char *k;
+    size_t n;
+    if (key(s, &k, &n)) return BAIL;
+    int i = key_index(k, n, names, lens, count);
+    if (i < count) {
+        if (*seen & (1u << i)) return BAIL;
+        *seen |= 1u << i;
+    }
+    *index = i;
+    return 0;
+}
+
 /* One object's end or its next member: 1 when more follow. */
 static int next_member(Piece *s, int *more) {
     skip_ws(s);
@@ -497,14 +513,8 @@ static int parse_args(Piece *s, int64_t *ids, double *fl) {
         return 0;
     }
     while (more) {
-        const unsigned char *k;
-        size_t n;
-        if (key(s, &k, &n)) return BAIL;
-        int a = key_index(k, n, ARG_KEYS, ARG_LENS, NA);
-        if (a < NA) {
-            if (seen & (1u << a)) return BAIL; /* a repeated field: msgspec keeps the last; not worth following */
-            seen |= 1u << a;
-        }
+        int a;
+        if (member_key(s, ARG_KEYS, ARG_LENS, NA, &seen, &a)) return BAIL;
         skip_ws(s);
         switch (a) {
         case A_EXT: case A_EXTLC: case A_CORR: case A_PYID: case A_PYPARENT:
@@ -567,14 +577,8 @@ static int parse_event(Piece *s) {
         more = 0;
     }
     while (more) {
-        const unsigned char *k;
-        size_t n;
-        if (key(s, &k, &n)) return BAIL;
-        int e = key_index(k, n, EVENT_KEYS, EVENT_LENS, NE);
-        if (e < NE) {
-            if (seen & (1u << e)) return BAIL;
-            seen |= 1u << e;
-        }
+        int e;
+        if (member_key(s, EVENT_KEYS, EVENT_LENS, NE, &seen, &e)) return BAIL;
         skip_ws(s);
         const unsigned char *a = s->p;
         switch (e) {
