@@ -20,6 +20,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("capture", {"capture"}),
     ("diagnose", {"diagnose"}),
     ("report", {"report"}),
+    ("result", {"result"}),  # what idlehound.analyze() returns: an Analysis with its findings and renderers
     ("pipeline", {"pipeline", "compare"}),
     ("workloads", {"workloads"}),
     ("tools", {"distributed", "lint", "tune", "ladder", "doctor"}),

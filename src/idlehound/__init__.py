@@ -2,9 +2,14 @@
 
 Public API (every function works without the CLI):
 
+    result = idlehound.analyze("log")                  # a trace, a run folder or a log dir: what the CLI prints
+    result.findings, result.doc                        # ranked causes with evidence and fixes; the JSON document
+    result                                             # in Jupyter: the HTML report's headline, charts, findings
+    result.to_pandas()                                 # the report's tables as DataFrames (pandas installed)
+
     trace = idlehound.load_trace("log/run-1")          # file or TensorBoard log dir
-    result = idlehound.analyze(trace)                  # steps, breakdown, idle gaps by cause
-    findings = idlehound.diagnose(result)              # ranked causes with evidence and fixes
+    result = idlehound.analyze(trace)                  # the same from a loaded trace
+    findings = idlehound.diagnose(result)              # (older code: a result is an Analysis, too)
     report = idlehound.report_data(result, findings)   # the JSON document
 """
 
@@ -13,26 +18,52 @@ from ._startup import quiet_interrupts
 
 quiet_interrupts()
 
-from typing import Optional  # noqa: E402  (after the interrupt guard, on purpose)
+import os  # noqa: E402  (after the interrupt guard, on purpose)
+from pathlib import Path  # noqa: E402
+from typing import Optional, Union  # noqa: E402
 
 from ._version import __version__  # noqa: E402
 from .analysis import Analysis  # noqa: E402
 from .diagnose import Finding, Thresholds, diagnose  # noqa: E402
 from .errors import CaptureError, IdlehoundError, TraceError  # noqa: E402
+from .result import Result  # noqa: E402
 from .trace import Trace, load_trace  # noqa: E402
 
 
 def analyze(
-    trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = None, run_info: Optional[dict] = None
-) -> Analysis:
-    """Steps, breakdown and idle gaps by cause, as `idlehound analyze` computes them.
+    source: Union[str, "os.PathLike[str]", Trace],
+    sidecar: Optional[dict] = None,
+    step: Optional[int] = None,
+    run_info: Optional[dict] = None,
+    *,
+    run: Optional[str] = None,
+    worker: Optional[str] = None,
+    thresholds: Optional[Thresholds] = None,
+) -> Result:
+    """Analyse and diagnose a trace as `idlehound analyze` does: the same findings and document.
 
-    Reads the trace's run folder (capture sidecar, run.json) like the CLI does, so both give the same report;
-    `sidecar` / `run_info` given here take the place of the folder's.
+    `source` is a path (str or Path: a `.pt.trace.json[.gz]`, a run folder or a TensorBoard log dir; `run` and
+    `worker` choose inside a log dir as the CLI's options do) or a trace from `load_trace()`. The run folder's
+    capture sidecar and run.json are read like the CLI reads them; `sidecar` / `run_info` given here take their
+    place. Raises TypeError for any other `source`, TraceError for a file that is not a readable trace.
     """
-    from .pipeline import analyze_run_folder
+    from .pipeline import analyze_path, diagnose_trace
 
-    return analyze_run_folder(trace, step=step, sidecar=sidecar, run_info=run_info)
+    if isinstance(source, Trace):
+        return diagnose_trace(source, step, thresholds, sidecar, run_info).diagnosed()
+    if isinstance(source, (str, os.PathLike)):
+        source = Path(os.fspath(source))
+        if sidecar is None and run_info is None:
+            return analyze_path(source, run=run, worker=worker, step=step, thresholds=thresholds).diagnosed()
+        from ._limits import small_pages
+
+        with small_pages():
+            trace = load_trace(source, run=run, worker=worker)
+            return diagnose_trace(trace, step, thresholds, sidecar, run_info).diagnosed()
+    raise TypeError(
+        "idlehound.analyze() takes a path (str or pathlib.Path: a .pt.trace.json[.gz] file, a run folder or a "
+        f"log dir) or a Trace from idlehound.load_trace(), not {type(source).__name__}"
+    )
 
 
 def report_data(result: Analysis, findings: list[Finding]) -> dict:
@@ -54,6 +85,7 @@ __all__ = [
     "CaptureError",
     "Finding",
     "IdlehoundError",
+    "Result",
     "Thresholds",
     "Trace",
     "TraceError",

@@ -11,6 +11,7 @@ from .analysis import Analysis, analyze, load_sidecar
 from .diagnose import Finding, Thresholds, diagnose
 from .errors import IdlehoundError
 from .report import build
+from .result import Result as Diagnosed
 from .runfolder import read_run_info, run_info_rank, sidecar_path
 from .trace import Trace, load_trace
 
@@ -20,6 +21,10 @@ class Result:
     analysis: Analysis
     findings: list[Finding]
     doc: dict[str, Any]
+
+    def diagnosed(self) -> Diagnosed:
+        """The same analysis, findings and document as the one object `idlehound.analyze()` returns."""
+        return Diagnosed.of(self.analysis, self.findings, self.doc)
 
 
 def analyze_path(
@@ -36,9 +41,20 @@ def analyze_path(
     """
     with small_pages():
         trace = load_trace(path, run=run, worker=worker, max_bytes=max_bytes)
-        a = analyze_run_folder(trace, step=step)
-        findings = diagnose(a, thresholds)
-        return Result(a, findings, build(a, findings))
+        return diagnose_trace(trace, step=step, thresholds=thresholds)
+
+
+def diagnose_trace(
+    trace: Trace,
+    step: Optional[int] = None,
+    thresholds: Optional[Thresholds] = None,
+    sidecar: Optional[dict] = None,
+    run_info: Optional[dict] = None,
+) -> Result:
+    """Analyse (with the run folder, as analyze_run_folder), diagnose and build the report of a loaded trace."""
+    a = analyze_run_folder(trace, step=step, sidecar=sidecar, run_info=run_info)
+    findings = diagnose(a, thresholds)
+    return Result(a, findings, build(a, findings))
 
 
 def analyze_run_folder(

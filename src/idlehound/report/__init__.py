@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # the lazy names' types, for mypy; at run time __getattr__ lo
         render_ladder,
     )
     from .markdown import render_markdown
+    from .notebook import render_html_fragment
     from .ranks import (
         ranks_title,
         render_ranks,
@@ -58,6 +59,7 @@ if TYPE_CHECKING:  # the lazy names' types, for mypy; at run time __getattr__ lo
 _LAZY = {  # public name -> the module of this package that defines it
     "render": "terminal",
     "render_markdown": "markdown",
+    "render_html_fragment": "notebook",
     "render_html": "html",
     "render_compare_html": "html",
     "render_ladder_html": "html",
@@ -121,6 +123,7 @@ __all__ = [  # the eager names and _LAZY's (tests/test_report_lazy_names.py keep
     "render_compare_html",
     "render_compare_markdown",
     "render_html",
+    "render_html_fragment",
     "render_ladder",
     "render_ladder_html",
     "render_markdown",

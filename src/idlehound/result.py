@@ -1,0 +1,150 @@
+"""What `idlehound.analyze()` returns: the analysis with its findings, as one object a notebook can show.
+
+A `Result` is an `Analysis` (so older code that passes it to `diagnose()` or `report_data()` keeps working) that
+also holds the ranked findings and the report document, renders itself in Jupyter (`_repr_html_`) and hands its
+tables to pandas or polars on request (optional dependencies, imported only then).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from importlib import import_module
+from typing import Any, Optional
+
+from .analysis import Analysis, location_text
+from .diagnose import Finding
+from .report import build
+
+# The report's tables that to_pandas() and to_polars() hand over, each a list of flat rows made from the document.
+TABLES = ("metrics", "steps", "findings", "idle_by_cause", "idle_by_line", "sync_points", "kernels")
+
+
+@dataclass
+class Result(Analysis):
+    """The diagnosed analysis of one trace: every `Analysis` field, plus `findings` (ranked) and `doc` (the JSON
+    report document, the same as `idlehound analyze --json` prints)."""
+
+    findings: list[Finding] = field(default_factory=list)
+    _doc: Optional[dict[str, Any]] = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, a: Analysis, findings: list[Finding], doc: Optional[dict[str, Any]] = None) -> Result:
+        values = {f.name: getattr(a, f.name) for f in fields(Analysis)}
+        return cls(**values, findings=findings, _doc=doc)
+
+    @property
+    def analysis(self) -> Analysis:
+        return self
+
+    @property
+    def doc(self) -> dict[str, Any]:
+        """The versioned report document (docs/json-schema.md)."""
+        if self._doc is None:
+            self._doc = build(self, self.findings)
+        return self._doc
+
+    @property
+    def headline(self) -> str:
+        return str(self.doc["headline"])
+
+    def _repr_html_(self) -> str:
+        """The HTML report's headline, metrics, charts and findings, for Jupyter: inline CSS scoped to this
+        output and inline SVG, nothing fetched."""
+        from .report import render_html_fragment
+
+        return render_html_fragment(self.doc)
+
+    def tables(self) -> dict[str, list[dict[str, Any]]]:
+        """The report's tables as lists of flat rows (what to_pandas() and to_polars() turn into frames)."""
+        return table_rows(self.doc)
+
+    def to_pandas(self) -> dict[str, Any]:
+        """The report's tables as pandas DataFrames, by name (TABLES). Needs pandas installed."""
+        try:
+            pd = import_module("pandas")  # optional: imported only here, by name (no stubs needed)
+        except ImportError:
+            raise ImportError(
+                "Result.to_pandas() needs pandas, which is not installed: pip install pandas"
+            ) from None
+        return {name: pd.DataFrame(rows, columns=_columns(rows)) for name, rows in self.tables().items()}
+
+    def to_polars(self) -> dict[str, Any]:
+        """The report's tables as polars DataFrames, by name (TABLES). Needs polars installed."""
+        try:
+            pl = import_module("polars")
+        except ImportError:
+            raise ImportError(
+                "Result.to_polars() needs polars, which is not installed: pip install polars"
+            ) from None
+        return {name: pl.DataFrame(rows) for name, rows in self.tables().items()}
+
+
+def _columns(rows: list[dict[str, Any]]) -> Optional[list[str]]:
+    return list(rows[0]) if rows else None
+
+
+def table_rows(doc: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Flat rows for each table of a report document; figures as the document has them (ms per step)."""
+    where = location_text
+    return {
+        "metrics": [
+            {"metric": k, "value": m["value"], "unit": m["unit"], "label": m["label"], "status": m["status"]}
+            for k, m in doc["metrics"].items()
+        ],
+        "steps": [
+            {
+                "step": s["number"],
+                "duration_ms": s["duration_ms"],
+                "gpu_busy_pct": s["gpu_busy_pct"],
+                **{f"idle_{c}_ms": ms for c, ms in s["idle_ms"].items()},
+            }
+            for s in doc["steps"]
+        ],
+        "findings": [
+            {
+                "rank": i,
+                "cause": f["cause"],
+                "title": f["title"],
+                "severity": f["severity"],
+                "kind": f["kind"],
+                "recoverable_ms_per_step": f["recoverable_ms_per_step"],
+                "recoverable_share_of_step": f["recoverable_share_of_step"],
+                "location": where(f["location"], approx=False) if f["location"] else None,
+                "fix": f["fix"],
+            }
+            for i, f in enumerate(doc["findings"], 1)
+        ],
+        "idle_by_cause": [{"cause": c, "idle_ms_per_step": ms} for c, ms in doc["idle_by_cause_ms"].items()],
+        "idle_by_line": [
+            {
+                "location": where(r["location"], approx=False),
+                "cause": r["cause"],
+                "idle_ms_per_step": r["idle_ms_per_step"],
+                "gaps": r["gaps"],
+            }
+            for r in doc["idle_by_line"]
+        ],
+        "sync_points": [
+            {
+                "location": where(s["location"], approx=False),
+                "kind": s["kind"],
+                "call": s["call"],
+                "count_per_step": s["count_per_step"],
+                "idle_after_ms_per_step": s["idle_after_ms_per_step"],
+                "blocked_ms_per_step": s["blocked_ms_per_step"],
+            }
+            for s in doc["sync_points"]
+        ],
+        "kernels": [
+            {
+                "name": k["name"],
+                "count_per_step": k["count_per_step"],
+                "ms_per_step": k["ms_per_step"],
+                "precision": k["precision"],
+            }
+            for k in doc["kernels"]["top"]
+        ],
+    }
+
+
+__all__ = ["TABLES", "Result", "table_rows"]
