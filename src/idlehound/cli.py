@@ -244,7 +244,15 @@ def compare(a: Path, b: Path, as_json: bool, output: Optional[Path], force: bool
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print findings as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print findings as JSON (the same as --format json).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "github", "sarif", "json"]),
+    default="text",
+    show_default=True,
+    help="text; github: workflow annotations; sarif: SARIF 2.1.0 for code scanning; json.",
+)
 @click.option(
     "--trace",
     type=click.Path(path_type=Path),
@@ -252,9 +260,9 @@ def compare(a: Path, b: Path, as_json: bool, output: Optional[Path], force: bool
     help="A run or trace of this code: join each finding to its measured GPU idle.",
 )
 @_guard
-def lint(paths: tuple[Path, ...], as_json: bool, trace: Optional[Path]) -> None:
+def lint(paths: tuple[Path, ...], as_json: bool, fmt: str, trace: Optional[Path]) -> None:
     """Statically check training code for lines that make the GPU wait (exit 1 when any are found)."""
-    sys.exit(app.lint(paths, as_json, trace))
+    sys.exit(app.lint(paths, as_json, trace, fmt))
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

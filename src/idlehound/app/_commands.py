@@ -7,6 +7,7 @@ exit code. Typed errors (IdlehoundError) go up to the caller, which prints them 
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,6 @@ from typing import Callable, Optional
 import click
 
 from ..errors import IdlehoundError
-from ..report import model
 from ..report.model import encode
 
 
@@ -54,8 +54,21 @@ def analyze(
     failed = failed_gates(res.doc, gates)
     if failed:
         click.echo("idlehound: gate failed: " + "; ".join(failed), err=True)
+        if os.environ.get("GITHUB_ACTIONS") == "true":  # on GitHub: an error annotation on the run's summary
+            click.echo(gate_annotation(res.doc, failed), err=as_json)  # stdout unless it carries the JSON
         return 1
     return 0
+
+
+def gate_annotation(doc: dict, failed: list[str]) -> str:
+    """The failed gates as one GitHub error annotation, at the top finding's line when the trace names one."""
+    from ..lint import annotation
+
+    top = next((f["location"] for f in doc["findings"] if f["location"]), None)
+    where = {"file": top["file"], "line": top["line"]} if top else {}
+    return annotation(
+        "error", f"{'; '.join(failed)}. {doc['headline']}", title="idlehound --fail-under", **where
+    )
 
 
 def analyze_ranks(path: Path, as_json: bool, output: Optional[Path], force: bool = False) -> None:
@@ -143,29 +156,20 @@ def ladder(
     click.echo(f"idlehound: ladder folder {run_dir}", err=True)
 
 
-def lint(paths: tuple[Path, ...], as_json: bool, trace: Optional[Path]) -> int:
-    """`idlehound lint`: 1 when anything was found."""
-    from ..lint import join_costs, lint_paths, measured_doc
+def lint(paths: tuple[Path, ...], as_json: bool, trace: Optional[Path], fmt: str = "text") -> int:
+    """`idlehound lint`: 1 when anything was found. `--json` is `--format json`."""
+    from ..lint import join_costs, lint_paths, measured_doc, render, summary
 
     found = lint_paths(list(paths))
     doc = measured_doc(trace)
     costs = join_costs(found, doc) if doc else {}
-    if as_json:
-        rows = [
-            model.LintRow(**f.to_json(), measured_idle_ms_per_step=costs.get((f.file, f.line))) for f in found
-        ]
-        click.echo(encode(model.Lint(schema="idlehound/lint", schema_version=1, findings=rows)))
-    else:
-        for f in found:
-            cost = costs.get((f.file, f.line))
-            measured = f" [measured: {cost:.3f} ms GPU idle per step]" if cost is not None else ""
-            click.echo(f"{f.file}:{f.line}:{f.col + 1}: {f.rule} {f.info.name}: {f.info.why}{measured}")
-            click.echo(f"    {f.text}\n    fix: {f.info.fix}")
+    fmt = "json" if as_json else fmt
+    out = render(found, costs, fmt)
+    if out or fmt != "text":
+        click.echo(out)
+    if fmt == "text":
         sys.stdout.flush()
-        click.echo(
-            f"{len(found)} finding(s) in {len({f.file for f in found})} file(s)" if found else "no findings",
-            err=True,
-        )
+        click.echo(summary(found), err=True)
     return 1 if found else 0
 
 

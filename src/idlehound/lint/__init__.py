@@ -9,6 +9,7 @@ from typing import Optional, Union
 
 from ..errors import IdlehoundError
 from ._model import Functions
+from ._output import FORMATS, annotation, render, sarif_log, summary
 from ._project import imported_defs, shared_facts
 from ._rules import RULES, Checker, LintFinding, check_tree, file_facts
 from ._source import parse_source, python_files, read_source
@@ -83,4 +84,15 @@ def measured_doc(trace: Optional[Path]) -> Optional[dict]:
     return analyze_path(trace).doc
 
 
-__all__ = ["RULES", "LintFinding", "join_costs", "lint_paths", "measured_doc"]
+__all__ = [
+    "FORMATS",
+    "RULES",
+    "LintFinding",
+    "annotation",
+    "join_costs",
+    "lint_paths",
+    "measured_doc",
+    "render",
+    "sarif_log",
+    "summary",
+]
