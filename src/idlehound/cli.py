@@ -168,7 +168,8 @@ def run(**options: Any) -> None:
     type=click.Path(path_type=Path),
     default=Path("report.html"),
     show_default=True,
-    help="Report file: .html, .md or .json.",
+    help="Report file: .html, .md or .json; or NAME.pt.trace.json[.gz]: the trace with idlehound's tracks "
+    "(idle gaps by cause and line, findings, predicted steps, waits) for Perfetto or chrome://tracing.",
 )
 @click.option("--run", default=None, help="Run folder inside a log dir.")
 @click.option("--worker", default=None, help="Worker inside the run.")

@@ -1,7 +1,7 @@
 """Analysis of a loaded trace: steps, time breakdown, idle gaps by cause, per-metric figures."""
 
 from . import _roles as roles  # event roles (kernel, memcpy, sync...), read by the diagnosis too
-from ._core import OBSERVER_RATE, Analysis, analyze
+from ._core import OBSERVER_RATE, Analysis, IdleGaps, analyze, blocking_waits, idle_gaps
 from ._model import (
     BREAKDOWN,
     IDLE_CAUSES,
@@ -37,6 +37,7 @@ __all__ = [
     "DeviceInfo",
     "Fix",
     "IdleCause",
+    "IdleGaps",
     "IdleLine",
     "KernelGroup",
     "KernelStats",
@@ -46,6 +47,8 @@ __all__ = [
     "Step",
     "SyncSite",
     "analyze",
+    "blocking_waits",
+    "idle_gaps",
     "load_sidecar",
     "location_text",
     "parse_frame",

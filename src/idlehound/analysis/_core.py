@@ -28,7 +28,7 @@ from ._model import (
     SyncSite,
 )
 from ._replay import Replay, launching_spans, sync_groups
-from ._source import SourceMap
+from ._source import SourceLoc, SourceMap
 from ._stats import _copies, _dataloader, _kernels, _memory
 from ._steps import _device, _steps
 from ._syncs import _OWN_FRAMES, _copy_name_by_ext, _sync_sites
@@ -67,6 +67,7 @@ class Analysis:
     )  # rules whose data is missing (set by diagnose)
     source_map: Optional[SourceMap] = field(default=None, repr=False, compare=False)  # for the rules
     had_sidecar: bool = False  # the source map was built with the capture's sidecar
+    gaps: Optional[_Gaps] = field(default=None, repr=False, compare=False)  # every idle gap (idle_gaps())
 
     @property
     def n_steps(self) -> int:
@@ -154,6 +155,7 @@ def analyze(
         timeline=_timeline(steps, busy, gaps),
         source_map=smap,
         had_sidecar=sidecar is not None,
+        gaps=gaps,
     )
     a.ranks = _rank_figures(ctx, smap, steps, device.index, busy)
     _slow_launches(ctx, a.kernels, busy, win_s, win_e)
@@ -168,6 +170,43 @@ def analyze(
         a.observer = _observer(a.replay, run_info or {})
         a.notes += _observer_notes(a.observer)
     return a
+
+
+@dataclass
+class IdleGaps:
+    """Every GPU idle gap inside the steps (docs/metrics.md, "Idle gaps"), one entry per gap, in time order."""
+
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    step: np.ndarray  # index into Analysis.steps
+    ns: dict[str, np.ndarray]  # idle cause -> the gap's time charged to it
+    cause: list[str]  # the main cause: the one with the most of the gap's time
+    location: list[Optional[SourceLoc]]  # the line the main cause's time is charged to
+    sync_call: np.ndarray  # the blocking call (event index) the gap's sync time is charged to, or -1
+
+
+def idle_gaps(a: Analysis) -> Optional[IdleGaps]:
+    """The gaps behind the idle figures, each with its main cause and line (None without GPU events)."""
+    g = a.gaps
+    if g is None:
+        return None
+    main = g.main_cause()
+    return IdleGaps(
+        start_ns=g.gs,
+        end_ns=g.ge,
+        step=g.step,
+        ns=dict(g.ns),
+        cause=[IDLE_CAUSES[int(k)] for k in main],
+        location=g.main_lines(),
+        sync_call=g.sync_owner,
+    )
+
+
+def blocking_waits(a: Analysis) -> tuple[np.ndarray, np.ndarray]:
+    """(blocking call, GPU op it waited for) as event indices of a.trace.events, from the replay's model."""
+    if a.replay is None:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return a.replay.waited_for()
 
 
 SLOW_LAUNCH_NS = 1_000_000
@@ -385,4 +424,4 @@ def _timeline(
     return out
 
 
-__all__ = ["Analysis", "analyze"]
+__all__ = ["Analysis", "IdleGaps", "analyze", "blocking_waits", "idle_gaps"]

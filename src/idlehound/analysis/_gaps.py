@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from ..trace import EventTable
@@ -9,7 +11,7 @@ from . import _intervals as iv
 from . import _roles as roles
 from ._context import _Context
 from ._model import IDLE_CAUSES, IdleLine, Step
-from ._source import SourceMap
+from ._source import SourceLoc, SourceMap
 
 # A sync "drains" a gap when it was already waiting as the GPU went idle: it began before the gap (within
 # clock jitter) and returned within SYNC_TOLERANCE_NS of the gap opening or inside it.
@@ -164,24 +166,11 @@ class _Gaps:
         library line below it (only idle that has one)."""
         keys: dict[tuple, int] = {}  # (cause, loc) -> row; idle summed per row with numpy, not per event
         rows_of, ns_of = [], []
-        ev = self.ctx.ev
         for cause in IDLE_CAUSES:
             sel = np.flatnonzero(self.ns[cause] > 0)
             if sel.size == 0:
                 continue
-            tids, times = self.tid[sel].copy(), self.rep_t[cause][sel].copy()
-            if cause == "sync":
-                d = self.sync_owner[sel]
-                has = d >= 0
-                tids[has], times[has] = ev.tid[d[has]], ev.ts[d[has]]
-            if cause == "data_loading":
-                tids[:] = self.main_tid
-            locs = self.smap.locate(tids, times) if by == "user" else self.smap.library_lines(tids, times)
-            missing = [i for i, loc in enumerate(locs) if loc is None] if by == "user" else []
-            if missing:  # e.g. the autograd thread: the user line is the one that called backward()
-                again = self.smap.locate(np.full(len(missing), self.main_tid), times[missing])
-                for i, loc in zip(missing, again):
-                    locs[i] = loc
+            locs = self._locate(cause, sel, by)
             # Few distinct locations (shared objects): one key per object, then a row per gap by numpy.
             _, first, inverse = np.unique(
                 np.fromiter(map(id, locs), np.uint64, len(locs)), return_index=True, return_inverse=True
@@ -207,6 +196,42 @@ class _Gaps:
         ]
         rows.sort(key=lambda r: -r.idle_ns)
         return rows[:top]
+
+    def _locate(self, cause: str, sel: np.ndarray, by: str = "user") -> list[Optional[SourceLoc]]:
+        """The line each of these gaps' `cause` time is charged to: the blocking call's for sync time, the
+        main thread's for data loading, else where the launching thread was when that time began."""
+        ev = self.ctx.ev
+        tids, times = self.tid[sel].copy(), self.rep_t[cause][sel].copy()
+        if cause == "sync":
+            d = self.sync_owner[sel]
+            has = d >= 0
+            tids[has], times[has] = ev.tid[d[has]], ev.ts[d[has]]
+        if cause == "data_loading":
+            tids[:] = self.main_tid
+        locs = self.smap.locate(tids, times) if by == "user" else self.smap.library_lines(tids, times)
+        missing = [i for i, loc in enumerate(locs) if loc is None] if by == "user" else []
+        if missing:  # e.g. the autograd thread: the user line is the one that called backward()
+            again = self.smap.locate(np.full(len(missing), self.main_tid), times[missing])
+            for i, loc in zip(missing, again):
+                locs[i] = loc
+        return locs
+
+    def main_cause(self) -> np.ndarray:
+        """Each gap's main cause, as an index into IDLE_CAUSES: the one with the most of its time."""
+        if self.count == 0:
+            return np.zeros(0, np.int64)
+        return np.argmax(np.stack([self.ns[c] for c in IDLE_CAUSES]), axis=0)
+
+    def main_lines(self) -> list[Optional[SourceLoc]]:
+        """Each gap's line for its main cause (as lines() charges that cause's time)."""
+        main = self.main_cause()
+        out: list[Optional[SourceLoc]] = [None] * self.count
+        for k, cause in enumerate(IDLE_CAUSES):
+            sel = np.flatnonzero(main == k)
+            if sel.size:
+                for i, loc in zip(sel.tolist(), self._locate(cause, sel)):
+                    out[i] = loc
+        return out
 
 
 def _spans_a_start(start: np.ndarray, end: np.ndarray, step_starts: np.ndarray) -> np.ndarray:

@@ -138,6 +138,7 @@ class Replay:
         # Work launched after the last step is no part of the window; work queued before it runs as recorded.
         late = np.where(rt >= 0, launch >= host_end, ev.ts[g] >= self.w1)
         g, rt, launch = g[~late], rt[~late], launch[~late]
+        self.op_event = g  # the trace event of each op (for waited_for)
         self.fixed = (rt < 0) | (launch < self.w0)
         self.rec_s = ev.ts[g].astype(np.float64)
         self.dur = ev.dur[g].astype(np.float64)
@@ -187,6 +188,7 @@ class Replay:
         if s.size:
             ok[1:] = ts[1:] >= np.maximum.accumulate(te)[:-1]
         self.s_ts, self.s_te, self.s_group = ts[ok], te[ok], group[ok]
+        self.s_event = s[ok].astype(np.int64)  # the trace event of each call (-1: a loader wait, below)
         # The last op of each stream the call waited for: launched before it, done by the time it returned.
         n = self.s_ts.size
         self.s_wait = np.full((n, self.n_streams), -1, dtype=np.int64)
@@ -228,8 +230,23 @@ class Replay:
         self.s_te = np.concatenate([self.s_te, te])[order]
         self.s_group = np.concatenate([self.s_group, np.full(ts.size, "loader", dtype=object)])[order]
         self.s_tail = np.concatenate([self.s_tail, te - ts])[order]
+        self.s_event = np.concatenate([self.s_event, np.full(ts.size, -1, np.int64)])[order]
         self.s_wait = np.concatenate([self.s_wait, np.full((ts.size, self.n_streams), -1, np.int64)])[order]
         self._waits = [row[row >= 0] for row in self.s_wait]
+
+    def waited_for(self) -> tuple[np.ndarray, np.ndarray]:
+        """(blocking call, GPU op) event pairs: for each blocking call that waited, the op it waited for that
+        finished last (of those launched before the call and done by the time it returned, the model's wait),
+        where that op was still running when the call began."""
+        if self.n_streams == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        has = (self.s_event >= 0) & (self.s_wait >= 0).any(axis=1)
+        if not has.any():
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        ends = np.where(self.s_wait >= 0, self.rec_e[np.clip(self.s_wait, 0, None)], -np.inf)
+        last = self.s_wait[np.arange(self.s_wait.shape[0]), np.argmax(ends, axis=1)]
+        has &= ends.max(axis=1) > self.s_ts
+        return self.s_event[has], self.op_event[last[has]].astype(np.int64)
 
     @property
     def loader_waited(self) -> int:

@@ -90,10 +90,19 @@ def analyze_ranks(path: Path, as_json: bool, output: Optional[Path], force: bool
 def report(path: Path, output: Path, run: Optional[str], worker: Optional[str], force: bool = False) -> Path:
     """`idlehound report`: the report file written."""
     from ..pipeline import analyze_path
-    from ..report import check_output, write_report
+    from ..report import (
+        check_annotated_output,
+        check_output,
+        is_annotated_name,
+        write_annotated,
+        write_report,
+    )
 
-    check_output(output, force, [path])
+    annotated = is_annotated_name(output)
+    (check_annotated_output if annotated else check_output)(output, force, (path,))
     res = analyze_path(path, run=run, worker=worker)
+    if annotated:  # the trace itself with idlehound's tracks, for Perfetto / chrome://tracing
+        return write_annotated(res.analysis, res.findings, output, force, (path,))[0]
     return write_report(res.doc, output, force, [path])
 
 

@@ -13,7 +13,7 @@ from typing import Optional
 from ..analysis import Analysis
 from . import copies, cudnn, dataloader, frameworks, host, launch, memory, precision, sync
 from ._finding import DEFAULT, Finding, Thresholds, grade
-from ._predict import predict
+from ._predict import predict, replay_fix
 from ._registry import (
     CAUSES,
     IDLE_CAUSE_DEFINITIONS,
@@ -74,4 +74,5 @@ __all__ = [
     "Severity",
     "Thresholds",
     "diagnose",
+    "replay_fix",
 ]

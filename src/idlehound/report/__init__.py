@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the lazy names' types, for mypy; at run time __getattr__ lo
         visible,
     )
     from ._format import metric_text, num
+    from .annotated import annotation_events, check_annotated_output, is_annotated_name, write_annotated
     from .compare import render_compare_markdown
     from .files import (
         check_output,
@@ -58,6 +59,10 @@ if TYPE_CHECKING:  # the lazy names' types, for mypy; at run time __getattr__ lo
 
 _LAZY = {  # public name -> the module of this package that defines it
     "render": "terminal",
+    "annotation_events": "annotated",
+    "check_annotated_output": "annotated",
+    "is_annotated_name": "annotated",
+    "write_annotated": "annotated",
     "render_markdown": "markdown",
     "render_html_fragment": "notebook",
     "render_html": "html",
@@ -102,14 +107,17 @@ __all__ = [  # the eager names and _LAZY's (tests/test_report_lazy_names.py keep
     "DOCUMENTS",
     "SCHEMA",
     "SCHEMA_VERSION",
+    "annotation_events",
     "build",
     "build_model",
+    "check_annotated_output",
     "check_document",
     "check_output",
     "encode",
     "fmt_metric",
     "headline",
     "inert",
+    "is_annotated_name",
     "ladder_markdown",
     "ladder_table_rows",
     "md_code",
@@ -134,6 +142,7 @@ __all__ = [  # the eager names and _LAZY's (tests/test_report_lazy_names.py keep
     "to_json",
     "validate",
     "visible",
+    "write_annotated",
     "write_compare",
     "write_ladder_scalars",
     "write_ranks",
