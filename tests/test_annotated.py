@@ -99,7 +99,7 @@ def test_it_carries_every_idle_gap_every_finding_the_counters_and_the_waits(sync
     assert recorded == [round(s.duration_ns / 1e6, 4) for s in steps]
     for i, f in enumerate(res.doc["findings"], 1):
         series = [
-            e["args"]["ms"] for e in ours if e["ph"] == "C" and e["name"].endswith(f"#{i}: {f['cause']}")
+            e["args"]["ms"] for e in ours if e["ph"] == "C" and e["name"].endswith(f"#{i} {f['cause']}")
         ]
         if "replay" in f["details"]:
             mean = sum(series) / len(series)

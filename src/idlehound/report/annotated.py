@@ -37,7 +37,7 @@ from .files import check_output
 PID = "idlehound"
 CAT = "idlehound"
 GAPS_TRACK = "GPU idle (cause at line)"
-STEPS_COUNTER = "recorded step (ms)"
+STEPS_COUNTER = "recorded step"  # counters are named by event and key: "recorded step ms"
 FLOW_NAME = "waited for"
 EXPLAINED_NS = 1_000  # a step is explained when the fix shortens its replay by more than this (float noise)
 FLOW_INSET_NS = (
@@ -79,18 +79,25 @@ def _ts(ns: int, base: int) -> str:
     return f"{sign}{t // 1000}.{t % 1000:03d}"
 
 
+def _json(obj: dict[str, Any], more: str = "") -> bytes:
+    """Compact JSON, UTF-8 as Kineto writes it; `more` ('"ts":...') is added as written (exact decimals). A
+    string the trace gave that is not valid Unicode (a lone surrogate) is written as a \\u escape instead."""
+    try:
+        text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+        data = text.encode()
+    except UnicodeEncodeError:
+        text = json.dumps(obj, separators=(",", ":"), ensure_ascii=True)
+        data = text.encode()
+    return data[:-1] + f",{more}}}".encode() if more else data
+
+
 def _x(name: str, tid: str, start: int, end: int, base: int, args: dict[str, Any]) -> bytes:
-    text = json.dumps(
-        {"ph": "X", "cat": CAT, "name": name, "pid": PID, "tid": tid, "args": args},
-        separators=(",", ":"),
-        ensure_ascii=True,
-    )
-    return (text[:-1] + f',"ts":{_ts(start, base)},"dur":{_ts(end - start, 0)}}}').encode()
+    head = {"ph": "X", "cat": CAT, "name": name, "pid": PID, "tid": tid, "args": args}
+    return _json(head, f'"ts":{_ts(start, base)},"dur":{_ts(end - start, 0)}')
 
 
 def _timed(obj: dict[str, Any], ts: str) -> bytes:
-    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=True)
-    return (text[:-1] + f',"ts":{ts}}}').encode()
+    return _json(obj, f'"ts":{ts}')
 
 
 def _meta(name: str, args: dict[str, Any], tid: Optional[str] = None) -> bytes:
@@ -98,7 +105,7 @@ def _meta(name: str, args: dict[str, Any], tid: Optional[str] = None) -> bytes:
     if tid is not None:
         e["tid"] = tid
     e["args"] = args
-    return json.dumps(e, separators=(",", ":"), ensure_ascii=True).encode()
+    return _json(e)
 
 
 def _base_ns(a: Analysis) -> int:
@@ -208,7 +215,7 @@ def _counter_events(
             {"ph": "C", "name": STEPS_COUNTER, "pid": PID, "args": {"ms": round(s.duration_ns / 1e6, 4)}}, ts
         )
         for i, steps in per_step.items():
-            name = f"predicted step (ms) with fix #{i}: {findings[i - 1].cause}"
+            name = f"predicted step, fix #{i} {findings[i - 1].cause}"
             yield _timed({"ph": "C", "name": name, "pid": PID, "args": {"ms": round(steps[k] / 1e6, 4)}}, ts)
 
 
