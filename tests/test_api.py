@@ -70,7 +70,7 @@ def test_a_missing_path_is_the_clis_trace_error(tmp_path):
 
 def test_repr_html_shows_headline_findings_and_charts_inline_and_scoped(result):
     page = result._repr_html_()
-    assert page.startswith("<div class='idlehound-report'>") and page.endswith("</div>")
+    assert page.startswith("<div class='idlehound-report'>") and page.rstrip().endswith("</div>")
     text = re.sub(r"<[^>]+>", "", page)
     assert result.doc["headline"] in text.replace("&#39;", "'")
     for f in result.doc["findings"]:
@@ -78,7 +78,7 @@ def test_repr_html_shows_headline_findings_and_charts_inline_and_scoped(result):
     for chart in ("breakdown-chart", "timeline"):
         assert f"id='{chart}'" in page
     assert not re.search(r"(src|href)\s*=\s*['\"]?(https?:)?//", page)  # nothing fetched
-    assert "<body" not in page and "<html" not in page and "idlehound-data" not in page
+    assert "<body" not in page and "<html" not in page and "<title>idlehound" not in page  # no page around it
     css = re.search(r"<style>(.*?)</style>", page, re.S).group(1)
     selectors = [s.strip() for rule in css.split("}") if "{" in rule for s in rule.split("{")[0].split(",")]
     assert selectors and all(s.startswith(".idlehound-report") for s in selectors)

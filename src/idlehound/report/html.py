@@ -72,9 +72,13 @@ def render_page(template: str, **values: Any) -> str:
 
 
 def render_html(doc: dict[str, Any]) -> str:
+    return render_page("report.html", **report_values(doc))
+
+
+def report_values(doc: dict[str, Any]) -> dict[str, Any]:
+    """What report.html draws (a page, or with layout="_fragment.html" a notebook cell's fragment)."""
     t = doc["trace"]
-    return render_page(
-        "report.html",
+    return dict(
         doc=doc,
         path=t["path"],
         n_steps=len(t["steps"]),

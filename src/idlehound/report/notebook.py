@@ -1,21 +1,19 @@
-"""The HTML report as a fragment for a notebook cell: the page's body, its CSS scoped to the fragment.
+"""The HTML report as a fragment for a notebook cell: report.html's body in one element, its CSS scoped to it.
 
 Jupyter puts an output's HTML inside its own page, so the report's page-wide rules (body, h1, table...) would
 restyle the whole notebook: each selector is prefixed with the fragment's class instead. The body is the HTML
-report's own (the same template, escaping and charts), less the embedded JSON copy of the document.
+report's own template (the same escaping and charts), laid out in templates/_fragment.html instead of a page.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from .html import render_html
+from markupsafe import Markup
 
-SCOPE = "idlehound-report"
-_STYLE = re.compile(r"<style>(.*?)</style>", re.S)
-_BODY = re.compile(r"<body>(.*)</body>", re.S)
-_DATA = re.compile(r"<script type='application/json' id='idlehound-data'>.*?</script>", re.S)
+from .html import _CSS, render_page, report_values
+
+SCOPE = "idlehound-report"  # the class of the fragment's outer element (templates/_fragment.html)
 
 
 def scoped_css(css: str, scope: str = SCOPE) -> str:
@@ -35,10 +33,8 @@ def scoped_css(css: str, scope: str = SCOPE) -> str:
 
 
 def render_html_fragment(doc: dict[str, Any]) -> str:
-    """The report for Jupyter's `_repr_html_`: headline, metrics, charts and findings in one <div>."""
-    page = render_html(doc)
-    style, body = _STYLE.search(page), _BODY.search(page)
-    if style is None or body is None:  # the templates' own shape; a change there must be seen in tests
-        raise ValueError("report.html no longer has one <style> and one <body>")
-    inner = _DATA.sub("", body.group(1))
-    return f"<div class='{SCOPE}'><style>{scoped_css(style.group(1))}</style>{inner}</div>"
+    """The report for Jupyter's `_repr_html_`: headline, metrics, charts and findings in one element."""
+    # The CSS is this package's constant (as the page's), the one value the template does not escape.
+    return render_page(
+        "report.html", layout="_fragment.html", scoped_css=Markup(scoped_css(_CSS)), **report_values(doc)
+    )
