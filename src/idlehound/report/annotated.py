@@ -44,8 +44,9 @@ FLOW_INSET_NS = (
     1_000  # flow ends sit this far inside their events (at most halfway), so each binds to its slice
 )
 
-CHUNK = 8 << 20  # bytes read and written at a time
-TAIL = 16 << 20  # bytes kept back at the end: the events array's close is found in them
+CHUNK = 4 << 20  # bytes read and written at a time
+TAIL = 4 << 20  # bytes kept back at the end: the events array's close is found in them (Kineto writes
+# a few short keys after it)
 LAST_EVENT = 64 << 10  # bytes before that close that must hold an event (a "ph" key)
 
 
@@ -278,7 +279,7 @@ def _open_out(path: Path, gz: bool) -> Iterator[_Stream]:
             yield g
 
 
-def _events_close(tail: bytes) -> int:
+def _events_close(tail: bytearray) -> int:
     """Where the traceEvents array closes in the trace's last bytes: its last ']' when what follows is the end of
     the top-level object (more keys, no array) and an event precedes it (Kineto's layout). -1 when not found."""
     pos = tail.rfind(b"]")
@@ -306,10 +307,10 @@ def _copy_with_ours(src: _Stream, dst: _Stream, ours: list[bytes], name: Path) -
         if len(tail) > 2 * TAIL:
             dst.write(tail[:-TAIL])
             del tail[:-TAIL]
-    close = _events_close(bytes(tail))
+    close = _events_close(tail)
     if close < 0:
         raise IdlehoundError(f"{name}: cannot find the end of its traceEvents array to add the annotations")
-    empty = bytes(tail[:close]).rstrip().endswith(b"[")
+    empty = bytes(tail[max(0, close - LAST_EVENT) : close]).rstrip().endswith(b"[")
     dst.write(tail[:close])
     if ours:
         dst.write(b"\n" if empty else b",\n")
