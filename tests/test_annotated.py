@@ -17,9 +17,10 @@ from idlehound.pipeline import analyze_path
 from idlehound.report.annotated import CAT, GAPS_TRACK, PID, STEPS_COUNTER
 
 from . import tef_check
-from .conftest import TRACES
+from .conftest import SHARED, TRACES
 
 ALL = sorted(TRACES.rglob("*.pt.trace.json.gz"))
+THIRD_PARTY = sorted(SHARED.glob("*.pt.trace.json.gz")) if SHARED.is_dir() else []  # other torch versions
 
 
 def _annotate_in_copy(trace: Path, tmp: Path, suffix: str = ".gz") -> tuple[Path, Path]:
@@ -78,7 +79,8 @@ def test_it_carries_every_idle_gap_every_finding_the_counters_and_the_waits(sync
     trace, _, _, annotated = sync_item
     res = analyze_path(trace)
     a, ours = res.analysis, _ours(annotated)
-    gaps = [e for e in ours if e["ph"] == "X" and e["tid"] == GAPS_TRACK]
+    tracks = {e["args"]["name"]: e["tid"] for e in ours if e["ph"] == "M" and e["name"] == "thread_name"}
+    gaps = [e for e in ours if e["ph"] == "X" and e["tid"] == tracks[GAPS_TRACK]]
     g = idle_gaps(a)
     assert len(gaps) == len(g.cause) > 0
     idle_ns = sum(round((e["ts"] + e["dur"]) * 1000) - round(e["ts"] * 1000) for e in gaps)
@@ -89,7 +91,8 @@ def test_it_carries_every_idle_gap_every_finding_the_counters_and_the_waits(sync
     assert by_cause.most_common(1)[0][0] == "sync"  # most of the idle time: the planted syncs
     assert any(e["name"].endswith("sync_item.py:17") for e in gaps)  # the planted print(loss)
     # each finding: a track with a range over the steps its fix shortens (the sync: every step)
-    first = [e for e in ours if e["ph"] == "X" and e["tid"].startswith("finding 1: ")]
+    (tid,) = [t for name, t in tracks.items() if name.startswith("finding 1: ")]
+    first = [e for e in ours if e["ph"] == "X" and e["tid"] == tid]
     assert first and first[0]["args"]["cause"] == "sync"
     assert sum(len(e["args"]["steps"]) for e in first) == a.n_steps
     steps = a.steps
@@ -225,3 +228,9 @@ def test_every_recorded_trace_annotates_validly_within_10pct_and_analyses_the_sa
     added = len(gzip.decompress(out.read_bytes())) - size
     assert 0 < added <= 0.10 * size
     _same_analysis(trace, out)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trace", THIRD_PARTY, ids=[t.name[:30] for t in THIRD_PARTY])
+def test_the_shared_third_party_traces_too(trace, tmp_path):
+    test_every_recorded_trace_annotates_validly_within_10pct_and_analyses_the_same(trace, tmp_path)

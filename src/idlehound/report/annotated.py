@@ -36,7 +36,8 @@ from .files import check_output
 
 PID = "idlehound"
 CAT = "idlehound"
-GAPS_TRACK = "GPU idle (cause at line)"
+GAPS_TRACK = "GPU idle (cause at line)"  # thread names; the events carry small int tids (bytes per event)
+GAPS_TID = 1
 STEPS_COUNTER = "recorded step"  # counters are named by event and key: "recorded step ms"
 FLOW_NAME = "waited for"
 EXPLAINED_NS = 1_000  # a step is explained when the fix shortens its replay by more than this (float noise)
@@ -92,8 +93,10 @@ def _json(obj: dict[str, Any], more: str = "") -> bytes:
     return data[:-1] + f",{more}}}".encode() if more else data
 
 
-def _x(name: str, tid: str, start: int, end: int, base: int, args: dict[str, Any]) -> bytes:
-    head = {"ph": "X", "cat": CAT, "name": name, "pid": PID, "tid": tid, "args": args}
+def _x(name: str, tid: int, start: int, end: int, base: int, args: Optional[dict[str, Any]]) -> bytes:
+    head: dict[str, Any] = {"ph": "X", "cat": CAT, "name": name, "pid": PID, "tid": tid}
+    if args:
+        head["args"] = args
     return _json(head, f'"ts":{_ts(start, base)},"dur":{_ts(end - start, 0)}')
 
 
@@ -101,7 +104,7 @@ def _timed(obj: dict[str, Any], ts: str) -> bytes:
     return _json(obj, f'"ts":{ts}')
 
 
-def _meta(name: str, args: dict[str, Any], tid: Optional[str] = None) -> bytes:
+def _meta(name: str, args: dict[str, Any], tid: Optional[int] = None) -> bytes:
     e: dict[str, Any] = {"ph": "M", "name": name, "pid": PID}
     if tid is not None:
         e["tid"] = tid
@@ -127,8 +130,8 @@ def annotation_events(a: Analysis, findings: list[Finding]) -> Iterator[bytes]:
     yield _meta("process_name", {"name": "idlehound"})
     yield _meta("process_sort_index", {"sort_index": -1})
     for k, t in enumerate(tracks):
-        yield _meta("thread_name", {"name": t}, t)
-        yield _meta("thread_sort_index", {"sort_index": k}, t)
+        yield _meta("thread_name", {"name": t}, GAPS_TID + k)
+        yield _meta("thread_sort_index", {"sort_index": k}, GAPS_TID + k)
     yield from _gap_events(a, base)
     per_step = _step_predictions(a, findings)
     for i, f in enumerate(findings, 1):
@@ -141,13 +144,11 @@ def _gap_events(a: Analysis, base: int) -> Iterator[bytes]:
     g = idle_gaps(a)
     if g is None:
         return
-    numbers = [s.number for s in a.steps]
     for j in range(len(g.cause)):
         where = location_text(g.location[j], approx=False)
         us = {c: round(int(v[j]) / 1e3, 3) for c, v in g.ns.items() if v[j]}
-        step = int(g.step[j])
-        args = {"idle_us": us, "step": numbers[step] if step >= 0 else None}  # cause and line: in the name
-        yield _x(f"{g.cause[j]} at {where}", GAPS_TRACK, int(g.start_ns[j]), int(g.end_ns[j]), base, args)
+        args = {"idle_us": us} if len(us) > 1 else None  # one cause: the name and the duration say it all
+        yield _x(f"{g.cause[j]} at {where}", GAPS_TID, int(g.start_ns[j]), int(g.end_ns[j]), base, args)
 
 
 def _step_predictions(a: Analysis, findings: list[Finding]) -> dict[int, list[float]]:
@@ -204,7 +205,7 @@ def _finding_events(
         if gain:
             args["replayed_gain_ms"] = [round(x / 1e6, 4) for x in gain[lo : hi + 1]]
         name = f"#{i} {f.title}" + (f" at {where}" if f.location else "")
-        yield _x(name, _finding_track(i, f), steps[lo].start_ns, steps[hi].end_ns, base, args)
+        yield _x(name, GAPS_TID + i, steps[lo].start_ns, steps[hi].end_ns, base, args)
 
 
 def _counter_events(
