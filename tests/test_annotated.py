@@ -39,7 +39,9 @@ def _annotate_in_copy(trace: Path, tmp: Path, suffix: str = ".gz") -> tuple[Path
 
 
 def _same_analysis(trace: Path, annotated: Path) -> None:
-    a, b = analyze_path(trace).doc, analyze_path(annotated).doc
+    """The annotated trace's run folder (TensorBoard's layout: the folder, not the file, is given) analyses as
+    the original, but for the file's own path and size."""
+    a, b = analyze_path(trace).doc, analyze_path(annotated.parent).doc
     for d in (a, b):
         d["trace"].pop("path"), d["trace"].pop("size_bytes")
     assert a == b

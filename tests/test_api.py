@@ -55,6 +55,7 @@ def test_older_callers_still_work_the_result_is_an_analysis(result):
     assert [(f.cause, f.location) for f in again] == [(f.cause, f.location) for f in result.findings]
     assert idlehound.report_data(result, again) == result.doc
     assert result.analysis is result and result.n_steps == len(result.doc["steps"])
+    assert repr(result).startswith("<idlehound.Result vm_425.") and "findings: sync" in repr(result)
 
 
 @pytest.mark.parametrize("bad", [42, b"log", None, ["log"], 3.5])

@@ -43,6 +43,10 @@ class Result(Analysis):
             self._doc = build(self, self.findings)
         return self._doc
 
+    def __repr__(self) -> str:  # the dataclass's would print every field of the analysis
+        causes = ", ".join(str(f.cause) for f in self.findings) or "none"
+        return f"<idlehound.Result {self.trace.path.name}: {self.n_steps} step(s), findings: {causes}>"
+
     @property
     def headline(self) -> str:
         return str(self.doc["headline"])

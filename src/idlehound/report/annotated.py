@@ -4,9 +4,9 @@
 inside its `traceEvents` array, events in the Trace Event Format that Perfetto's UI and chrome://tracing draw
 with no plugin (docs/metrics.md, "Annotated trace"):
 
-- a process `idlehound` (a string pid: no profiler event has one, and idlehound's loader leaves string-pid events
-  out of every figure, so the annotated file analyses as the original does) holding
-  - the track `GPU idle`: one complete event (`X`) per GPU idle gap, named by its main cause and source line;
+- a process `idlehound` (a string pid, which Perfetto and chrome://tracing read as a process of that name and
+  idlehound's loader leaves out of every figure, so the annotated file analyses as the original does) holding
+  - the track `GPU idle (cause at line)`: one complete event (`X`) per GPU idle gap, named by its main cause and source line;
   - a track per finding: a complete event over each run of consecutive steps the finding explains (steps whose
     replayed duration its fix alone shortens; every step for a finding without a replayed fix);
   - counters (`C`): the recorded step, and per finding with a replayed fix the step the replay predicts with that
@@ -41,9 +41,8 @@ GAPS_TID = 1
 STEPS_COUNTER = "recorded step"  # counters are named by event and key: "recorded step ms"
 FLOW_NAME = "waited for"
 EXPLAINED_NS = 1_000  # a step is explained when the fix shortens its replay by more than this (float noise)
-FLOW_INSET_NS = (
-    1_000  # flow ends sit this far inside their events (at most halfway), so each binds to its slice
-)
+# Flow ends sit this far inside their events (at most halfway), so each binds to its own slice.
+FLOW_INSET_NS = 1_000
 
 CHUNK = 4 << 20  # bytes read and written at a time
 TAIL = 4 << 20  # bytes kept back at the end: the events array's close is found in them (Kineto writes
@@ -189,6 +188,8 @@ def _finding_events(
         replayed = a.replay.play(rate=float(a.observer.get("host_rate", 1.0))).steps_ns if a.replay else []
         gain = [r - p for r, p in zip(replayed, predicted)]
         explained = [x > EXPLAINED_NS for x in gain]
+        if not any(explained):  # the gain is the loader's pace over the window, not any one step's
+            explained = [True] * len(steps)
     else:
         gain, explained = [], [True] * len(steps)
     where = location_text(f.location, approx=False)
@@ -234,7 +235,7 @@ def _flow_events(a: Analysis, base: int) -> Iterator[bytes]:
     used = [int(np.max(x)) for x in (ev.corr, ev.ext) if x.size]
     first_id = max([0, *used]) + 1  # above every correlation id: no clash with the profiler's own flows
     for n, (c, o) in enumerate(zip(calls.tolist(), ops.tolist())):
-        if min(ev.pid[c], ev.tid[c], ev.pid[o], ev.tid[o]) == -1:
+        if -1 in (ev.pid[c], ev.tid[c], ev.pid[o], ev.tid[o]):
             continue  # no pid or tid to bind to
         c0, cd = int(ev.ts[c]), int(ev.dur[c])
         o0, od = int(ev.ts[o]), int(ev.dur[o])
