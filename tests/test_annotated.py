@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from idlehound.analysis import blocking_waits, idle_gaps
 from idlehound.cli import main
+from idlehound.errors import IdlehoundError
 from idlehound.pipeline import analyze_path
 from idlehound.report.annotated import CAT, GAPS_TRACK, PID, STEPS_COUNTER
 
@@ -236,3 +237,49 @@ def test_every_recorded_trace_annotates_validly_within_10pct_and_analyses_the_sa
 @pytest.mark.parametrize("trace", THIRD_PARTY, ids=[t.name[:30] for t in THIRD_PARTY])
 def test_the_shared_third_party_traces_too(trace, tmp_path):
     test_every_recorded_trace_annotates_validly_within_10pct_and_analyses_the_same(trace, tmp_path)
+
+
+def _built(tmp_path: Path, **top) -> Path:
+    from .unit.tracebuilder import TraceBuilder
+
+    tb = TraceBuilder()
+    for i in range(3):
+        t0 = i * 1000
+        tb.step(i, ts=t0, dur=900)
+        ext = tb.op("aten::mm", t0 + 5, 40)
+        tb.kernel("gemm", ts=t0 + 300, dur=300, launch_ts=t0 + 10, ext=ext)
+    path = tmp_path / "built.pt.trace.json"
+    path.write_bytes(tb.to_bytes(**top))
+    return path
+
+
+def test_keys_and_arrays_after_the_events_are_kept_as_they_were(tmp_path):
+    """Kineto writes short keys after traceEvents; other tools may write arrays there too. The events' close is
+    where the loader found it, so ours go into traceEvents and everything after it stays as it was."""
+    for top in (
+        {"traceName": "a ] b", "displayTimeUnit": "ms"},
+        {"zzz": [{"name": "not an event"}], "n": [1]},
+    ):
+        src = _built(tmp_path, **top)
+        out = tmp_path / "out.pt.trace.json"
+        r = CliRunner().invoke(main, ["report", str(src), "-o", str(out), "--force"])
+        assert r.exit_code == 0, r.output
+        doc, before = json.loads(out.read_text()), json.loads(src.read_text())
+        assert {k: doc[k] for k in top} == top
+        ours = doc["traceEvents"][len(before["traceEvents"]) :]
+        assert doc["traceEvents"][: len(before["traceEvents"])] == before["traceEvents"]
+        assert ours and all(e.get("pid") == PID or e.get("cat") == CAT for e in ours)
+        out.unlink()
+
+
+def test_a_trace_changed_since_it_was_analysed_is_refused(tmp_path):
+    src = _built(tmp_path)
+    from idlehound.pipeline import analyze_path as run
+    from idlehound.report.annotated import write_annotated
+
+    res = run(src)
+    src.write_bytes(b" " + src.read_bytes())  # one byte more before the events' close
+    out = tmp_path / "out.pt.trace.json"
+    with pytest.raises(IdlehoundError, match="changed since it was analysed"):
+        write_annotated(res.analysis, res.findings, out)
+    assert not out.exists() and not list(tmp_path.glob("*.part"))

@@ -13,7 +13,8 @@ with no plugin (docs/metrics.md, "Annotated trace"):
     fix alone, one sample at each step's start;
 - flows (`s`/`f`) from each blocking host call to the GPU op it waited for, bound to the original events.
 
-The original file is streamed (read and written in pieces of a few MB), so a 1 GB trace is never held twice.
+The original file is streamed (read and written in pieces of a few MB), so a 1 GB trace is never held twice;
+idlehound's events go in before the byte where the loader found traceEvents' closing ']' (Trace.events_close).
 """
 
 from __future__ import annotations
@@ -299,25 +300,38 @@ def _events_close(tail: bytearray) -> int:
     return -1
 
 
-def _copy_with_ours(src: _Stream, dst: _Stream, ours: list[bytes], name: Path) -> None:
+def _copy_with_ours(src: _Stream, dst: _Stream, ours: list[bytes], name: Path, close: int = -1) -> None:
+    """Copy src to dst with ours inserted before the ']' that closes traceEvents: at byte `close` where the loader
+    recorded it, else found in the last bytes (_events_close)."""
     tail = bytearray()
+    done = 0  # bytes of src written
     while True:
         chunk = src.read(CHUNK)
         if not chunk:
             break
         tail += chunk
-        if len(tail) > 2 * TAIL:
-            dst.write(tail[:-TAIL])
-            del tail[:-TAIL]
-    close = _events_close(tail)
-    if close < 0:
-        raise IdlehoundError(f"{name}: cannot find the end of its traceEvents array to add the annotations")
-    empty = bytes(tail[max(0, close - LAST_EVENT) : close]).rstrip().endswith(b"[")
-    dst.write(tail[:close])
+        keep = TAIL if close < 0 else max(len(tail) - (close - done), 0) + LAST_EVENT
+        if len(tail) > keep + TAIL:  # write all but what may still hold the close and the bytes before it
+            cut = len(tail) - keep
+            dst.write(tail[:cut])
+            del tail[:cut]
+            done += cut
+    at = _events_close(tail) if close < 0 else close - done
+    if not 0 <= at < len(tail) or tail[at : at + 1] != b"]":
+        why = (
+            "changed since it was analysed"
+            if close >= 0
+            else "has no traceEvents array this can find the end of"
+        )
+        raise IdlehoundError(
+            f"{name}: cannot find the end of its traceEvents array to add the annotations ({why})"
+        )
+    empty = bytes(tail[max(0, at - LAST_EVENT) : at]).rstrip().endswith(b"[")
+    dst.write(tail[:at])
     if ours:
         dst.write(b"\n" if empty else b",\n")
         dst.write(b",\n".join(ours))
-    dst.write(tail[close:])
+    dst.write(tail[at:])
 
 
 def write_annotated(
@@ -336,7 +350,7 @@ def write_annotated(
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         with _open_in(src) as f, _open_out(part, out.name.lower().endswith(".gz")) as g:
-            _copy_with_ours(f, g, ours, src)
+            _copy_with_ours(f, g, ours, src, a.trace.events_close)
         os.replace(part, out)
     except OSError as e:
         part.unlink(missing_ok=True)

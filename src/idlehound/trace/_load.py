@@ -64,6 +64,9 @@ class Trace:
     run_files: list[TraceFile] = field(default_factory=list)
     worker: str = ""
     size_bytes: int = 0
+    events_close: int = (
+        -1
+    )  # byte offset of the ']' that closes traceEvents in the (uncompressed) file; -1: unknown
 
     @property
     def cuda_run(self) -> bool:
@@ -194,6 +197,7 @@ def _parse(box: list, path: Path, top: dict[str, msgspec.Raw], guessed: bool) ->
     if bytes(memoryview(raw_events)[:1]) != b"[":
         raise TraceError(path, "'traceEvents' is not a list of events")
     at = _limits.offset_in(buf, raw_events)
+    close = at + len(memoryview(raw_events)) - 1
     _check_depth(buf, at, len(memoryview(raw_events)), path)  # the events are checked piece by piece
     meta = _metadata(top)
     top_keys = frozenset(top)
@@ -227,7 +231,7 @@ def _parse(box: list, path: Path, top: dict[str, msgspec.Raw], guessed: bool) ->
         if was_enabled:
             gc.enable()
     _check_usable(path, top_keys, events, stats, builder)
-    trace = Trace(path=path, events=events, size_bytes=size)
+    trace = Trace(path=path, events=events, size_bytes=size, events_close=close)
     trace.metadata, trace.device_properties = meta
     if builder.epoch_base_ns and "baseTimeNanoseconds" not in trace.metadata:
         # Older Kineto wrote absolute epoch µs; the table now counts from the first event, so that is the base.
