@@ -78,7 +78,7 @@ def rank_summary(path: str) -> dict[str, Any]:
         "trace": {"path": res.doc["trace"]["path"]},
         "metrics": {k: {"value": res.doc["metrics"][k]["value"]} for k in ("step_ms", "gpu_util")},
         "findings": res.doc["findings"][:TOP_FINDINGS],
-        "rank_figures": {**a.ranks, "collectives": _collectives(a)},
+        "rank_figures": _plain_figures(a.ranks) | {"collectives": _collectives(a)},
         "steps_ms": [rnd(s.duration_ns / 1e6, m.SHARE) for s in a.steps],
     }
     del res, a
@@ -87,6 +87,15 @@ def rank_summary(path: str) -> dict[str, Any]:
 
 
 TOP_FINDINGS = 3  # a straggler's findings shown; the rank's own report has them all
+
+
+def _plain_figures(f: dict[str, Any]) -> dict[str, Any]:
+    """The rank figures as plain Python numbers: what any engine can ship and any encoder can write."""
+    return {
+        "comm_ms": float(f["comm_ms"]),
+        "exposed_comm_ms": float(f["exposed_comm_ms"]),
+        "lines": [(str(fi), int(ln), str(fn), float(ms)) for fi, ln, fn, ms in f["lines"]],
+    }
 
 
 def _collectives(a: Any) -> dict[str, float]:

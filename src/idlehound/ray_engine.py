@@ -3,7 +3,8 @@
 One task per rank file, run where the file is. A listing task on every alive node lists the traces it sees under
 PATH: on a shared filesystem every node sees every file, and each is given to one of them in turn; traces left on a
 node's local disk (tensorboard_trace_handler on a multi-node job) are seen by that node only, and their task is
-pinned there (NodeAffinitySchedulingStrategy, hard). Each task returns the rank's summary
+pinned there (NodeAffinitySchedulingStrategy, hard). PATH may name environment variables ($VAR), expanded
+on each node: a per-node scratch folder. Each task returns the rank's summary
 (distributed.rank_summary: a few KB), never its event table, which the task frees before returning.
 
 Ray is an optional dependency (the `ray` extra); nothing here imports it before it is asked for.
@@ -98,6 +99,7 @@ def _list(path: str, base: str) -> tuple[str, list[tuple[str, str, str, tuple]]]
 
     _in(base)
     node = ray.get_runtime_context().get_node_id()
+    path = os.path.expandvars(path)  # $VAR: this node's own folder (a per-node scratch disk)
     return node, (list_entries(path) if Path(path).is_dir() else [])
 
 
