@@ -6,7 +6,8 @@ named; whether both engines wrote the same JSON and HTML. Ray runs on a local Ra
 is printed apart) or on the cluster at --address. Then the peak memory of a Ray task: the growth of its worker's
 resident set (VmHWM after the task, reset before it, minus VmRSS before it) over the largest rank file.
 
-    python benchmarks/bench_ranks_scaling.py [--ranks 2,8,64,256,1024] [--out /tmp/idlehound-ranks] [--address ADDR]
+    python benchmarks/bench_ranks_scaling.py [--ranks 2,8,64,256,1024] [--out /tmp/idlehound-ranks]
+        [--address ADDR | --nodes N]
 
 A comparison needs two ranks, so the smallest scale is 2 (1 rank is `idlehound analyze`). Load average printed:
 this benchmark shares its cores with whatever else runs.
@@ -85,11 +86,24 @@ def _memory(ray: Any, run: Path, samples: int) -> None:
     )
 
 
+def _cluster(nodes: int) -> str:
+    """A local Ray cluster of `nodes` node processes sharing this machine's cores; its address."""
+    from ray.cluster_utils import Cluster
+
+    per = max(1, _cores() // nodes)
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": per})
+    for _ in range(nodes - 1):
+        c.add_node(num_cpus=per)
+    c.wait_for_nodes()
+    return str(c.address)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", default="2,8,64,256,1024")
     ap.add_argument("--out", type=Path, default=Path("/tmp/idlehound-ranks"))
     ap.add_argument("--address", default=None, help="a Ray cluster (default: start a local Ray instance)")
+    ap.add_argument("--nodes", type=int, default=1, help="Ray: a local cluster of this many node processes")
     ap.add_argument("--engines", default="local,ray")
     ap.add_argument("--memory-samples", type=int, default=8)
     a = ap.parse_args(argv)
@@ -99,7 +113,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     if "ray" in engines:
         import ray
 
-        _, start = _timed(ray.init, address=a.address, logging_level="ERROR", log_to_driver=False)
+        address = a.address or (_cluster(a.nodes) if a.nodes > 1 else None)
+        _, start = _timed(ray.init, address=address, logging_level="ERROR", log_to_driver=False)
         print(
             f"ray {ray.__version__}: connected in {start:.1f} s; {ray.cluster_resources().get('CPU', 0):.0f} CPUs"
         )
