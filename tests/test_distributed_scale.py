@@ -9,7 +9,7 @@ import sys
 import msgspec
 import pytest
 
-from idlehound import ray_engine
+from idlehound import distributed
 from idlehound.distributed import analyze_ranks, compare_ranks, rank_summary, rank_traces
 from idlehound.errors import IdlehoundError
 from idlehound.pipeline import analyze_path
@@ -119,7 +119,7 @@ def test_ray_engine_without_ray_is_one_clear_error(monkeypatch):
 )
 def test_an_address_where_no_ray_listens_is_refused_at_once(address, says):
     with pytest.raises(IdlehoundError, match=says):
-        ray_engine._reachable(address)
+        distributed._reachable(address)
 
 
 def test_an_unknown_engine_is_refused():
