@@ -86,8 +86,8 @@ def _memory(ray: Any, run: Path, samples: int) -> None:
     )
 
 
-def _cluster(nodes: int) -> str:
-    """A local Ray cluster of `nodes` node processes sharing this machine's cores; its address."""
+def _cluster(nodes: int) -> Any:
+    """A local Ray cluster of `nodes` node processes sharing this machine's cores."""
     from ray.cluster_utils import Cluster
 
     per = max(1, _cores() // nodes)
@@ -95,7 +95,7 @@ def _cluster(nodes: int) -> str:
     for _ in range(nodes - 1):
         c.add_node(num_cpus=per)
     c.wait_for_nodes()
-    return str(c.address)
+    return c
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -109,11 +109,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     a = ap.parse_args(argv)
     engines = a.engines.split(",")
     print(f"cores {_cores()}, {_load()}")
-    ray = None
+    ray = cluster = None
     if "ray" in engines:
         import ray
 
-        address = a.address or (_cluster(a.nodes) if a.nodes > 1 else None)
+        cluster, up = _timed(_cluster, a.nodes) if a.nodes > 1 and not a.address else (None, 0.0)
+        if cluster is not None:
+            print(f"a local Ray cluster of {a.nodes} node processes started in {up:.1f} s")
+        address = a.address or (cluster.address if cluster is not None else None)
         _, start = _timed(ray.init, address=address, logging_level="ERROR", log_to_driver=False)
         print(
             f"ray {ray.__version__}: connected in {start:.1f} s; {ray.cluster_resources().get('CPU', 0):.0f} CPUs"
@@ -139,6 +142,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     if ray is not None and run is not None:
         _memory(ray, run, a.memory_samples)
         ray.shutdown()
+    if cluster is not None:
+        cluster.shutdown()
     return 0
 
 
