@@ -91,6 +91,16 @@ def main() -> None:
     help="Also write the report: .json, .md or .html by extension (with --ranks: .json or .html).",
 )
 @click.option("--ranks", is_flag=True, help="Compare every rank of a distributed run: straggler and waits.")
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="With --ranks: processes of this machine, or Ray tasks where the traces are (the ray extra).",
+)
+@click.option(
+    "--address", default=None, help="With --engine ray: the Ray cluster (default: RAY_ADDRESS, else local)."
+)
 @click.option("--force", is_flag=True, help="Overwrite an existing -o file (never the input trace).")
 @_guard
 def analyze(**options: Any) -> None:

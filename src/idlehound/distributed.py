@@ -1,11 +1,14 @@
 """Several ranks of one torch.distributed job: per-rank figures, the straggler and why, communication waits.
 
-Each rank's trace is analysed in its own process (they are independent), then compared: the straggler is the
-rank with the most step time outside communication; the others wait for it inside their collectives.
+Each rank's trace is analysed on its own (they are independent) into a summary of a few KB, by processes of this
+machine (engine "local", the default) or by Ray tasks where the files are (engine "ray", the `ray` extra: the
+section at the end); the summaries are then compared: the straggler is the rank with the most step time outside
+communication; the others wait for it inside their collectives.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import statistics
 from concurrent.futures import ProcessPoolExecutor
@@ -13,8 +16,9 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 import msgspec
+import numpy as np
 
-from .analysis import location_text
+from .analysis import location_text, roles
 from .errors import IdlehoundError
 from .report import model as m
 from .report import ranks_title, render_ranks, render_ranks_html
@@ -25,15 +29,25 @@ from .trace import list_traces
 
 def rank_traces(path: Union[str, Path]) -> list[Path]:
     """The newest trace of each worker in the newest run under path (one per rank)."""
-    found = list_traces(Path(path))
+    return [Path(e[0]) for e in newest_per_worker(list_entries(path), path)]
+
+
+def list_entries(path: Union[str, Path]) -> list[tuple[str, str, str, tuple]]:
+    """(path, run, worker, sort key) of every trace under path: plain data, so a listing task on another node
+    can send it back (the Ray engine runs this on every node)."""
+    return [(str(t.path), t.run, t.worker, t.sort_key) for t in list_traces(Path(path))]
+
+
+def newest_per_worker(found: list[tuple[str, str, str, tuple]], path: Union[str, Path]) -> list[tuple]:
+    """The entries of the newest run's newest trace per worker, in rank order."""
     if not found:
         raise IdlehoundError(f"{path}: no traces (*.pt.trace.json[.gz] or rank-N.json[.gz] files)")
-    run = max(found, key=lambda t: t.sort_key).run
-    newest: dict[str, Any] = {}
-    for t in (t for t in found if t.run == run):
-        if t.worker not in newest or t.sort_key > newest[t.worker].sort_key:
-            newest[t.worker] = t
-    return [t.path for t in sorted(newest.values(), key=lambda t: _rank_of(t.worker, 0))]
+    run = max(found, key=lambda t: t[3])[1]
+    newest: dict[str, tuple] = {}
+    for t in (t for t in found if t[1] == run):
+        if t[2] not in newest or t[3] > newest[t[2]][3]:
+            newest[t[2]] = t
+    return sorted(newest.values(), key=lambda t: (_rank_of(t[2], 0), t[0]))
 
 
 def _rank_of(worker: str, default: int) -> int:
@@ -42,21 +56,63 @@ def _rank_of(worker: str, default: int) -> int:
 
 
 def _one(path: str) -> dict[str, Any]:
-    """One rank's report document, or {"error": one line, "trace": path}: errors travel back as values, so one
-    unreadable rank cannot break the process pool."""
-    from .pipeline import analyze_path
-
+    """One rank's summary (rank_summary), or {"error": one line, "trace": path}: errors travel back as values,
+    so one unreadable rank cannot break the process pool."""
     try:
-        res = analyze_path(path)
+        return rank_summary(path)
     except IdlehoundError as e:
         return {"error": str(e), "trace": {"path": path}}
-    info = res.analysis.trace.metadata.get("distributedInfo") or {}
-    doc = res.doc
-    doc["rank_figures"] = res.analysis.ranks
-    doc["rank"] = info.get("rank", _rank_of(res.analysis.trace.worker, -1))
-    doc["world_size"] = info.get("world_size")
-    doc["backend"] = info.get("backend")
-    return doc
+
+
+def rank_summary(path: str) -> dict[str, Any]:
+    """What the comparison needs from one rank, never its event table: step times, GPU busy share, time in
+    collectives (all and by name), time per user line, the top findings. The table and the analysis are freed
+    before this returns, so a worker holds one rank's table at a time and ships a few KB."""
+    from .pipeline import analyze_path
+
+    res = analyze_path(path)
+    a = res.analysis
+    info = a.trace.metadata.get("distributedInfo") or {}
+    out = {
+        "rank": info.get("rank", _rank_of(a.trace.worker, -1)),
+        "world_size": info.get("world_size"),
+        "backend": info.get("backend"),
+        "trace": {"path": res.doc["trace"]["path"]},
+        "metrics": {k: {"value": res.doc["metrics"][k]["value"]} for k in ("step_ms", "gpu_util")},
+        "findings": res.doc["findings"][:TOP_FINDINGS],
+        "rank_figures": _plain_figures(a.ranks) | {"collectives": _collectives(a)},
+        "steps_ms": [rnd(s.duration_ns / 1e6, m.SHARE) for s in a.steps],
+    }
+    del res, a
+    gc.collect()  # the table's arrays go now, not when the next rank's table is already loaded
+    return out
+
+
+TOP_FINDINGS = 3  # a straggler's findings shown; the rank's own report has them all
+
+
+def _plain_figures(f: dict[str, Any]) -> dict[str, Any]:
+    """The rank figures as plain Python numbers: what any engine can ship and any encoder can write."""
+    return {
+        "comm_ms": float(f["comm_ms"]),
+        "exposed_comm_ms": float(f["exposed_comm_ms"]),
+        "lines": [(str(fi), int(ln), str(fn), float(ms)) for fi, ln, fn, ms in f["lines"]],
+    }
+
+
+def _collectives(a: Any) -> dict[str, float]:
+    """Milliseconds per step inside each collective (host op or GPU kernel, by name) within the steps."""
+    ev = a.trace.events
+    if not a.steps or not len(ev):
+        return {}
+    ids = np.union1d(ev.name_ids(roles.is_comm_kernel), ev.name_ids(roles.is_comm_op))
+    start, end = a.steps[0].start_ns, a.steps[-1].end_ns
+    sel = np.flatnonzero(np.isin(ev.name, ids) & (ev.ts >= start) & (ev.ts < end) & (ev.dur > 0))
+    out: dict[str, float] = {}
+    for i in sel:
+        name = ev.name_of(int(i))
+        out[name] = out.get(name, 0.0) + float(ev.dur[i])
+    return {k: v / len(a.steps) / 1e6 for k, v in sorted(out.items())}
 
 
 def _cores() -> int:
@@ -82,8 +138,31 @@ def _set_jobs(n: int) -> None:
     os.environ["IDLEHOUND_JOBS"] = str(n)
 
 
-def analyze_ranks(path: Union[str, Path], workers: Optional[int] = None) -> dict[str, Any]:
-    """The distributed report document (schema idlehound/distributed, version 1)."""
+ENGINES = ("local", "ray")
+
+
+def analyze_ranks(
+    path: Union[str, Path],
+    workers: Optional[int] = None,
+    engine: str = "local",
+    address: Optional[str] = None,
+    top_k: int = 10,
+) -> dict[str, Any]:
+    """The distributed report document (schema idlehound/distributed, version 1).
+
+    engine "local" analyses the ranks in processes of this machine; "ray" in Ray tasks where the files are
+    (summaries_on_ray; address: the cluster's, else RAY_ADDRESS or a new local Ray). Both give the same
+    document. top_k: the stragglers listed in full."""
+    if engine not in ENGINES:
+        raise IdlehoundError(f"--engine {engine}: not one of {', '.join(ENGINES)}")
+    if engine == "ray":
+        docs = summaries_on_ray(path, address)
+    else:
+        docs = _summaries_local(path, workers)
+    return compare_summaries(docs, path, top_k)
+
+
+def _summaries_local(path: Union[str, Path], workers: Optional[int]) -> list[dict[str, Any]]:
     paths = rank_traces(path)
     if len(paths) < 2:
         raise IdlehoundError(f"{path}: one trace only; a multi-rank comparison needs a trace per rank")
@@ -92,27 +171,31 @@ def analyze_ranks(path: Union[str, Path], workers: Optional[int] = None) -> dict
     if n > 1:
         share = max(1, cores // n)  # cores for each rank's own piece workers
         with ProcessPoolExecutor(max_workers=n, initializer=_set_jobs, initargs=(share,)) as pool:
-            docs = list(pool.map(_one, map(str, paths)))
-    else:
-        docs = [_one(str(p)) for p in paths]
-    failed = [d["error"] for d in docs if "error" in d]
-    docs = [d for d in docs if "error" not in d]
+            return list(pool.map(_one, map(str, paths), chunksize=max(1, len(paths) // (n * 8))))
+    return [_one(str(p)) for p in paths]
+
+
+def compare_summaries(docs: list[dict[str, Any]], path: Union[str, Path], top_k: int = 10) -> dict[str, Any]:
+    """The ranks document from every rank's summary (or error), in whatever order they came."""
+    failed = sorted(d["error"] for d in docs if "error" in d)
+    docs = sorted((d for d in docs if "error" not in d), key=lambda d: (str(d["rank"]), d["trace"]["path"]))
+    docs.sort(key=lambda d: d["rank"] if isinstance(d["rank"], int) else -1)
     if len(docs) < 2:
         raise IdlehoundError(
-            f"{path}: {len(docs)} of {len(paths)} rank traces could be analysed; a comparison "
-            f"needs two ({failed[0]})"
+            f"{path}: {len(docs)} of {len(docs) + len(failed)} rank traces could be analysed; a comparison "
+            f"needs two ({failed[0] if failed else 'one trace only'})"
         )
-    doc = compare_ranks(docs)
+    doc = compare_ranks(docs, top_k)
     doc["failed"] = failed
     return doc
 
 
-def compare_ranks(docs: list[dict[str, Any]]) -> dict[str, Any]:
+def compare_ranks(docs: list[dict[str, Any]], top_k: int = 10) -> dict[str, Any]:
     """The ranks document (schema idlehound/distributed, version 1) as plain data."""
-    return m.as_data(ranks_model(docs))
+    return m.as_data(ranks_model(docs, top_k))
 
 
-def ranks_model(docs: list[dict[str, Any]]) -> m.Ranks:
+def ranks_model(docs: list[dict[str, Any]], top_k: int = 10) -> m.Ranks:
     rows = [_rank_row(d) for d in docs]
     med = statistics.median([r.compute_ms for r in rows])
     slow = max(rows, key=lambda r: r.compute_ms)
@@ -152,7 +235,109 @@ def ranks_model(docs: list[dict[str, Any]]) -> m.Ranks:
         ranks_compared=len(docs),
         ranks=rows,
         straggler=straggler,
+        step_ms_histogram=histogram([r.step_ms for r in rows]),
+        idle_pct_histogram=histogram([100 - r.gpu_util for r in rows if r.gpu_util is not None]),
+        stragglers=_stragglers(rows, docs, top_k),
+        collectives=_collective_waits(docs, top_k),
     )
+
+
+HIST_BINS = 20
+
+
+def histogram(values: list[float], bins: int = HIST_BINS) -> Optional[m.Histogram]:
+    """Counts of values in equal bins from the least to the largest (None for no values)."""
+    if not values:
+        return None
+    lo, hi = min(values), max(values)
+    counts, edges = np.histogram(
+        values, bins=bins if hi > lo else 1, range=(lo, hi if hi > lo else lo + 1e-9)
+    )
+    return m.Histogram(edges=[rnd(float(e), m.SHARE) for e in edges], counts=[int(c) for c in counts])
+
+
+def _stragglers(rows: list[m.RankRow], docs: list[dict[str, Any]], k: int) -> list[m.StragglerRow]:
+    """The k ranks with the most work per step, each with its excess over the median rank and the user line
+    where it spends the most time above the other ranks' median."""
+    med = statistics.median([r.compute_ms for r in rows])
+    order = sorted(range(len(rows)), key=lambda i: (-rows[i].compute_ms, i))[:k]
+    lines = _line_matrix(docs)
+    out = []
+    for i in order:
+        r = rows[i]
+        out.append(
+            m.StragglerRow(
+                rank=r.rank,
+                step_ms=r.step_ms,
+                compute_ms=r.compute_ms,
+                excess_ms_per_step=rnd(r.compute_ms - med, m.SHARE),
+                top_finding=r.top_finding,
+                trace=r.trace,
+                why=_top_line(lines, i),
+            )
+        )
+    return out
+
+
+def _line_matrix(docs: list[dict[str, Any]]) -> tuple[list[tuple[str, int, str]], np.ndarray]:
+    """Every user line of any rank and a (lines x ranks) array of its ms per step (0 where a rank has none)."""
+    keys: dict[tuple[str, int], int] = {}
+    names: list[tuple[str, int, str]] = []
+    cells: list[tuple[int, int, float]] = []
+    for j, d in enumerate(docs):
+        for f, ln, fn, ms in d["rank_figures"]["lines"]:
+            if (f, ln) not in keys:
+                keys[(f, ln)] = len(names)
+                names.append((f, ln, fn))
+            cells.append((keys[(f, ln)], j, ms))
+    mat = np.zeros((len(names), len(docs)))
+    for i, j, ms in cells:
+        mat[i, j] = ms
+    return names, mat
+
+
+def _top_line(lines: tuple[list[tuple[str, int, str]], np.ndarray], j: int) -> Optional[m.WhyLine]:
+    names, mat = lines
+    if not names or mat.shape[1] < 2:
+        return None
+    base = np.median(np.delete(mat, j, axis=1), axis=1)
+    excess = mat[:, j] - base
+    i = int(np.argmax(excess))
+    if excess[i] <= 0:
+        return None
+    f, ln, fn = names[i]
+    return m.WhyLine(
+        file=f,
+        line=ln,
+        function=fn,
+        ms_per_step=rnd(float(mat[i, j]), m.SHARE),
+        others_ms_per_step=rnd(float(base[i]), m.SHARE),
+        excess_ms_per_step=rnd(float(excess[i]), m.SHARE),
+    )
+
+
+def _collective_waits(docs: list[dict[str, Any]], k: int) -> list[m.CollectiveWait]:
+    """Per collective (by name): how long the ranks spend in it and how much of that is waiting for the rank
+    that arrives last (its time is the least); the k with the most waiting first."""
+    by_name: dict[str, list[float]] = {}
+    for d in docs:
+        for name, ms in d["rank_figures"].get("collectives", {}).items():
+            by_name.setdefault(name, []).append(ms)
+    out = []
+    for name, vals in by_name.items():
+        least = min(vals)
+        out.append(
+            m.CollectiveWait(
+                name=name,
+                ranks=len(vals),
+                median_ms_per_step=rnd(statistics.median(vals), m.SHARE),
+                max_ms_per_step=rnd(max(vals), m.SHARE),
+                wait_ms_per_step=rnd(statistics.median([v - least for v in vals]), m.SHARE),
+                min_ms_per_step=rnd(least, m.SHARE),
+            )
+        )
+    out.sort(key=lambda c: (-c.wait_ms_per_step, c.name))
+    return out[:k]
 
 
 def _rank_row(d: dict[str, Any]) -> m.RankRow:
@@ -168,6 +353,7 @@ def _rank_row(d: dict[str, Any]) -> m.RankRow:
         compute_ms=rnd(step - f["exposed_comm_ms"], m.SHARE),
         trace=d["trace"]["path"],
         top_finding=d["findings"][0]["title"] if d["findings"] else "",
+        steps_ms=list(d.get("steps_ms", [])),
     )
 
 
@@ -191,6 +377,160 @@ def _why(slow: dict[str, Any], others: list[dict[str, Any]]) -> list[m.WhyLine]:
             )
     out.sort(key=lambda r: -r.excess_ms_per_step)
     return out[:5]
+
+
+# ---- The Ray engine: the same analysis on a Ray cluster (`idlehound analyze --ranks PATH --engine ray`) ----
+#
+# One task per rank file, run where the file is. A listing task on every alive node lists the traces it sees under
+# PATH: on a shared filesystem every node sees every file, and each is given to one of them in turn; traces left on a
+# node's local disk (tensorboard_trace_handler on a multi-node job) are seen by that node only, and their task is
+# pinned there (NodeAffinitySchedulingStrategy, hard). PATH may name environment variables ($VAR), expanded
+# on each node: a per-node scratch folder. Each task returns the rank's summary
+# (rank_summary: a few KB), never its event table, which the task frees before returning.
+#
+# Ray is an optional dependency (the `ray` extra); nothing here imports it before it is asked for.
+
+MAX_RETRIES = 3  # a task whose worker process or node died runs again, up to this many times
+INSTALL = "pip install 'idlehound[ray]'"
+CONNECT_TIMEOUT_S = 10
+
+
+def summaries_on_ray(path: Union[str, Path], address: Optional[str] = None) -> list[dict[str, Any]]:
+    """Every rank's summary (or {"error": ...}) computed by Ray tasks on the cluster at address."""
+    ray = _ray_import()
+    started = _ray_connect(ray, address)
+    try:
+        return _ray_run(ray, str(path))
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _ray_import() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise IdlehoundError(f"--engine ray: Ray is not installed here ({INSTALL})") from None
+    return ray
+
+
+def _ray_connect(ray: Any, address: Optional[str]) -> bool:
+    """Join the cluster at address (else RAY_ADDRESS, else start a local one); True when this call connected
+    (and so disconnects at the end). A wrong address, no cluster or another Ray version: one IdlehoundError."""
+    if ray.is_initialized():
+        return False
+    where = address or os.environ.get("RAY_ADDRESS") or "a new local Ray instance"
+    if address or os.environ.get("RAY_ADDRESS"):
+        _reachable(where)  # Ray itself retries an address that does not answer for minutes
+    try:
+        ray.init(address=address, logging_level="ERROR", log_to_driver=False, configure_logging=True)
+    except Exception as e:  # ConnectionError, RuntimeError (version mismatch), ValueError (bad address)
+        raise IdlehoundError(
+            f"--engine ray: cannot join the Ray cluster at {where}: {_first_line(e)}"
+        ) from None
+    return True
+
+
+def _reachable(address: str) -> None:
+    """Refuse at once an address where nothing listens ("auto" and "local" are Ray's to resolve)."""
+    import socket
+
+    if address in ("auto", "local"):
+        return
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise IdlehoundError(
+            f"--engine ray: the address {address!r} is not HOST:PORT (or ray://HOST:PORT, auto)"
+        )
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        raise IdlehoundError(
+            f"--engine ray: no Ray cluster answers at {address} ({e.strerror or e})"
+        ) from None
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text.splitlines()[0][:300]
+
+
+def _ray_in(base: str) -> None:
+    """Read a relative PATH from the driver's folder where this node has it, so that the reports name the files
+    as the user did (and as the local engine does)."""
+    if base and os.path.isdir(base):
+        os.chdir(base)
+
+
+def _ray_list(path: str, base: str) -> tuple[str, list[tuple[str, str, str, tuple]]]:
+    """On one node: its id and the traces it sees under path (none if path is not there)."""
+    import ray
+
+    _ray_in(base)
+    node = ray.get_runtime_context().get_node_id()
+    path = os.path.expandvars(path)  # $VAR: this node's own folder (a per-node scratch disk)
+    return node, (list_entries(path) if Path(path).is_dir() else [])
+
+
+def _ray_summary(path: str, base: str) -> dict[str, Any]:
+    """On the node that holds path: the rank's summary, or {"error": one line} (a bad trace is not retried)."""
+    os.environ["IDLEHOUND_JOBS"] = "1"  # one core per task: Ray runs a task per core
+    _ray_in(base)
+    return _one(path)
+
+
+def _ray_run(ray: Any, path: str) -> list[dict[str, Any]]:
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    base = "" if os.path.isabs(path) else os.getcwd()
+    nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
+    lister = ray.remote(num_cpus=0, max_retries=MAX_RETRIES)(_ray_list)
+    listed = ray.get(
+        [
+            lister.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)).remote(
+                path, base
+            )
+            for n in nodes
+        ]
+    )
+    where: dict[str, list[str]] = {}
+    entries: dict[str, tuple] = {}
+    for node, found in listed:
+        for e in found:
+            where.setdefault(e[0], []).append(node)
+            entries.setdefault(e[0], e)
+    chosen = newest_per_worker(list(entries.values()), path)
+    if len(chosen) < 2:
+        raise IdlehoundError(f"{path}: one trace only; a multi-rank comparison needs a trace per rank")
+    task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES)(_ray_summary)
+    refs = {}
+    for i, e in enumerate(chosen):
+        holders = where[e[0]]
+        # Seen by one node: pinned there. Seen by several (a shared filesystem): spread, and free to move.
+        strategy = NodeAffinitySchedulingStrategy(holders[i % len(holders)], soft=len(holders) > 1)
+        refs[task.options(scheduling_strategy=strategy).remote(e[0], base)] = e[0]
+    return _ray_gather(ray, refs)
+
+
+def _ray_gather(ray: Any, refs: dict[Any, str]) -> list[dict[str, Any]]:
+    """The tasks' results as they finish; a task lost for good is its rank's error line. Ctrl-C cancels the
+    tasks not yet done and goes on up (exit 130)."""
+    out = []
+    pending = list(refs)
+    try:
+        while pending:
+            done, pending = ray.wait(pending, num_returns=min(len(pending), 64), timeout=1.0)
+            for ref in done:
+                try:
+                    out.append(ray.get(ref))
+                except ray.exceptions.RayError as e:  # worker or node lost after every retry, or cancelled
+                    out.append({"error": f"{refs[ref]}: Ray task failed: {_first_line(e)}", "trace": {}})
+    except KeyboardInterrupt:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        raise
+    return out
 
 
 __all__ = [

@@ -29,14 +29,18 @@ def analyze(
     output: Optional[Path],
     ranks: bool,
     force: bool = False,
+    engine: str = "local",
+    address: Optional[str] = None,
 ) -> int:
     """`idlehound analyze`: 1 when a --fail-under gate failed, else 0."""
     from ..pipeline import analyze_path, failed_gates, parse_gates
     from ..report import check_output
 
     if ranks:
-        analyze_ranks(path, as_json, output, force)
+        analyze_ranks(path, as_json, output, force, engine, address)
         return 0
+    if engine != "local" or address is not None:
+        raise IdlehoundError("--engine and --address go with --ranks")
     gates = parse_gates(fail_under)
     if output is not None:
         check_output(output, force, [path])  # before the analysis: a refused -o costs nothing
@@ -71,14 +75,21 @@ def gate_annotation(doc: dict, failed: list[str]) -> str:
     )
 
 
-def analyze_ranks(path: Path, as_json: bool, output: Optional[Path], force: bool = False) -> None:
+def analyze_ranks(
+    path: Path,
+    as_json: bool,
+    output: Optional[Path],
+    force: bool = False,
+    engine: str = "local",
+    address: Optional[str] = None,
+) -> None:
     """`idlehound analyze --ranks`: every rank of a distributed run, the straggler and why."""
     from ..distributed import analyze_ranks as _analyze_ranks
     from ..report import check_output, render_ranks, write_ranks
 
     if output is not None:
         check_output(output, force, [path])
-    doc = _analyze_ranks(path)
+    doc = _analyze_ranks(path, engine=engine, address=address)
     if output is not None:
         write_ranks(doc, output, force, [path])
     if as_json:

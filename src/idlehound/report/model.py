@@ -311,6 +311,7 @@ class RankRow(_Doc):
     trace: str
     top_finding: str
     wait_ms: float = 0.0  # set once every rank's communication time is known
+    steps_ms: list[float] = msgspec.field(default_factory=list)  # each step's time (the heatmap's row)
 
 
 class WhyLine(_Doc):
@@ -330,6 +331,30 @@ class Straggler(_Doc):
     trace: str
 
 
+class Histogram(_Doc):
+    edges: list[float]  # bin edges, one more than counts; the last bin includes its right edge
+    counts: list[int]
+
+
+class StragglerRow(_Doc):
+    rank: Any
+    step_ms: float
+    compute_ms: float
+    excess_ms_per_step: float  # work per step above the median rank's
+    top_finding: str
+    trace: str
+    why: Optional[WhyLine] = None  # the user line with the most excess time against the other ranks' median
+
+
+class CollectiveWait(_Doc):
+    name: str
+    ranks: int  # ranks that ran it in their steps
+    median_ms_per_step: float
+    max_ms_per_step: float
+    wait_ms_per_step: float  # median over ranks of (the rank's time in it - the least any rank spent)
+    min_ms_per_step: float  # the least any rank spent in it: the last to arrive, whom the others wait for
+
+
 class Ranks(_Doc):
     schema: Literal["idlehound/distributed"]
     schema_version: Literal[1]
@@ -340,6 +365,10 @@ class Ranks(_Doc):
     ranks: list[RankRow]
     straggler: Optional[Straggler]
     failed: list[str] = msgspec.field(default_factory=list)
+    step_ms_histogram: Optional[Histogram] = None  # across ranks
+    idle_pct_histogram: Optional[Histogram] = None  # 100 - gpu_util across ranks; None without GPU events
+    stragglers: list[StragglerRow] = msgspec.field(default_factory=list)  # top k by work per step
+    collectives: list[CollectiveWait] = msgspec.field(default_factory=list)  # most waited-in first, top k
 
 
 # ---- idlehound lint --json (schema idlehound/lint) ----
