@@ -1,0 +1,126 @@
+"""What a new user meets first (issue 32): the demo's recorded GPU run, the unprofiled step, script errors, options."""
+
+import io
+import json
+import shutil
+
+import pytest
+from rich.console import Console
+
+from idlehound.app import misplaced_options, unknown_option
+from idlehound.pipeline import analyze_path
+from idlehound.report import render, render_markdown
+
+from .conftest import ROOT, TRACES
+
+PACKAGED = ROOT / "src" / "idlehound" / "data" / "demo_h200"
+CPU_TRACE = next((TRACES / "torch231_cpu").glob("*.pt.trace.json.gz"))
+
+
+def _terminal(doc, width=80):
+    out = io.StringIO()
+    render(doc, Console(file=out, width=width, color_system=None))
+    return out.getvalue()
+
+
+def test_the_packaged_demo_run_is_the_recorded_h200_demo_folder_file_for_file():
+    shipped = sorted(p.name for p in PACKAGED.iterdir())
+    assert shipped == sorted(p.name for p in (TRACES / "demo").iterdir())
+    assert all((PACKAGED / n).read_bytes() == (TRACES / "demo" / n).read_bytes() for n in shipped)
+    assert json.loads((PACKAGED / "run.json").read_text())["environment"]["gpu"] == "NVIDIA H200"
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert '"data/demo_h200/*"' in pyproject  # installed with the package, not only in the checkout
+
+
+@pytest.mark.slow
+def test_show_recorded_prints_the_gpu_diagnosis_under_its_heading():
+    from idlehound.app._demo import show_recorded
+
+    out = io.StringIO()
+    show_recorded(Console(file=out, width=100, color_system=None))
+    text = out.getvalue()
+    head = text.index("no GPU here; the same workload recorded on an H200:")
+    assert text.index("NVIDIA H200") > head
+    assert "[HIGH] Data loading" in text and "resnet.py:110" in text  # test_recorded.PLANTED["demo"]
+
+
+def test_the_unprofiled_step_from_run_json_is_printed_beside_the_profiled_one_in_every_renderer(tmp_path):
+    steps_before = [50.0, 40.0, 30.0, 12.0, 11.0, 10.0]  # the first 3 warm up
+    steps_after = [30.0, 9.0, 8.0]  # the first pays for the profiler's teardown
+    shutil.copy(CPU_TRACE, tmp_path / CPU_TRACE.name)
+    (tmp_path / "run.json").write_text(
+        json.dumps(
+            {
+                "idlehound_run": 1,
+                "status": "done",
+                "step_ms_before_window": steps_before,
+                "step_ms_after_window": steps_after,
+                "unprofiled_step_ms": 11.0,
+            }
+        )
+    )
+    doc = analyze_path(tmp_path).doc
+    expected = (12 + 11 + 10 + 9 + 8) / 5  # the steady steps' mean
+    m = doc["metrics"]["unprofiled_step_ms"]
+    assert m["value"] == pytest.approx(expected) and m["unit"] == "ms"
+    profiled = doc["metrics"]["step_ms"]["value"]
+    assert profiled > 30  # this recorded CPU trace: 34 ms a step under the profiler
+    term = _terminal(doc)
+    assert "Step time, unprofiled" in term and f"{expected:.2f} ms" in term
+    assert f"({expected:.2f} ms without it)" in doc["headline"]
+    assert f"| Step time, unprofiled | {expected:.2f} ms |" in render_markdown(doc)
+    from idlehound.report import render_html
+
+    assert f"{expected:.2f} ms" in render_html(doc)
+    # without a run.json there is no figure, and no row
+    bare = analyze_path(CPU_TRACE).doc
+    assert bare["metrics"]["unprofiled_step_ms"]["value"] is None
+    assert "unprofiled" not in _terminal(bare) and "without it" not in bare["headline"]
+
+
+def test_a_mistyped_run_option_names_the_nearest_one():
+    opts = ["--skip", "--warmup", "--active", "--step-on", "--logdir"]
+    assert "did you mean --skip?" in unknown_option("--skp", opts)
+    assert "did you mean --step-on?" in unknown_option("--step-of=x", opts)
+    assert "did you mean" not in unknown_option("--zzzzzz", opts)
+
+
+def test_an_idlehound_option_after_the_script_is_named_unless_the_script_defines_it(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text('import argparse\np = argparse.ArgumentParser()\np.add_argument("--steps")\n')
+    opts = ["--skip", "--active", "--steps"]
+    lines = misplaced_options(None, (str(script), "--skip", "3", "--steps", "4", "--active=2"), opts)
+    assert len(lines) == 2 and lines[0].startswith("--skip comes after train.py") and "--active" in lines[1]
+    assert misplaced_options(None, (str(script), "--steps", "4"), opts) == []  # its own option
+    assert misplaced_options("pkg.mod", ("--skip", "3"), opts) == []  # a module: no source read
+
+
+FAILING = """\
+import sys
+def inner():
+    raise ValueError("bad value\\nsecond line of the message")
+inner()
+"""
+
+
+@pytest.mark.slow
+def test_a_failing_script_shows_its_own_traceback_and_one_summary_line(tmp_path, run_cli):
+    (tmp_path / "fail.py").write_text(FAILING)
+    r = run_cli("run", "--logdir", tmp_path / "log", "fail.py", cwd=tmp_path)
+    assert r.returncode == 1
+    tb = r.stderr[r.stderr.index("Traceback") :]
+    frames = [ln.strip() for ln in tb.splitlines() if ln.strip().startswith("File ")]
+    assert frames == ['File "fail.py", line 4, in <module>', 'File "fail.py", line 3, in inner']
+    summary = [ln for ln in r.stderr.splitlines() if "no trace was captured" in ln]
+    assert len(summary) == 1 and "(ValueError: bad value ...)" in summary[0]
+    assert "run.json and samples.json were still written" in summary[0]
+    (run,) = (tmp_path / "log").iterdir()
+    assert json.loads((run / "run.json").read_text())["error"].endswith("second line of the message")
+
+
+@pytest.mark.slow
+def test_run_refuses_a_mistyped_option_before_the_script(tmp_path, run_cli):
+    (tmp_path / "fail.py").write_text(FAILING)
+    r = run_cli("run", "--skp", "3", "fail.py", cwd=tmp_path)
+    assert r.returncode == 2 and "did you mean --skip?" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "log").exists()
