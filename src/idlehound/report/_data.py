@@ -348,7 +348,10 @@ def _replay(a: Analysis) -> Optional[m.Replay]:
 def not_checked_by_need(doc: dict[str, Any]) -> dict[str, list[str]]:
     """The rules not checked, grouped by what they need (one line each in the renderers)."""
     out: dict[str, list[str]] = {}
+    found = {f["cause"] for f in doc.get("findings") or []}
     for n in doc.get("not_checked") or []:
+        if found & set(n.get("causes") or []):  # a finding of that cause stands above: it was seen after all
+            continue
         out.setdefault(n["needs"], []).append(n["rule"])
     return out
 
