@@ -124,3 +124,59 @@ def test_run_refuses_a_mistyped_option_before_the_script(tmp_path, run_cli):
     r = run_cli("run", "--skp", "3", "fail.py", cwd=tmp_path)
     assert r.returncode == 2 and "did you mean --skip?" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "log").exists()
+
+
+def _compare(a="dataloader_bound", b="dataloader_workers"):
+    from idlehound.compare import compare_docs
+
+    return compare_docs(analyze_path(TRACES / a).doc, analyze_path(TRACES / b).doc)
+
+
+@pytest.mark.slow  # two recorded traces analysed (about a second each)
+def test_compare_in_the_terminal_is_a_table_with_units_and_says_which_side_is_better():
+    from idlehound.report import render_compare, render_compare_html, render_compare_markdown
+
+    c = _compare()
+    out = io.StringIO()
+    render_compare(c, Console(file=out, width=120, color_system=None))
+    text = out.getvalue()
+    assert "##" not in text and "|---" not in text  # not raw markdown
+    step = next(r for r in c["metrics"] if r["label"] == "Step time")
+    assert f"{step['a']:,.2f} ms" in text and f"{step['b']:,.2f} ms" in text  # the unit beside each figure
+    from idlehound.report.compare import judgement
+
+    # two loader workers: a shorter step and less data-loading idle time are better, not worse
+    assert judgement("metrics", step) == "better" and step["b"] < step["a"]
+    idle = next(r for r in c["idle_by_cause_ms"] if r["label"] == "data_loading")
+    assert judgement("idle_by_cause_ms", idle) == "better"
+    busy = next(r for r in c["metrics"] if r["label"] == "GPU busy")
+    assert judgement("metrics", busy) == ("better" if busy["b"] > busy["a"] else "worse")
+    assert "| B is |" in render_compare_markdown(c)
+    page = render_compare_html(c)
+    assert page.count("<rect") >= 4 and "class='n better'" in page and f"{step['b']:,.2f} ms" in page
+
+
+@pytest.mark.slow
+def test_compare_leaves_out_an_empty_findings_section():
+    from idlehound.report import render_compare, render_compare_markdown
+
+    c = _compare("healthy", "healthy")
+    assert not any(c[k] for k in ("findings_gone", "findings_new", "findings_kept"))
+    out = io.StringIO()
+    render_compare(c, Console(file=out, width=120, color_system=None))
+    assert "Findings" not in out.getvalue() and "## Findings" not in render_compare_markdown(c)
+
+
+def test_html_utilisation_chart_has_its_axis_and_a_cpu_only_run_no_alarm_border():
+    from idlehound.report import render_html
+    from idlehound.report.html import COLORS
+
+    page = render_html(analyze_path(TRACES / "demo").doc)
+    curve = page[page.index("id='util-curve'") : page.index("</svg>", page.index("id='util-curve'"))]
+    assert ">0 %<" in curve and ">50 %<" in curve and ">100 %<" in curve and curve.count("<line") == 5
+    assert "class='headline'" in page  # a GPU run with findings: the red border
+    cpu = render_html(analyze_path(CPU_TRACE).doc)
+    assert "class='headline calm'" in cpu
+    assert COLORS["sync"] != COLORS["data_loading"]
+    red = int(COLORS["data_loading"][1:3], 16) - int(COLORS["sync"][1:3], 16)
+    assert red > 100  # not another red: data loading is red, syncs are blue

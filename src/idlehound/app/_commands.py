@@ -88,14 +88,17 @@ def compare(a: Path, b: Path, as_json: bool, output: Optional[Path], force: bool
     """`idlehound compare A B`."""
     from ..compare import compare_docs
     from ..pipeline import analyze_path
-    from ..report import check_output, render_compare_markdown, write_compare
+    from ..report import check_output, render_compare, write_compare
 
     if output is not None:
         check_output(output, force, [a, b])
     doc = compare_docs(analyze_path(a).doc, analyze_path(b).doc)
     if output is not None:
         write_compare(doc, output, force, [a, b])
-    click.echo(encode(doc) if as_json else render_compare_markdown(doc))
+    if as_json:
+        click.echo(encode(doc))
+    else:
+        render_compare(doc)
 
 
 def ladder(
