@@ -180,3 +180,46 @@ def test_html_utilisation_chart_has_its_axis_and_a_cpu_only_run_no_alarm_border(
     assert COLORS["sync"] != COLORS["data_loading"]
     red = int(COLORS["data_loading"][1:3], 16) - int(COLORS["sync"][1:3], 16)
     assert red > 100  # not another red: data loading is red, syncs are blue
+
+
+def test_ladder_labels_say_the_batch_measured_and_the_cpu_table_fits_80_columns():
+    pytest.importorskip("torch")
+    from idlehound.ladder import LADDER, RungResult, ladder_doc, measured_label
+    from idlehound.report import render_ladder
+    from idlehound.workloads.resnet import baseline
+
+    cpu = baseline("cpu")
+    rungs = {r.name: r for r in LADDER}
+    assert "batch 128" in rungs["loader"].label  # written for a GPU
+    tried = [{"batch_size": 8, "num_workers": w, "amp": None, "samples_per_s": 60.0 + w} for w in (1, 2)]
+    label = measured_label(rungs["loader"].label, cpu, tried)
+    assert (
+        "batch 8" in label and "batch 128" not in label and "pinned" not in label
+    )  # nothing pinned on a CPU
+    assert measured_label(rungs["baseline"].label, cpu, []).startswith(f"0. baseline (batch {cpu.batch_size}")
+    results = [
+        RungResult(
+            "baseline",
+            measured_label(rungs["baseline"].label, cpu, []),
+            samples_per_s=50.0,
+            ms_per_step=160.0,
+            speedup=1.0,
+            top_finding="none",
+        ),
+        RungResult(
+            "loader",
+            label,
+            samples_per_s=62.0,
+            ms_per_step=129.0,
+            speedup=1.24,
+            top_finding="none",
+            tried=tried,
+        ),
+    ] + [RungResult(n, rungs[n].label, status="skipped", reason="needs CUDA") for n in ("amp", "cuda_graphs")]
+    out = io.StringIO()
+    render_ladder(ladder_doc(results, "cpu"), Console(file=out, width=80, color_system=None))
+    text = out.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    flat = " ".join(text.split())
+    assert "{" not in text and "1 worker, batch 8: 61 samples/s; 2 workers, batch 8: 62 samples/s" in flat
+    assert "skipped (needs CUDA): amp, cuda_graphs" in text and "NVML" not in text  # nothing measured there

@@ -220,8 +220,12 @@ def demo(
     help="Comma-separated rungs (default: all): " + "baseline,loader,amp,"
     "channels_last,gpu_preprocess,compile,cuda_graphs",
 )
-@click.option("--steps", type=int, default=50, show_default=True, help="Timed steps per rung.")
-@click.option("--warmup", type=int, default=10, show_default=True, help="Untimed steps before timing.")
+@click.option(
+    "--steps", type=int, default=None, help="Timed steps per rung (default: 50 on a GPU, 8 on a CPU)."
+)
+@click.option(
+    "--warmup", type=int, default=None, help="Untimed steps before timing (default: 10 on a GPU, 2 on a CPU)."
+)
 @click.option(
     "--batch-sizes", default="128,256", show_default=True, help="Batch sizes tried by the AMP rung."
 )
