@@ -223,3 +223,43 @@ def test_ladder_labels_say_the_batch_measured_and_the_cpu_table_fits_80_columns(
     flat = " ".join(text.split())
     assert "{" not in text and "1 worker, batch 8: 61 samples/s; 2 workers, batch 8: 62 samples/s" in flat
     assert "skipped (needs CUDA): amp, cuda_graphs" in text and "NVML" not in text  # nothing measured there
+
+
+EPOCHS = """\
+import time
+
+import torch
+
+model = torch.nn.Linear(16, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+data = torch.utils.data.TensorDataset(torch.randn(48, 16), torch.randint(0, 2, (48,)))
+train = torch.utils.data.DataLoader(data, batch_size=8)
+val = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(16, 16)), batch_size=8)
+for epoch in range(3):
+    for x, y in train:
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        time.sleep(0.01)
+    with torch.no_grad():
+        for (x,) in val:  # evaluation between epochs: 0.6 s inside the step that spans the boundary
+            model(x)
+            time.sleep(0.3)
+"""
+
+
+@pytest.mark.slow
+def test_a_step_that_spans_an_epoch_boundary_and_its_evaluation_is_left_out_of_the_mean(tmp_path, run_cli):
+    (tmp_path / "epochs.py").write_text(EPOCHS)
+    r = run_cli(
+        "run", "--skip", "2", "--warmup", "1", "--active", "5", "--logdir", "log", "epochs.py", cwd=tmp_path
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    doc = json.loads(next((tmp_path / "log").glob("*/report.json")).read_text())
+    # 6 batches an epoch: profiled steps 4-8 hold the boundary after step 6 (steps count from 1)
+    (note,) = [n for n in doc["notes"] if "new pass over a DataLoader" in n]
+    left = int(note.split("step #")[1].split(" ")[0])
+    assert left not in doc["trace"]["steps"] and len(doc["trace"]["steps"]) == 4
+    assert all(s["duration_ms"] < 500 for s in doc["steps"])  # each kept step: no 0.6 s evaluation in it
+    assert doc["metrics"]["step_ms"]["value"] < 500
