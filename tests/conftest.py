@@ -38,6 +38,16 @@ def run_cli():
     return _run
 
 
+@pytest.fixture(scope="session")
+def pl_trainer_base(tmp_path_factory):
+    """tune's child on the Lightning stand-in script as written (tests/scripts/tune/pl_trainer.py with fake_pl),
+    run once for every test that reads its baseline: its losses, its facts."""
+    from .tune_helpers import TUNE, run_child
+
+    out = tmp_path_factory.mktemp("pl_trainer_base") / "r.json"
+    return run_child(out, TUNE / "pl_trainer.py", {}, fake="fake_pl")
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """Each reason tests were skipped for, once, with how many it skipped (the groups, not every test)."""
     reasons: dict[str, int] = {}
