@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 work="${1:-$(mktemp -d)}"
 mkdir -p "$work"
+# The build runs in this environment (--no-isolation): it needs setuptools (pyproject's build-system) and build.
+python -c "import setuptools, build" 2>/dev/null || python -m pip install -q "setuptools>=77" build
 # CC=false: the optional C decoder cannot be built, as on a machine without gcc/clang; the build must not fail.
 CC=false python -m build --no-isolation --outdir "$work/dist" . >"$work/build.log" 2>&1 || {
   tail -30 "$work/build.log"; exit 1; }
