@@ -263,3 +263,36 @@ def test_a_step_that_spans_an_epoch_boundary_and_its_evaluation_is_left_out_of_t
     assert left not in doc["trace"]["steps"] and len(doc["trace"]["steps"]) == 4
     assert all(s["duration_ms"] < 500 for s in doc["steps"])  # each kept step: no 0.6 s evaluation in it
     assert doc["metrics"]["step_ms"]["value"] < 500
+
+
+def test_tune_counts_runs_and_says_what_a_verdict_means(capsys):
+    from idlehound.tune import print_progress
+    from idlehound.tune.report import prediction_line, verdict
+
+    print_progress("baseline (2 warm-up + 4 timed steps)", 0, 0)
+    print_progress("baseline (run 1)", 0, 0)
+    print_progress("workers2 (run 1)", 2, 8)
+    print_progress("diagnosing the baseline (short profile)", 2, 0)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        "idlehound tune: baseline (2 warm-up + 4 timed steps)",
+        "idlehound tune: [run 1] baseline (run 1)",
+        "idlehound tune: [run 3 of ~8] workers2 (run 1)",
+        "idlehound tune: diagnosing the baseline (short profile)",
+    ]
+    v = {"candidate": "workers2", "status": "rejected", "effect": None, "on_top_of": None}
+    v["reason"] = "bitwise equal: diverged at step 111: 2.30259 vs 2.30411"
+    assert verdict(v) == (
+        "rejected: the losses changed at step 111 (2.30259 as written, 2.30411 with the change; "
+        "check: bitwise equal)"
+    )
+    ok = {"candidate": "bf16", "status": "ok", "reason": "", "on_top_of": None}
+    wide = {**ok, "effect": "no measurable effect", "speedup": 1.74, "speedup_ci": [1.01, 3.02]}
+    assert verdict(wide) == "not proven faster: interval 1.01–3.02×"
+    flat = {**ok, "effect": "no measurable effect", "speedup": 1.01, "speedup_ci": [0.95, 1.09]}
+    assert verdict(flat) == "no measurable effect"
+    doc = {"schema_version": 3, "prediction": {"available": False}, "budget_s": 300, "wall_s": 306.0}
+    assert prediction_line(doc).endswith(
+        "Budget 300 s, used 306 s (2% over: a run under way is finished, not cut)."
+    )
+    assert prediction_line({**doc, "wall_s": 250.0}).endswith("Budget 300 s, used 250 s.")
