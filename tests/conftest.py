@@ -14,7 +14,8 @@ SHARED = Path(os.environ.get("IDLEHOUND_SHARED", ROOT.parent / "shared")) / "fix
 def shared(name: str) -> Path:
     p = SHARED / name
     if not p.exists():
-        pytest.skip(f"shared fixture {name} not present")
+        # one reason for the whole group, so the end-of-run summary names it once (pytest_terminal_summary)
+        pytest.skip(f"the shared third-party traces are not present at {SHARED} (set IDLEHOUND_SHARED)")
     return p
 
 
@@ -35,3 +36,28 @@ def run_cli():
         )
 
     return _run
+
+
+@pytest.fixture(scope="session")
+def pl_trainer_base(tmp_path_factory):
+    """tune's child on the Lightning stand-in script as written (tests/scripts/tune/pl_trainer.py with fake_pl),
+    run once for every test that reads its baseline: its losses, its facts."""
+    from .tune_helpers import TUNE, run_child
+
+    out = tmp_path_factory.mktemp("pl_trainer_base") / "r.json"
+    return run_child(out, TUNE / "pl_trainer.py", {}, fake="fake_pl")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Each reason tests were skipped for, once, with how many it skipped (the groups, not every test)."""
+    reasons: dict[str, int] = {}
+    for rep in terminalreporter.stats.get("skipped", []):
+        if isinstance(rep.longrepr, tuple):  # (file, line, "Skipped: reason")
+            reason = str(rep.longrepr[2]).removeprefix("Skipped: ")
+        else:
+            reason = str(rep.longrepr)
+        reasons[reason] = reasons.get(reason, 0) + 1
+    if reasons:
+        terminalreporter.section("skipped, by reason")
+        for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+            terminalreporter.write_line(f"{n:4d} skipped: {reason}")

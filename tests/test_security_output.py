@@ -177,12 +177,23 @@ def test_an_error_message_quoting_a_name_is_printed_inert(crafted, run_cli):
 
 
 @pytest.mark.slow
-def test_compare_prints_inert_markdown(crafted, run_cli):
-    r = run_cli("compare", crafted, crafted)
+def test_compare_prints_the_payload_as_text_in_the_terminal(crafted, run_cli):
+    r = run_cli("compare", crafted, crafted, env={"COLUMNS": "3000"})  # rich tables, as `analyze` prints
     assert r.returncode == 0, r.stderr[-2000:]
-    assert (
-        "\x1b" not in r.stdout and "<script" not in r.stdout and "\\[link=https://evil.example\\]" in r.stdout
-    )
+    assert "\x1b" not in r.stdout + r.stderr and "\x07" not in r.stdout
+    assert "\n# heading" not in r.stdout
+    for text in LITERAL:
+        assert text in r.stdout, text
+
+
+def test_compare_markdown_is_inert(crafted):
+    from idlehound.compare import compare_docs
+    from idlehound.pipeline import analyze_path
+    from idlehound.report import render_compare_markdown
+
+    doc = analyze_path(crafted).doc
+    md = render_compare_markdown(compare_docs(doc, doc))
+    assert "\x1b" not in md and "<script" not in md and "\\[link=https://evil.example\\]" in md
 
 
 # --- markdown -------------------------------------------------------------------------------------------------

@@ -78,8 +78,10 @@ def test_compile_replaces_cuda_graphs_in_a_stack_as_one_loader_setting_replaces_
 
 
 @pytest.mark.slow  # tune child processes: seconds each; CI runs it
-def test_lightning_compile_wraps_the_module_given_to_fit_and_its_diff_edits_the_fit_call(tmp_path):
-    base = _child(tmp_path, TUNE / "pl_trainer.py", {}, fake="fake_pl")
+def test_lightning_compile_wraps_the_module_given_to_fit_and_its_diff_edits_the_fit_call(
+    tmp_path, pl_trainer_base
+):
+    base = pl_trainer_base
     comp = _child(tmp_path, TUNE / "pl_trainer.py", CANDS["pl_compile"].settings, fake="fake_pl")
     assert comp["status"] == "ok" and comp["tune_compiles"] == 1 and base["tune_compiles"] == 0
     assert comp["losses"] == base["losses"] and not comp["facts"]["compiled"]
@@ -95,7 +97,7 @@ def test_lightning_compile_wraps_the_module_given_to_fit_and_its_diff_edits_the_
 
 @pytest.mark.slow  # tune child processes: seconds each; CI runs it
 def test_lightning_precision_and_benchmark_set_by_the_script_or_useless_for_the_model_are_not_applicable(
-    tmp_path,
+    tmp_path, pl_trainer_base
 ):
     plain = _child(tmp_path, TUNE / "pl_settings.py", {}, "32-true", fake="fake_pl")["facts"]
     assert not_applicable(CANDS["pl_bf16"], plain) == ""
@@ -105,7 +107,7 @@ def test_lightning_precision_and_benchmark_set_by_the_script_or_useless_for_the_
         not_applicable(CANDS["pl_bf16"], set_) == "the script's Trainer sets precision='bf16-mixed' already"
     )
     assert not_applicable(CANDS["pl_benchmark"], set_) == "the script's Trainer sets benchmark=True already"
-    conv = _child(tmp_path, TUNE / "pl_trainer.py", {}, fake="fake_pl")["facts"]
+    conv = pl_trainer_base["facts"]
     assert not_applicable(CANDS["pl_benchmark"], conv) == ""
 
 

@@ -26,8 +26,14 @@ def _child(tmp_path, settings):
     return run_child(tmp_path / "r.json", TUNE / "hf_trainer.py", settings, fake="fake_hf")
 
 
-def test_trainer_settings_are_injected_into_the_scripts_training_arguments(tmp_path):
-    base = _child(tmp_path, {})
+@pytest.fixture(scope="module")
+def hf_base(tmp_path_factory):
+    """The Trainer script as written, run once for the tests that read its baseline (its facts, its losses)."""
+    return _child(tmp_path_factory.mktemp("hf_base"), {})
+
+
+def test_trainer_settings_are_injected_into_the_scripts_training_arguments(tmp_path, hf_base):
+    base = hf_base
     assert base["status"] == "ok" and base["loaders"][0]["num_workers"] == 0
     assert base["facts"]["transformers_args"]["dataloader_num_workers"] == 0
     assert base["facts"]["transformers_args"]["logging_nan_inf_filter"] is True
@@ -36,8 +42,8 @@ def test_trainer_settings_are_injected_into_the_scripts_training_arguments(tmp_p
     assert workers["losses"][:5] == base["losses"][:5]  # same seeds, same batches: the math is the script's
 
 
-def test_trainer_candidates_are_chosen_for_a_trainer_script_and_left_out_elsewhere(tmp_path):
-    base = _child(tmp_path, {})
+def test_trainer_candidates_are_chosen_for_a_trainer_script_and_left_out_elsewhere(hf_base):
+    base = hf_base
     chosen, skipped = _choose(
         list(CANDS.values()), {"data_loading", "host_bound"}, base, False, TuneOptions()
     )
@@ -148,11 +154,11 @@ def test_the_changed_trainer_script_runs_before_its_diff_is_shown(tmp_path, monk
     assert why.startswith("failed when run: ValueError: persistent workers need dataloader_num_workers > 0")
 
 
-def test_lightning_trainer_settings_are_injected_and_the_scripts_own_are_recorded(tmp_path):
+def test_lightning_trainer_settings_are_injected_and_the_scripts_own_are_recorded(tmp_path, pl_trainer_base):
     def child(settings):
         return run_child(tmp_path / "r.json", TUNE / "pl_trainer.py", settings, fake="fake_pl")
 
-    base = child({})
+    base = pl_trainer_base
     assert base["status"] == "ok"
     assert base["facts"]["lightning_args"] == {"precision": "32-true", "benchmark": None}
     assert not base["facts"]["cudnn_benchmark"]
@@ -164,14 +170,16 @@ def test_lightning_trainer_settings_are_injected_and_the_scripts_own_are_recorde
     assert ("cudnn_benchmark", "not applicable") not in [(o.candidate, o.status) for o in skipped]
 
 
-def test_group_by_length_is_proposed_where_the_batches_carry_padding_and_not_applicable_where_none(tmp_path):
+def test_group_by_length_is_proposed_where_the_batches_carry_padding_and_not_applicable_where_none(
+    tmp_path, hf_base
+):
     padded = run_child(tmp_path / "p.json", TUNE / "hf_padded.py", {}, fake="fake_hf")
     share = padded["facts"]["padded_share"]  # 0-28 of 32 tokens padded, by the sample's index
     assert padded["status"] == "ok" and 0.35 < share < 0.65
     assert padded["facts"]["transformers_args"]["group_by_length"] is False
     chosen, _ = _choose(list(CANDS.values()), set(), padded, False, TuneOptions())
     assert "hf_group_by_length" in [c.name for c in chosen]  # proposed by the fact, with no diagnosed cause
-    plain = _child(tmp_path, {})  # the model is called positionally: no attention mask seen
+    plain = hf_base  # the model is called positionally: no attention mask seen
     assert "padded_share" not in plain["facts"]
     _, skipped = _choose(list(CANDS.values()), set(), plain, False, TuneOptions(try_=["hf_group_by_length"]))
     why = {o.candidate: (o.status, o.reason) for o in skipped}

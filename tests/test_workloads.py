@@ -49,6 +49,9 @@ def test_demo_runs_end_to_end_on_cpu(tmp_path, run_cli):
     info = json.loads((run / "run.json").read_text())
     assert info["workload"]["config"]["batch_size"] == 8
     assert "Step time breakdown" in r.stdout
+    if not torch.cuda.is_available():  # after its own CPU run, the same workload's recorded H200 diagnosis
+        recorded = r.stdout.index("no GPU here; the same workload recorded on an H200:")
+        assert r.stdout.index("NVIDIA H200") > recorded and "resnet.py:110" in r.stdout[recorded:]
 
 
 def test_ladder_tiny_on_cpu_reports_skips_with_reasons(tmp_path, run_cli):

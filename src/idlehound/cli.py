@@ -142,7 +142,9 @@ def analyze(**options: Any) -> None:
     "--no-stack", is_flag=True, help="Do not record Python stacks (less overhead, no source lines)."
 )
 @click.option("--memory", "profile_memory", is_flag=True, help="Record memory allocations.")
-@click.option("--no-report", is_flag=True, help="Do not print the analysis at the end.")
+@click.option(
+    "--no-report", is_flag=True, help="Neither analyse the run at the end nor write report.*: capture only."
+)
 @click.option(
     "--nproc", type=int, default=None, help="Launch N processes through torchrun (torch.distributed)."
 )
@@ -162,8 +164,18 @@ def analyze(**options: Any) -> None:
 )
 @click.option("--run-dir", type=click.Path(path_type=Path), default=None, hidden=True)
 @click.argument("script_and_args", nargs=-1, type=click.UNPROCESSED)
-def run(**options: Any) -> None:
-    """Profile an unmodified training script: idlehound run train.py [args...]."""
+@click.pass_context
+def run(ctx: click.Context, **options: Any) -> None:
+    """Profile an unmodified training script: idlehound run [OPTIONS] train.py [args...].
+
+    idlehound's options go before the script: everything after the script's name is the script's own
+    arguments (`idlehound run train.py --skip 3` hands --skip to train.py)."""
+    ours = [o for p in ctx.command.params for o in getattr(p, "opts", []) if o.startswith("--")]
+    args = options["script_and_args"]
+    if options["module"] is None and args and args[0].startswith("-"):
+        _fail(app.unknown_option(args[0], ours))
+    for line in app.misplaced_options(options["module"], args, ours):
+        click.echo(f"idlehound: {line}", err=True)
     code, message = app.run(app.RunOptions(**options))
     if message is not None:
         _fail(message, code)
@@ -219,8 +231,12 @@ def demo(
     help="Comma-separated rungs (default: all): " + "baseline,loader,amp,"
     "channels_last,gpu_preprocess,compile,cuda_graphs",
 )
-@click.option("--steps", type=int, default=50, show_default=True, help="Timed steps per rung.")
-@click.option("--warmup", type=int, default=10, show_default=True, help="Untimed steps before timing.")
+@click.option(
+    "--steps", type=int, default=None, help="Timed steps per rung (default: 50 on a GPU, 8 on a CPU)."
+)
+@click.option(
+    "--warmup", type=int, default=None, help="Untimed steps before timing (default: 10 on a GPU, 2 on a CPU)."
+)
 @click.option(
     "--batch-sizes", default="128,256", show_default=True, help="Batch sizes tried by the AMP rung."
 )

@@ -14,7 +14,13 @@ def _torch() -> list[Check]:
     try:
         import torch
     except ImportError:
-        return [("PyTorch", False, "not installed: pip install 'idlehound[torch]'")]
+        return [
+            (
+                "PyTorch",
+                False,
+                "not installed: pip install torch torchvision (README, Install: the CPU-only wheels on a machine without a GPU)",
+            )
+        ]
     out = [("PyTorch", True, torch.__version__)]
     cuda = torch.cuda.is_available()
     out.append(

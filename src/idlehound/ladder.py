@@ -8,6 +8,7 @@ top remaining finding. A rung that fails is reported with its reason and the oth
 from __future__ import annotations
 
 import gc
+import re
 import sys
 import traceback
 from dataclasses import dataclass, field, replace
@@ -62,6 +63,8 @@ class Rung:
         """The rung's config on top of the best so far; raises _Skip when the rung cannot run here."""
         if self.needs_cuda and device == "cpu":
             raise _Skip("needs CUDA")
+        if self.needs_compile and device == "cpu" and not opts.chosen:
+            raise _Skip("minutes of compilation on a CPU: ask for it with --rungs")
         if self.needs_compile:
             _need_compile()
         return self.apply(best, opts, device)
@@ -130,18 +133,24 @@ RUNGS = [r.name for r in LADDER]
 CEILING_LABEL = "ceiling: same model, data already on the GPU"
 
 
+# Timed and untimed steps per rung where none are given: a GPU's, and a CPU's quick look (a minute or two).
+GPU_STEPS, GPU_WARMUP = 50, 10
+CPU_STEPS, CPU_WARMUP = 8, 2
+
+
 @dataclass
 class LadderOptions:
     device: str = ""
     rungs: list[str] = field(default_factory=lambda: list(RUNGS))
-    warmup: int = 10
-    steps: int = 50
+    warmup: int = GPU_WARMUP
+    steps: int = GPU_STEPS
     batch_sizes: tuple[int, ...] = (128, 256)
     workers: Optional[list[int]] = None
     data: Optional[str] = None
     logdir: Path = Path("log")
     profile: bool = True
     ceiling: bool = True
+    chosen: bool = False  # the rungs were named (--rungs), not the default set
 
 
 def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: print(m, file=sys.stderr)):
@@ -160,14 +169,16 @@ def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: 
         name = rung.name
         if name not in opts.rungs:
             continue
-        progress(f"idlehound ladder: {rung.label}")
         res = RungResult(name, rung.label, change=rung.change)
         try:
             cfg, res.tried = rung.configure(best, opts, device)  # raises _Skip when the rung cannot run
+            res.label = measured_label(rung.label, cfg, res.tried)
+            progress(f"idlehound ladder: {res.label}")
             _measure(cfg, opts, res, run_dir, progress)
             best = cfg
         except _Skip as s:
             res.status, res.reason = "skipped", str(s)
+            progress(f"idlehound ladder: {rung.label}: skipped ({s})")
         except Exception as e:  # OOM, compile failure...: report and go on
             res.status, res.reason = "failed", f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
             (run_dir / f"{name}.error.txt").write_text(traceback.format_exc())
@@ -193,6 +204,20 @@ def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: 
         results.append(res)
     _save(results, device, run_dir)
     return results, run_dir
+
+
+def measured_label(label: str, cfg: TrainConfig, tried: list[dict[str, Any]]) -> str:
+    """The rung's label with the batch size, worker count and pinning it measured (a CPU runs smaller batches,
+    and pins nothing), in place of the GPU figures the label is written with."""
+    batches = sorted({int(t["batch_size"]) for t in tried if "samples_per_s" in t}) or [cfg.batch_size]
+    batch = f"batch {batches[0]}" if len(batches) == 1 else f"batch {batches[0]}-{batches[-1]}"
+    label = re.sub(r"batch \d+(-\d+)?", batch, label, count=1)
+    label = re.sub(
+        r"\b1 worker\b", f"{cfg.num_workers} worker" + ("s" if cfg.num_workers != 1 else ""), label
+    )
+    if not cfg.pin_memory:
+        label = label.replace(", pinned, non_blocking", "")
+    return label
 
 
 def _save(results: list[RungResult], device: str, run_dir: Path) -> None:
@@ -323,18 +348,22 @@ def _profile_rung(trainer: Trainer, res: RungResult, run_dir: Path, steps: int =
     import torch
     from torch.profiler import ProfilerActivity, profile
 
+    from .capture import kineto_quiet
     from .pipeline import analyze_path
 
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
     folder = run_dir / res.name
     folder.mkdir(exist_ok=True)
-    with profile(
-        activities=acts,
-        schedule=torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1),
-        on_trace_ready=torch.profiler.tensorboard_trace_handler(
-            str(folder), worker_name=res.name, use_gzip=True
-        ),
-    ) as p:
+    with (
+        kineto_quiet(),
+        profile(
+            activities=acts,
+            schedule=torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1),
+            on_trace_ready=torch.profiler.tensorboard_trace_handler(
+                str(folder), worker_name=res.name, use_gzip=True
+            ),
+        ) as p,
+    ):
         for _ in range(steps + 1):
             trainer.step()
             p.step()

@@ -1,7 +1,7 @@
 """Analysis of a loaded trace: steps, time breakdown, idle gaps by cause, per-metric figures."""
 
 from . import _roles as roles  # event roles (kernel, memcpy, sync...), read by the diagnosis too
-from ._core import OBSERVER_RATE, Analysis, IdleGaps, analyze, blocking_waits, idle_gaps
+from ._core import OBSERVER_RATE, Analysis, IdleGaps, analyze, blocking_waits, idle_gaps, unprofiled_step
 from ._model import (
     BREAKDOWN,
     IDLE_CAUSES,
@@ -21,6 +21,7 @@ from ._replay import ALL_FIXES, CONV_GAIN, FIXES, FP32_SPEEDUP, PAGEABLE_SPEEDUP
 from ._source import NO_USER_FRAME, SourceLoc, SourceMap, load_sidecar, location_text, parse_frame
 
 __all__ = [
+    "unprofiled_step",
     "BREAKDOWN",
     "CONV_GAIN",
     "ALL_FIXES",

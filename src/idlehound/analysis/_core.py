@@ -296,24 +296,31 @@ OBSERVER_RATE = 0.8  # a fitted host rate below this means the profiler inflated
 WINDOW_UTIL_GAP_PCT = 20  # the window's mean utilisation this far from the run's: the window is not typical
 
 
-def _observer(rp: Replay, run: dict[str, Any]) -> dict[str, Any]:
-    """Fit the host rate so the replayed step matches the mean steady unprofiled step (docs/metrics.md)."""
+def unprofiled_step(run: dict[str, Any]) -> dict[str, Any]:
+    """The step time without the profiler, from run.json (docs/metrics.md): the mean of the steady unprofiled
+    steps, else run.json's median; {} when the run folder has neither."""
     before = [float(x) for x in run.get("step_ms_before_window") or []][STEADY_SKIP:]
     after = [float(x) for x in run.get("step_ms_after_window") or []][
         1:
     ]  # the first pays for profiler teardown
     steady = before + after
+    if len(steady) >= MIN_STEADY_STEPS:
+        return dict(
+            unprofiled_ms=float(np.mean(steady)), unprofiled_steps=len(steady), source="mean of steady steps"
+        )
+    if isinstance(run.get("unprofiled_step_ms"), (int, float)):  # older run.json: only the median was kept
+        return dict(unprofiled_ms=float(run["unprofiled_step_ms"]), unprofiled_steps=None, source="median")
+    return {}
+
+
+def _observer(rp: Replay, run: dict[str, Any]) -> dict[str, Any]:
+    """Fit the host rate so the replayed step matches the mean steady unprofiled step (docs/metrics.md)."""
     out: dict[str, Any] = {
         "replayed_ms": rp.play().step_ns / 1e6,
         "recorded_ms": rp.recorded_ns / 1e6,
         "host_rate": 1.0,
     }
-    if len(steady) >= MIN_STEADY_STEPS:
-        out.update(
-            unprofiled_ms=float(np.mean(steady)), unprofiled_steps=len(steady), source="mean of steady steps"
-        )
-    elif isinstance(run.get("unprofiled_step_ms"), (int, float)):  # older run.json: only the median was kept
-        out.update(unprofiled_ms=float(run["unprofiled_step_ms"]), unprofiled_steps=None, source="median")
+    out.update(unprofiled_step(run))
     if "unprofiled_ms" in out:
         if rp.fit_overhead(out["unprofiled_ms"] * 1e6):
             if rp.overhead_ns > 0:

@@ -131,6 +131,7 @@ def _extend_to_gpu(ev: EventTable, ctx: _Context, steps: list[Step], notes: list
         notes.append(f"dropped the last step (#{steps[-1].number}): the profiler stopped before its GPU work")
         steps.pop()
     _drop_backlog(ev, ctx, steps, owner, notes)
+    _drop_new_pass(ev, ctx, steps, notes)
 
 
 def _cut_short(ev: EventTable, ctx: _Context, s: Step) -> bool:
@@ -142,6 +143,41 @@ def _cut_short(ev: EventTable, ctx: _Context, s: Step) -> bool:
 BACKLOG_SHARE = (
     0.05  # GPU time of work queued before the window, as a share of the first step, that spoils it
 )
+
+
+NEW_PASS_RATIO = (
+    4.0  # a step this many times the median of the others, which starts a loader pass, is left out
+)
+MIN_STEPS_FOR_OUTLIER = 4
+
+
+def _drop_new_pass(ev: EventTable, ctx: _Context, steps: list[Step], notes: list[str]) -> None:
+    """A step that starts a new pass over a DataLoader (an epoch boundary, or an evaluation loop between
+    training steps) and runs many times longer than the others is not a training step: leave it out of the mean.
+    Only with Python stacks recorded, where the loader's __iter__ shows; the evidence is named in a note."""
+    if len(steps) < MIN_STEPS_FOR_OUTLIER or ctx.python.size == 0:
+        return
+    starts = ctx.python[np.isin(ev.name[ctx.python], ev.name_ids(_is_loader_iter))]
+    if starts.size == 0:
+        return
+    durations = np.array([s.duration_ns for s in steps], dtype=np.float64)
+    for i in sorted(range(len(steps)), reverse=True):
+        s, others = steps[i], np.delete(durations, i)
+        typical = float(np.median(others))
+        new_pass = np.any((ev.ts[starts] >= s.host_start_ns) & (ev.ts[starts] < s.host_end_ns))
+        if typical > 0 and durations[i] > NEW_PASS_RATIO * typical and new_pass:
+            notes.append(
+                f"left out step #{s.number} ({durations[i] / 1e6:.2f} ms against a typical "
+                f"{typical / 1e6:.2f} ms): it starts a new pass over a DataLoader (an epoch boundary or an "
+                "evaluation loop), which is no training step"
+            )
+            steps.pop(i)
+            durations = np.delete(durations, i)
+
+
+def _is_loader_iter(name: str) -> bool:
+    """The Python event of `iter(loader)`: torch/utils/data/dataloader.py(N): __iter__."""
+    return name.startswith("torch/utils/data/dataloader.py(") and name.endswith("): __iter__")
 
 
 def _drop_backlog(

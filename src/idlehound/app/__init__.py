@@ -5,7 +5,16 @@ The CLI parses options and calls these; capture calls back into `analyze_run` on
 """
 
 from ._after import analyze_run, report_ranks
-from ._capture import RunOptions, capture, profile, report_capture, run, why_no_trace
+from ._capture import (
+    RunOptions,
+    capture,
+    misplaced_options,
+    profile,
+    report_capture,
+    run,
+    unknown_option,
+    why_no_trace,
+)
 from ._commands import analyze, analyze_ranks, compare, demo, doctor, ladder, lint, report, tune
 
 __all__ = [
@@ -19,11 +28,13 @@ __all__ = [
     "doctor",
     "ladder",
     "lint",
+    "misplaced_options",
     "profile",
     "report",
     "report_capture",
     "report_ranks",
     "run",
     "tune",
+    "unknown_option",
     "why_no_trace",
 ]

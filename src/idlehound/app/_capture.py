@@ -119,7 +119,6 @@ def _inner_flags(o: RunOptions) -> list[str]:
 
 def report_capture(res: RunResult, nproc: Optional[int], run_dir: Optional[Path], no_report: bool) -> None:
     """Print (and write) what was captured: the ranks compared, the one run analysed, or why nothing was."""
-    import click
 
     from ..capture import wait_for_ranks
 
@@ -129,9 +128,21 @@ def report_capture(res: RunResult, nproc: Optional[int], run_dir: Optional[Path]
                 wait_for_ranks(res.run_dir, int(os.environ.get("WORLD_SIZE", "1")))
             report_ranks(res.run_dir)
     elif not res.traces:
-        click.echo(f"idlehound: no trace was captured: {why_no_trace(res.run_dir)}", err=True)
+        say_no_trace(res.run_dir)
     elif not no_report:
         analyze_run(res.run_dir)
+
+
+def say_no_trace(run_dir: Path) -> None:
+    """One line that stands out: nothing was profiled, why, and what was still written."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from ..runfolder import RUN, SAMPLES
+
+    line = Text("idlehound: no trace was captured", style="bold red")
+    line.append(f": {why_no_trace(run_dir)}. {RUN}.json and {SAMPLES}.json were still written to {run_dir}")
+    Console(stderr=True, soft_wrap=True).print(line)
 
 
 def why_no_trace(run_dir: Path) -> str:
@@ -150,7 +161,7 @@ def why_no_trace(run_dir: Path) -> str:
         if not how:
             how = f"the script exited with code {info['exit_code']}"
         elif info["exit_code"] not in (130, 143) and not how.startswith("os._exit"):
-            how = f"the script failed first ({how})"
+            how = f"the script failed first ({_first_line(how)})"
         return f"{how} after {steps} step(s), before the window began at step {start}"
     if facts.get("child_processes") and steps == 0:
         return (
@@ -171,3 +182,40 @@ def why_no_trace(run_dir: Path) -> str:
         )
     cut = (info.get("window") or {}).get("cut_by", "")
     return f"the window was ended by {cut} during the profiler's warm-up; lower --warmup"
+
+
+def _first_line(error: str, width: int = 160) -> str:
+    """An exception's message on one line: its first line, cut to width (run.json keeps it whole)."""
+    lines = error.strip().splitlines() or [""]
+    line = lines[0] + (" ..." if len(lines) > 1 else "")
+    return line if len(line) <= width else line[: width - 4] + " ..."
+
+
+def unknown_option(arg: str, options: list[str]) -> str:
+    """`idlehound run --skp 3 train.py`: the option named, and the nearest of run's own."""
+    import difflib
+
+    name = arg.split("=", 1)[0]
+    close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    return f"run: no such option {name}{hint} (idlehound's options go before the script)"
+
+
+def misplaced_options(
+    module: Optional[str], script_and_args: tuple[str, ...], options: list[str]
+) -> list[str]:
+    """idlehound options given after the script, which the script does not define: they go to the script."""
+    if module is not None or len(script_and_args) < 2:
+        return []
+    script = Path(script_and_args[0])
+    try:
+        source = script.read_text(errors="replace")
+    except OSError:
+        return []
+    given = [a.split("=", 1)[0] for a in script_and_args[1:] if a.startswith("--")]
+    stray = [a for a in dict.fromkeys(given) if a in options and a not in source]
+    return [
+        f"{a} comes after {script.name}, so it goes to the script, which does not define it; "
+        f"idlehound's options go before the script (idlehound run {a} ... {script.name})"
+        for a in stray
+    ]

@@ -121,21 +121,24 @@ def compare(a: Path, b: Path, as_json: bool, output: Optional[Path], force: bool
     """`idlehound compare A B`."""
     from ..compare import compare_docs
     from ..pipeline import analyze_path
-    from ..report import check_output, render_compare_markdown, write_compare
+    from ..report import check_output, render_compare, write_compare
 
     if output is not None:
         check_output(output, force, [a, b])
     doc = compare_docs(analyze_path(a).doc, analyze_path(b).doc)
     if output is not None:
         write_compare(doc, output, force, [a, b])
-    click.echo(encode(doc) if as_json else render_compare_markdown(doc))
+    if as_json:
+        click.echo(encode(doc))
+    else:
+        render_compare(doc)
 
 
 def ladder(
     device: Optional[str],
     rungs: Optional[str],
-    steps: int,
-    warmup: int,
+    steps: Optional[int],
+    warmup: Optional[int],
     batch_sizes: str,
     workers: Optional[str],
     data: Optional[Path],
@@ -144,8 +147,18 @@ def ladder(
     as_json: bool,
 ) -> None:
     """`idlehound ladder`: run the rungs, print the table, name the folder."""
-    from ..ladder import RUNGS, LadderOptions, ladder_doc, run_ladder
+    from ..ladder import (
+        CPU_STEPS,
+        CPU_WARMUP,
+        GPU_STEPS,
+        GPU_WARMUP,
+        RUNGS,
+        LadderOptions,
+        ladder_doc,
+        run_ladder,
+    )
     from ..report import render_ladder
+    from ..workloads.resnet import default_device
 
     chosen = [r.strip() for r in rungs.split(",")] if rungs else list(RUNGS)
     bad = [r for r in chosen if r not in RUNGS]
@@ -156,16 +169,19 @@ def ladder(
         ws = [int(w) for w in workers.split(",")] if workers else None
     except ValueError:
         raise IdlehoundError("ladder: --batch-sizes and --workers take comma-separated integers") from None
+    device = device or default_device()
+    cpu = device == "cpu"  # a quick look by default: a CPU step takes 10-100x a GPU's
     opts = LadderOptions(
-        device=device or "",
+        device=device,
         rungs=chosen,
-        steps=steps,
-        warmup=warmup,
+        steps=steps if steps is not None else CPU_STEPS if cpu else GPU_STEPS,
+        warmup=warmup if warmup is not None else CPU_WARMUP if cpu else GPU_WARMUP,
         batch_sizes=bs,
         workers=ws,
         data=str(data) if data else None,
         logdir=logdir,
         ceiling=not no_ceiling,
+        chosen=bool(rungs),
     )
     results, run_dir = run_ladder(opts)
     doc = ladder_doc(results, opts.device)

@@ -65,4 +65,36 @@ def run_demo(
             f"idlehound demo: {sps:,.0f} samples/s outside the profiled window "
             f"({timing['unprofiled_step_ms']:.1f} ms per step)\n"
         )
+    if not gpu and print_report and not _has_gpu():
+        show_recorded()
     return p.result, p.run_dir, timing
+
+
+# The same workload (ResNet18, CIFAR10 at 224, batch 32, one worker, fp32) recorded by `idlehound demo` on an H200;
+# a copy of tests/traces/demo, shipped so that a machine without a GPU still sees what the tool finds on one.
+RECORDED = Path(__file__).resolve().parent.parent / "data" / "demo_h200"
+
+
+def _has_gpu() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def show_recorded(console=None) -> None:
+    """Print the diagnosis of the recorded H200 run of the same workload, headed by why it is shown."""
+    from rich.console import Console
+    from rich.rule import Rule
+
+    from ..pipeline import analyze_path
+    from ..report import render
+
+    c = console or Console()
+    c.print()
+    c.print(Rule("no GPU here; the same workload recorded on an H200:", style="bold yellow"))
+    render(analyze_path(RECORDED).doc, c)
+    c.print(
+        f"(recorded run folder: {RECORDED}; `idlehound analyze` or `idlehound report` read it like any other)",
+        style="dim",
+        soft_wrap=True,
+    )

@@ -5,6 +5,7 @@ import sys as _sys
 from .. import runfolder
 from .. import sampler as _sampler  # noqa: F401 - moved to idlehound.sampler; tests/unit/test_sampler.py
 from ._api import profile
+from ._quiet import kineto_quiet
 from ._runner import RunResult, run_distributed, run_script, wait_for_ranks
 from ._session import CaptureOptions, Session, active_session, new_run_dir
 from ._signals import EXIT_SIGINT, EXIT_SIGTERM, Terminated, sigterm_raises
@@ -21,6 +22,7 @@ __all__ = [
     "Session",
     "Terminated",
     "active_session",
+    "kineto_quiet",
     "new_run_dir",
     "profile",
     "run_distributed",

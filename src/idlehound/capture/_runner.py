@@ -81,9 +81,31 @@ def _execute(target: str, args: list[str], module: bool) -> tuple[int, Optional[
     except (KeyboardInterrupt, Terminated) as e:
         return _signalled(e)
     except BaseException as e:  # the user's script failed: show its traceback as python would
-        traceback.print_exc()
+        print_user_traceback(e)
         return 1, f"{type(e).__name__}: {e}"
     return 0, None
+
+
+_OURS = (str(Path(__file__).resolve().parent) + os.sep, str(Path(runpy.__file__).resolve()), "<frozen runpy>")
+
+
+def _ours(filename: str) -> bool:
+    """A frame of idlehound's capture (the runner, its step hooks) or of runpy: not the user's code."""
+    return filename.startswith(_OURS[0]) or filename in _OURS[1:]
+
+
+def _drop_our_frames(te: traceback.TracebackException) -> None:
+    te.stack = traceback.StackSummary.from_list([f for f in te.stack if not _ours(f.filename)])
+    for chained in (te.__cause__, te.__context__):
+        if chained is not None:
+            _drop_our_frames(chained)
+
+
+def print_user_traceback(e: BaseException) -> None:
+    """The traceback `python script.py` would print: without the runner's, runpy's and the step hooks' frames."""
+    te = traceback.TracebackException.from_exception(e)
+    _drop_our_frames(te)
+    sys.stderr.write("".join(te.format()))
 
 
 def _signalled(e: BaseException) -> tuple[int, str]:

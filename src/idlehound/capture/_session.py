@@ -81,7 +81,9 @@ class Session:
         try:
             import torch  # noqa: F401
         except ImportError:
-            raise CaptureError("capture needs PyTorch: pip install 'idlehound[torch]'") from None
+            raise CaptureError(
+                "capture needs PyTorch: pip install torch torchvision (README, Install: the CPU-only wheels on a machine without a GPU)"
+            ) from None
         self.opts = opts
         self.rank = distributed_rank()
         self.run_dir = _session_dir(opts, label, self.rank)

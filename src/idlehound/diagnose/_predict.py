@@ -74,5 +74,10 @@ def _apply(f: Finding, base: float, gain: float, on_top: float, has_others: bool
         f"{(base - gain) / 1e6:.2f} ms"
     )
     if has_others:
-        line += f"; with the other named fixes in place it gives {max(on_top, 0.0) / 1e6:.2f} ms"
+        more = max(on_top, 0.0) / 1e6
+        line += (
+            f"; with the other named fixes in place it gives back {more:.2f} ms more"
+            if more >= 0.005
+            else "; with the other named fixes in place it gives back nothing more (they recover this time)"
+        )
     f.evidence.append(line)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # the lazy names' types, for mypy; at run time __getattr__ lo
     )
     from ._format import metric_text, num
     from .annotated import annotation_events, check_annotated_output, is_annotated_name, write_annotated
-    from .compare import render_compare_markdown
+    from .compare import render_compare, render_compare_markdown
     from .files import (
         check_output,
         write_compare,
@@ -70,6 +70,7 @@ _LAZY = {  # public name -> the module of this package that defines it
     "render_ladder_html": "html",
     "render_page": "html",
     "fmt_metric": "html",
+    "render_compare": "compare",
     "render_compare_markdown": "compare",
     "ranks_title": "ranks",
     "render_ranks": "ranks",
@@ -128,6 +129,7 @@ __all__ = [  # the eager names and _LAZY's (tests/test_report_lazy_names.py keep
     "r",
     "ranks_title",
     "render",
+    "render_compare",
     "render_compare_html",
     "render_compare_markdown",
     "render_html",

@@ -10,7 +10,7 @@ import re
 from typing import Any, Literal, Optional
 
 from .._version import __version__
-from ..analysis import Analysis, IdleLine, SourceLoc
+from ..analysis import Analysis, IdleLine, SourceLoc, unprofiled_step
 from ..analysis import Step as StepInfo
 from ..diagnose import IDLE_CAUSE_DEFINITIONS, IDLE_CAUSE_INFO, IDLE_CAUSE_LABELS, Finding, IdleCause
 from ..metrics import MAX_COPY_GBPS, MAX_STEP_MS, METRICS, status
@@ -185,6 +185,7 @@ def _metrics(a: Analysis) -> dict[str, m.Metric]:
     mem = a.memory
     values = {
         "step_ms": a.step_ms,
+        "unprofiled_step_ms": unprofiled_step(a.run_info).get("unprofiled_ms"),
         "gpu_util": a.gpu_busy_pct,
         "gpu_idle_ms": a.per_step_ms(a.window_ns - a.busy_ns) if a.gpu_recorded else None,
         "kernel_pct": 100 * a.breakdown_ns.get("Kernel", 0) / win if a.gpu_recorded else None,
@@ -291,7 +292,7 @@ def headline(a: Analysis, findings: list[Finding]) -> str:
                 "No GPU activity was recorded (CUPTI did not start): only the host side is analysed; "
                 f"a step took {step} ms."
             )
-        return f"CPU-only trace: a step took {step} ms; no GPU to keep busy."
+        return f"CPU-only trace: a step took {step} ms{_unprofiled_words(a)}; no GPU to keep busy."
     busy = a.gpu_busy_pct or 0.0
     idle_ms = _ms(a.per_step_ms(a.window_ns - a.busy_ns))
     top = next((f for f in findings if f.kind != "risk"), None)  # ranked by the replay's predicted gain
@@ -305,11 +306,19 @@ def headline(a: Analysis, findings: list[Finding]) -> str:
             "fix gives back 5% of the step: the host's own work sets the pace."
         )
     where = f" at {top.location}" if top.location else ""
+    # the finding's share is of the replayed step, fitted to the unprofiled one where run.json has it
+    which = "unprofiled step" if a.observer.get("unprofiled_ms") is not None else "step"
     return (
         f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms); top fix: "
         f"{top.title.lower()} ({_ms(top.recoverable_ms)} ms per step recoverable, {100 * top.share:.0f}% of "
-        f"the {_ms(top.step_ms)} ms step{where})."
+        f"the {_ms(top.step_ms)} ms {which}{where})."
     )
+
+
+def _unprofiled_words(a: Analysis) -> str:
+    """' under the profiler (X ms without it)' where run.json has the unprofiled steps, else ''."""
+    un = unprofiled_step(a.run_info).get("unprofiled_ms")
+    return "" if un is None else f" under the profiler ({_ms(un)} ms without it)"
 
 
 def _ms(x: float) -> str:
@@ -339,7 +348,10 @@ def _replay(a: Analysis) -> Optional[m.Replay]:
 def not_checked_by_need(doc: dict[str, Any]) -> dict[str, list[str]]:
     """The rules not checked, grouped by what they need (one line each in the renderers)."""
     out: dict[str, list[str]] = {}
+    found = {f["cause"] for f in doc.get("findings") or []}
     for n in doc.get("not_checked") or []:
+        if found & set(n.get("causes") or []):  # a finding of that cause stands above: it was seen after all
+            continue
         out.setdefault(n["needs"], []).append(n["rule"])
     return out
 

@@ -2,10 +2,90 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
-from ._escape import md_code, md_text
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..metrics import METRICS
+from ._escape import inert, md_code, md_text
 from ._format import num
+
+SECTIONS = (
+    ("Metrics", "metrics"),
+    ("Step time breakdown (ms per step)", "breakdown_ms"),
+    ("GPU idle by cause (ms per step)", "idle_by_cause_ms"),
+    ("Top kernels (ms per step)", "kernels_ms"),
+    ("Memory", "memory"),
+)
+_BY_LABEL = {m.label: m for m in METRICS.values()}
+_HIGHER_UNITS = ("/s", "GB/s")  # throughput: more is better
+_LOWER_UNITS = ("ms", "µs")  # time a step spends: less is better
+
+
+def higher_is_better(key: str, row: dict[str, Any]) -> Optional[bool]:
+    """Whether B above A is better for this row; None where the direction is not a matter of better or worse
+    (kernels' own time, memory, a kernel share, counts)."""
+    if key in ("kernels_ms", "memory") or (key == "breakdown_ms" and row["label"] == "Kernel"):
+        return None
+    if key in ("breakdown_ms", "idle_by_cause_ms"):
+        return False  # exposed time that is not a kernel, idle time: less is better
+    m = _BY_LABEL.get(row["label"])
+    if m is not None and m.ideal is not None:
+        return m.higher_is_better
+    unit = row.get("unit") or ""
+    return True if unit in _HIGHER_UNITS else False if unit in _LOWER_UNITS else None
+
+
+def judgement(key: str, row: dict[str, Any]) -> str:
+    """'better', 'worse' or '' (no change, no direction, or a side missing)."""
+    up = higher_is_better(key, row)
+    if up is None or not row.get("delta"):
+        return ""
+    return "better" if (row["delta"] > 0) == up else "worse"
+
+
+def cells(row: dict[str, Any]) -> list[str]:
+    """A row's A, B, Δ and Δ % as written in every renderer, each figure with its unit."""
+    unit = row.get("unit") or ""
+    sep = "" if unit in ("", "%") else " "
+    u = f"{sep}{unit}" if unit else ""
+    return [
+        num(row["a"], unit=u),
+        num(row["b"], unit=u),
+        num(row["delta"], signed=True, unit=u),
+        num(row["delta_pct"], 1, signed=True, unit=" %"),
+    ]
+
+
+def render_compare(c: dict[str, Any], console: Optional[Console] = None) -> None:
+    """The comparison in the terminal: a table per section that has rows, findings only where there are any."""
+    out = console or Console()
+    c = inert(c)
+    out.print(Text("idlehound compare", style="bold"))
+    for side in ("a", "b"):
+        out.print(Text(f"{side.upper()} {c[side]['path']}", style="bold"), soft_wrap=True)
+        out.print(Text(f"  {c[side]['headline']}"))
+    style = {"better": "green", "worse": "red", "": ""}
+    for title, key in SECTIONS:
+        if not c[key]:
+            continue
+        tab = Table(title=title, title_justify="left", show_edge=False)
+        tab.add_column("")
+        for head in ("A", "B", "Δ", "Δ %"):
+            tab.add_column(head, justify="right")
+        for row in c[key]:
+            mark = style[judgement(key, row)]
+            a, b, d, p = cells(row)
+            tab.add_row(Text(row["label"]), a, b, Text(d, style=mark), Text(p, style=mark))
+        out.print(tab)
+    lines = finding_lines(c)
+    if lines:
+        out.print(Text("Findings", style="bold"))
+        for line in lines:
+            out.print(Text(f"  {line}"))
+    out.print(Text("Δ = B - A; green: B better, red: B worse (docs/metrics.md)", style="dim"))
 
 
 def render_compare_markdown(c: dict[str, Any]) -> str:
@@ -16,24 +96,16 @@ def render_compare_markdown(c: dict[str, Any]) -> str:
         f"- **B** {md_code(c['b']['path'])}: {md_text(c['b']['headline'])}",
         "",
     ]
-    for title, key in (
-        ("Metrics", "metrics"),
-        ("Step time breakdown (ms per step)", "breakdown_ms"),
-        ("GPU idle by cause (ms per step)", "idle_by_cause_ms"),
-        ("Top kernels (ms per step)", "kernels_ms"),
-        ("Memory", "memory"),
-    ):
+    for title, key in SECTIONS:
         if not c[key]:
             continue
-        out += [f"## {title}", "", "| | A | B | Δ | Δ % |", "|---|---:|---:|---:|---:|"]
-        out += [
-            f"| {md_text(x['label'])} | {num(x['a'])} | {num(x['b'])} | {num(x['delta'], signed=True)} | "
-            f"{num(x['delta_pct'], signed=True)} |"
-            for x in c[key]
-        ]
+        out += [f"## {title}", "", "| | A | B | Δ | Δ % | B is |", "|---|---:|---:|---:|---:|---|"]
+        out += [f"| {md_text(x['label'])} | {' | '.join(cells(x))} | {judgement(key, x)} |" for x in c[key]]
         out.append("")
-    out += ["## Findings", ""]
-    out += [f"- {line}" for line in finding_lines(c, md_text)]
+    lines = finding_lines(c, md_text)
+    if lines:
+        out += ["## Findings", ""]
+        out += [f"- {line}" for line in lines]
     return "\n".join(out) + "\n"
 
 

@@ -31,7 +31,7 @@ COLORS = {
     "Other": "#9e9e9e",
     "data_loading": "#c62828",
     "allocator": "#6a1b9a",
-    "sync": "#ad1457",
+    "sync": "#0288d1",  # far from data loading's red: the two are the commonest causes, often side by side
     "launch": "#ef6c00",
     "cpu_ops": "#8d6e63",
     "python": "#fbc02d",
@@ -40,6 +40,7 @@ _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1100px;
 color:#222;padding:0 16px}h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd}
 .headline{font-size:17px;font-weight:600;padding:12px 16px;background:#f5f5f5;border-left:5px solid #c62828}
+.headline.calm{border-left-color:#9e9e9e}
 .cards{display:flex;flex-wrap:wrap;gap:10px}.card{border:1px solid #ddd;border-radius:6px;padding:8px 12px;
 min-width:150px}.card .v{font-size:20px;font-weight:600}.card .l{color:#555;font-size:12px}
 .ideal{border-top:4px solid #2e7d32}.fair{border-top:4px solid #f9a825}.problem{border-top:4px solid #c62828}
@@ -50,6 +51,7 @@ pre{background:#f6f8fa;padding:8px;overflow:auto}table{border-collapse:collapse}
 td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:left}td.n{text-align:right}
 .legend span{display:inline-block;margin-right:12px}.sw{display:inline-block;width:10px;height:10px;
 margin-right:4px}.muted{color:#777}svg text{font:11px sans-serif}
+td.better{color:#2e7d32;font-weight:600}td.worse{color:#c62828;font-weight:600}
 """
 
 
@@ -84,6 +86,8 @@ def report_values(doc: dict[str, Any]) -> dict[str, Any]:
         n_steps=len(t["steps"]),
         device=doc["device"]["name"] or "CPU",
         headline=doc["headline"],
+        # red only where GPU time is lost: a CPU-only trace or a run without findings is no alarm
+        alarm=doc["trace"]["gpu_recorded"] and any(f["kind"] != "risk" for f in doc["findings"]),
         cards=_cards(doc),
         breakdown=_breakdown(doc),
         timeline=_timeline(doc),
@@ -233,6 +237,7 @@ def _curve(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
         "h": h,
         "t_end": f"{t_end:.1f}",
         "points": " ".join(f"{w * t / t_end:.1f},{h - h * min(u, 100) / 100:.1f}" for t, u, _ in pts),
+        "grid": [{"y": round(h - h * pct / 100, 1), "label": f"{pct} %"} for pct in (0, 25, 50, 75, 100)],
         "what": "GPU utilisation (NVML)" if c.get("source") == "nvml" else "process CPU use (no NVML)",
         "sawtooth": bool((doc.get("run") or {}).get("sampler", {}).get("sawtooth")),
     }
@@ -353,32 +358,46 @@ _COMPARE_SECTIONS = (
     ("Metrics", "metrics"),
     ("Step time breakdown (ms per step)", "breakdown_ms"),
     ("GPU idle by cause (ms per step)", "idle_by_cause_ms"),
-    ("Top kernels", "kernels_ms"),
+    ("Top kernels (ms per step)", "kernels_ms"),
     ("Memory", "memory"),
 )
 
 
 def render_compare_html(c: dict[str, Any]) -> str:
-    """Two runs side by side: a table per section and bars for the breakdown of each."""
+    """Two runs side by side: bars of each one's step, a table per section (units, B better or worse)."""
+    from .compare import cells, judgement
+
     sections = [
         {
             "title": title,
-            "rows": [
-                [
-                    x["label"],
-                    num(x["a"]),
-                    num(x["b"]),
-                    num(x["delta"], signed=True),
-                    num(x["delta_pct"], signed=True),
-                ]
-                for x in c[key]
-            ],
+            "rows": [{"label": x["label"], "cells": cells(x), "mark": judgement(key, x)} for x in c[key]],
         }
         for title, key in _COMPARE_SECTIONS
         if c[key]
     ]
     items = finding_lines(c)  # the page's template escapes them
-    return render_page("compare.html", a=c["a"], b=c["b"], sections=sections, findings=items)
+    return render_page(
+        "compare.html", a=c["a"], b=c["b"], sections=sections, findings=items, chart=_compare_chart(c)
+    )
+
+
+def _compare_chart(c: dict[str, Any]) -> dict[str, Any]:
+    """A's and B's step as stacked bars of the breakdown categories, on one ms scale."""
+    rows = c["breakdown_ms"]
+    total = {side: sum(r[side] or 0.0 for r in rows) for side in ("a", "b")}
+    scale = max(total.values()) or 1.0
+    bars = []
+    for side in ("a", "b"):
+        x, parts = 0.0, []
+        for r in rows:
+            w = 100.0 * (r[side] or 0.0) / scale
+            if w > 0:
+                color = COLORS.get(r["label"], "#9e9e9e")
+                parts.append({"x": round(x, 3), "w": round(w, 3), "color": color, "label": r["label"]})
+                x += w
+        bars.append({"side": side.upper(), "parts": parts, "ms": num(total[side], unit=" ms")})
+    legend = [{"label": r["label"], "color": COLORS.get(r["label"], "#9e9e9e")} for r in rows]
+    return {"bars": bars, "legend": legend}
 
 
 _LADDER_HEAD = (

@@ -13,6 +13,8 @@ from ._format import num as _n
 
 
 def render_ladder(doc: dict[str, Any], console: Optional[Console] = None) -> None:
+    """The ladder as a table; columns with nothing measured in them (NVML, memory and the ceiling on a CPU) are
+    left out, so it fits a terminal of 80 columns."""
     c = console or Console()
     t = Table(title=Text(visible(f"Optimisation ladder on {doc['device']}")), title_justify="left")
     cols: list[tuple[str, Literal["left", "right"]]] = [
@@ -26,14 +28,39 @@ def render_ladder(doc: dict[str, Any], console: Optional[Console] = None) -> Non
         ("% ceiling", "right"),
         ("top remaining finding", "left"),
     ]
-    for col, just in cols:
-        t.add_column(col, justify=just)
-    for row in ladder_table_rows(doc):
-        t.add_row(*(Text(visible(cell)) for cell in row))
+    measured = [(r, row) for r, row in zip(doc["rungs"], ladder_table_rows(doc)) if r["status"] != "skipped"]
+    keep = [i for i in range(len(cols)) if i == 0 or any(row[i] not in ("", "—") for _, row in measured)]
+    for i in keep:
+        t.add_column(cols[i][0], justify=cols[i][1])
+    for r, row in measured:
+        cells = [row[i] for i in keep] if r["status"] == "ok" else [row[0], row[1]] + [""] * (len(keep) - 2)
+        t.add_row(*(Text(visible(cell)) for cell in cells[: len(keep)]))
     c.print(t)
+    skipped: dict[str, list[str]] = {}
     for r in doc["rungs"]:
-        for tr in r.get("tried") or []:
-            c.print(Text(visible(f"  {r['name']} tried: {tr}"), style="dim"))
+        if r["status"] == "skipped":
+            skipped.setdefault(r["reason"], []).append(r["name"])
+    for reason, names in skipped.items():
+        c.print(Text(visible(f"  skipped ({reason}): {', '.join(names)}"), style="dim"))
+    for r in doc["rungs"]:
+        if r.get("tried"):
+            c.print(Text(visible(f"  {r['name']} tried: {tried_text(r['tried'])}"), style="dim"))
+
+
+def tried_text(tried: list[dict[str, Any]]) -> str:
+    """What a rung's sweep measured, one candidate after another: '1 worker, batch 8: 25 samples/s; ...'."""
+    parts = []
+    for t in tried:
+        n = t.get("num_workers")
+        what = f"{n} worker{'s' if n != 1 else ''}, batch {t.get('batch_size')}"
+        what += f", {t['amp']}" if t.get("amp") else ""
+        got = (
+            f"{t['samples_per_s']:,.0f} samples/s"
+            if t.get("samples_per_s") is not None
+            else f"failed ({t.get('error', '')})"
+        )
+        parts.append(f"{what}: {got}")
+    return "; ".join(parts)
 
 
 def ladder_table_rows(doc: dict[str, Any]) -> list[list[str]]:

@@ -21,6 +21,11 @@ from ._format import metric_text
 
 _MARK = {"ideal": ("✓ ideal", "green"), "fair": ("~ fair", "yellow"), "problem": ("✗ problem", "red")}
 _SEV = {"high": "bold red", "medium": "yellow", "low": "cyan"}
+# What the `~` after a line in the idle-by-line table means.
+APPROX_NOTE = (
+    "~ after a line: approximate, the def line of the enclosing function (the trace has no exact call line; "
+    "`idlehound run` records them)."
+)
 
 
 def render(doc: dict[str, Any], console: Optional[Console] = None) -> None:
@@ -29,10 +34,10 @@ def render(doc: dict[str, Any], console: Optional[Console] = None) -> None:
     t = doc["trace"]
     dev = doc["device"]["name"] or ("CPU" if not t["cuda_run"] else "GPU")
     steps = t["steps"]
-    c.print(Text(f"idlehound · {t['path']}", style="bold"))
+    c.print(Text(f"idlehound · {t['path']}", style="bold"), soft_wrap=True)  # a path is never cut mid-name
     c.print(
         Text(
-            f"{len(steps)} step(s) from {t['step_source']} · {dev}"
+            f"{len(steps)} step(s) analysed ({t['step_source']}) · {dev}"
             + (f" · worker {t['worker']}" if t["worker"] else ""),
             style="dim",
         )
@@ -52,6 +57,8 @@ def render(doc: dict[str, Any], console: Optional[Console] = None) -> None:
         c.print(_lines(doc["idle_by_library_line"], "GPU idle by library line (innermost, below your line)"))
     if doc["idle_by_line"] or doc.get("idle_by_library_line"):
         c.print(Text(IDLE_LINES_NOTE, style="dim"))
+        if any(not (r["location"] or {}).get("exact", True) for r in doc["idle_by_line"]):
+            c.print(Text(APPROX_NOTE, style="dim"))
     for n in doc["notes"]:
         c.print(Text(f"note: {n}", style="yellow"))
 
@@ -111,8 +118,12 @@ def _findings(c: Console, findings: list[dict[str, Any]]) -> None:
     if not findings:
         c.print(Text("No findings: nothing explains a significant share of the step.", style="green"))
         return
-    c.print(Text("Findings, most recoverable first", style="bold"))
+    lost = [f for f in findings if f["kind"] != "risk"]
     for i, f in enumerate(findings, 1):
+        if i == 1 and lost:
+            c.print(Text("Findings, most recoverable first", style="bold"))
+        if i == len(lost) + 1:  # risks come last: no time lost yet, so no place in the order by time
+            c.print(Text("Risks (no step time lost yet)", style="bold"))
         head = Text(f"{i}. ")
         head.append(f"[{f['severity'].upper()}] ", style=_SEV.get(f["severity"], ""))
         head.append(f["title"], style="bold")
@@ -125,7 +136,9 @@ def _findings(c: Console, findings: list[dict[str, Any]]) -> None:
         if f["location"]:
             loc = f["location"]
             exact = "" if loc["exact"] else f" (in {loc['function']}, def line: approximate)"
-            parts.append(Text(f"   at {location_text(loc, approx=False)}{exact}", style="magenta"))
+            parts.append(
+                Text(f"   at {location_text(loc, approx=False)}{exact}", style="magenta", overflow="ignore")
+            )
         parts += [Text(f"   • {e}") for e in f["evidence"]]
         parts.append(Text(f"   Fix: {f['fix']}", style="green"))
         c.print(Group(*parts))
@@ -144,7 +157,7 @@ def _findings(c: Console, findings: list[dict[str, Any]]) -> None:
 
 def _lines(rows: list[dict[str, Any]], title: str = "GPU idle by source line") -> Table:
     tab = Table(title=f"{title} (top 10)", title_justify="left", show_edge=False)
-    tab.add_column("line")
+    tab.add_column("line", no_wrap=True)  # a path cut mid-name cannot be searched for
     tab.add_column("cause")
     tab.add_column("idle ms per step", justify="right")
     tab.add_column("gaps", justify="right")

@@ -76,9 +76,18 @@ Progress = Callable[[str, int, int], None]  # (what runs now, runs done, runs pl
 
 
 def print_progress(message: str, done: int, total: int) -> None:
+    """One line per child run, counted "run 3 of ~12" (the plan grows when an interval needs more rounds);
+    the steps between runs (diagnosing, checking the diff) without a count."""
     if total and done >= total:
         return
-    sys.stderr.write(f"idlehound tune: [{done + 1}/{total or '?'}] {message}\n")
+    if not _RUN_MESSAGE.search(message):
+        sys.stderr.write(f"idlehound tune: {message}\n")
+        return
+    count = f"run {done + 1}" + (f" of ~{total}" if total else "")
+    sys.stderr.write(f"idlehound tune: [{count}] {message}\n")
+
+
+_RUN_MESSAGE = re.compile(r"\(run \d+\)$")  # what _Lab._measure says as each child run starts
 
 
 def run_tune(

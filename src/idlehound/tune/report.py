@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..report import md_code, md_fence, md_text
@@ -61,21 +62,39 @@ def verdict(v: dict[str, Any]) -> str:
         "skipped": "skipped",
         "not applicable": "not applicable",
     }.get(status, "accepted")
+    interval = (v.get("gain_ci") if v.get("on_top_of") else v.get("speedup_ci")) or []
     if status == "ok" and effect is not None:  # version 2
         text = (
             "accepted"
             if effect == "faster" and (v.get("speedup_ci") or [0])[0] > 1.0
             else "slower: not kept"
             if effect == "slower"
+            else f"not proven faster: interval {_ci(interval)}"
+            if interval and interval[0] > 1.0  # faster, but not by the margin the interval must clear
             else "no measurable effect"
         )
     cut = (
         v.get("warmup_note") or ""
     )  # a warm-up cut to fit a short script qualifies the figure; a raise does not
+    reason = _diverged_words(v["reason"]) if status == "rejected" and v["reason"] else v["reason"]
     return (
         text
-        + (f": {v['reason']}" if v["reason"] else "")
+        + (f": {reason}" if reason else "")
         + (f" ({cut})" if cut.startswith("warm-up ") and ", not " in cut else "")
+    )
+
+
+_DIVERGED = re.compile(r"^(?P<check>.+?): diverged at step (?P<step>\d+): (?P<was>\S+) vs (?P<got>\S+)$")
+
+
+def _diverged_words(reason: str) -> str:
+    """ "bitwise equal: diverged at step 111: 2.3 vs 2.4" as a sentence: what changed, then the check it failed."""
+    m = _DIVERGED.match(reason)
+    if not m:
+        return reason
+    return (
+        f"the losses changed at step {m['step']} ({m['was']} as written, {m['got']} with the change; "
+        f"check: {m['check']})"
     )
 
 
@@ -168,8 +187,18 @@ def prediction_line(doc: dict[str, Any]) -> str:
     )
     if doc.get("budget_s") is not None:
         line += f" Budget {doc['budget_s']:g} s"
-        line += f", used {doc['wall_s']:.0f} s." if doc.get("wall_s") is not None else "."
+        line += _used(doc["budget_s"], doc.get("wall_s"))
     return line
+
+
+def _used(budget: float, wall: Any) -> str:
+    if wall is None:
+        return "."
+    if wall <= budget:
+        return f", used {wall:.0f} s."
+    return (
+        f", used {wall:.0f} s ({100 * (wall / budget - 1):.0f}% over: a run under way is finished, not cut)."
+    )
 
 
 def best_line(doc: dict[str, Any]) -> str:
