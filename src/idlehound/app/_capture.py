@@ -121,7 +121,7 @@ def report_capture(res: RunResult, nproc: Optional[int], run_dir: Optional[Path]
     """Print (and write) what was captured: the ranks compared, the one run analysed, or why nothing was."""
     import click
 
-    from ..capture import wait_for_ranks
+    from ..capture import EXIT_SIGTERM, wait_for_ranks
 
     if (nproc or 1) > 1 or res.rank is not None:
         if res.rank in (None, 0) and run_dir is None and not no_report:
@@ -130,6 +130,12 @@ def report_capture(res: RunResult, nproc: Optional[int], run_dir: Optional[Path]
             report_ranks(res.run_dir)
     elif not res.traces:
         click.echo(f"idlehound: no trace was captured: {why_no_trace(res.run_dir)}", err=True)
+    elif res.exit_code == EXIT_SIGTERM:  # a scheduler's grace period is short: the analysis can wait
+        click.echo(
+            f"idlehound: terminated (SIGTERM): the trace and run.json are saved; not analysed now: "
+            f"idlehound analyze {res.run_dir}",
+            err=True,
+        )
     elif not no_report:
         analyze_run(res.run_dir)
 
