@@ -178,11 +178,12 @@ SETTINGS: tuple[FrameworkSetting, ...] = (
     FrameworkSetting(
         "lightning",
         "data_loading",
-        "The loader is yours in train_dataloader(): give it workers, pinned memory and workers kept between "
-        "epochs (Lightning moves batches to the GPU for you).",
-        "def train_dataloader(self):\n"
-        "    return DataLoader(self.train_set, batch_size=..., num_workers={workers}, pin_memory=True,\n"
-        "                      persistent_workers=True, prefetch_factor=4)",
+        "The loader is yours (the one given to trainer.fit(), or returned by train_dataloader() or a "
+        "DataModule): give it workers, pinned memory and workers kept between epochs (Lightning moves batches "
+        "to the GPU for you).",
+        "loader = DataLoader(train_set, batch_size=..., num_workers={workers}, pin_memory=True,\n"
+        "                    persistent_workers=True, prefetch_factor=4)\n"
+        "trainer.fit(model, loader)   # or return it from train_dataloader()",
     ),
     FrameworkSetting(
         "lightning",
