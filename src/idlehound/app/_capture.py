@@ -132,8 +132,8 @@ def report_capture(res: RunResult, nproc: Optional[int], run_dir: Optional[Path]
         click.echo(f"idlehound: no trace was captured: {why_no_trace(res.run_dir)}", err=True)
     elif res.exit_code == EXIT_SIGTERM:  # a scheduler's grace period is short: the analysis can wait
         click.echo(
-            f"idlehound: terminated (SIGTERM): the trace and run.json are saved; not analysed now: "
-            f"idlehound analyze {res.run_dir}",
+            f"idlehound: terminated (SIGTERM): trace saved, not analysed: idlehound analyze {res.run_dir} "
+            "(analysis left for later: a scheduler's grace period is short)",
             err=True,
         )
     elif not no_report:
