@@ -114,3 +114,16 @@ def test_the_branch_check_finds_prefetch_without_workers_on_the_cpu_branch(tmp_p
     (tmp_path / "b.py").write_text(broken)
     assert _branch(tmp_path, tmp_path / "b.py", "accel")["broken"] == ""
     assert "prefetch_factor" in _branch(tmp_path, tmp_path / "b.py", "cpu")["broken"]
+
+
+@pytest.mark.slow
+def test_the_diff_check_rejects_an_edit_that_breaks_only_the_accelerator_branch(tmp_path):
+    from idlehound.tune import TuneOptions, _runs_changed
+
+    script = TUNE / "accel_ifexp_kwargs.py"
+    good = changed_source(script.read_text(), WORKERS2)[0]
+    broken = script.read_text().replace("shuffle=True, **extra)", "shuffle=True, num_workers=2, **extra)")
+    opts = TuneOptions(timeout_s=300)
+    assert _runs_changed(str(script), [], opts, tmp_path, good) == ""
+    why = _runs_changed(str(script), [], opts, tmp_path, broken)  # it trains on this CPU machine
+    assert why.startswith("failed with an accelerator: line 17: TypeError"), why
