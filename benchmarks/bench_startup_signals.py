@@ -12,6 +12,11 @@ A second part sends SIGINT during plain CLI start-up (`python -m idlehound analy
 script, whose imports run before main() can catch anything), at a uniform random delay within that start-up.
 Target: exit 130 with one line, or an interruption of Python's own start-up (before idlehound's first line runs;
 tallied apart), never a traceback through idlehound's code.
+
+    python benchmarks/bench_startup_signals.py --sigterm-save [SECONDS ...]
+
+SIGTERM after SECONDS of a window still recording (default budgets): seconds from the signal to the run folder
+saved (run.json "done") and to the exit. Target <= 10 s (Slurm's KillWait is 30 s).
 """
 
 from __future__ import annotations
@@ -99,13 +104,77 @@ def cli_start_up(trials: int, rng: random.Random) -> None:
         )
 
 
+def sigterm_save(record_s: float, logdir: Path) -> dict:
+    """SIGTERM after record_s seconds of a window that would go on recording (the default budgets, a window
+    longer than the run): seconds from the signal to run.json "done" (the folder saved) and to the exit."""
+    script = logdir / "train.py"
+    script.write_text(SCRIPT.read_text().replace("> 30:", "> 600:"))  # trains until signalled
+    cmd = [sys.executable, "-m", "idlehound", "run", "--logdir", str(logdir), "--skip", "3", "--warmup", "1"]
+    p = subprocess.Popen(
+        [*cmd, "--active", "1000000", str(script), "run", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert p.stderr is not None
+    for line in p.stderr:  # the window has begun
+        if "profiling step" in line:
+            break
+    time.sleep(record_s)
+    sent = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    saved = None
+    while p.poll() is None:
+        if saved is None and _run_json_done(logdir):
+            saved = time.monotonic() - sent
+        time.sleep(0.05)
+    exited = time.monotonic() - sent
+    err = p.stderr.read()
+    traces = [f for f in logdir.glob("*/*.pt.trace.json*")]
+    info = json.loads(next(logdir.glob("*/run.json")).read_text())
+    return {
+        "code": p.returncode,
+        "saved_s": saved if saved is not None else exited,
+        "exit_s": exited,
+        "steps": (info.get("window") or {}).get("steps_recorded"),
+        "mb": sum(f.stat().st_size for f in traces) / 2**20,
+        "said_later": "not analysed now" in err,
+    }
+
+
+def _run_json_done(logdir: Path) -> bool:
+    for f in logdir.glob("*/run.json"):
+        try:
+            return json.loads(f.read_text()).get("status") == "done"
+        except ValueError:  # being written
+            return False
+    return False
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=24)
     ap.add_argument("--max-delay", type=float, default=4.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--cli-only", action="store_true", help="only the plain CLI start-up part")
+    ap.add_argument(
+        "--sigterm-save",
+        type=float,
+        nargs="*",
+        metavar="SECONDS",
+        help="only: SIGTERM after this many seconds of recording; time to the saved run folder (target <= 10 s)",
+    )
     a = ap.parse_args()
+    if a.sigterm_save is not None:
+        for record_s in a.sigterm_save or [10.0, 20.0]:
+            with tempfile.TemporaryDirectory() as d:
+                r = sigterm_save(record_s, Path(d))
+            print(
+                f"SIGTERM after {record_s:g} s of recording: {r['steps']} steps, trace {r['mb']:.1f} MB: "
+                f"run folder saved in {r['saved_s']:.1f} s, exit {r['code']} after {r['exit_s']:.1f} s"
+                + ("; says the analysis is left for later" if r["said_later"] else "")
+            )
+        return
     rng = random.Random(a.seed)
     cli_start_up(a.trials, rng)
     if a.cli_only:

@@ -47,7 +47,10 @@ def test_lightning_fixes_name_its_own_places_and_keep_the_worker_count(pl):
     data = _finding(pl, "data_loading")
     generic = data.details["generic_fix"]["code"]
     n = generic.split("num_workers=")[1].split(",")[0]
-    assert data.code.startswith("def train_dataloader(self):") and f"num_workers={n}," in data.code
+    assert data.code.startswith("loader = DataLoader(") and f"num_workers={n}," in data.code
+    assert (
+        "trainer.fit(model, loader)" in data.code
+    )  # a script without train_dataloader() is not told to edit one
     assert _finding(pl, "launch_bound").code.startswith("model = torch.compile(model)")
 
 

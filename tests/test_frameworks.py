@@ -14,7 +14,7 @@ import idlehound
 from idlehound.diagnose.frameworks import annotate, find_matches, match_stack, sync_stacks
 from idlehound.diagnose.frameworks_table import ENTRIES
 
-from .conftest import ROOT, TRACES, shared
+from .conftest import ROOT, SCRIPTS, TRACES, shared
 
 FW = TRACES / "frameworks"
 # entry -> (recording where the framework causes the sync, control: same run with the framework's fix applied)
@@ -124,3 +124,14 @@ def test_missing_framework_gives_helpful_import_error(module, blocked, hint):
     )
     assert r.returncode == 0, r.stderr
     assert hint in r.stdout
+
+
+def test_lightning_logging_finding_points_at_the_self_log_call_not_the_fit_call():
+    """The reads happen later, in Lightning's loop under trainer.fit(): the line to change is the self.log(...)
+    in training_step (issue 32 item 14)."""
+    a = analysis("lightning_log_on_step")
+    (f,) = [f for f in idlehound.diagnose(a) if f.cause == "framework_sync"]
+    source = (SCRIPTS / "frameworks" / "lightning_fit.py").read_text().splitlines()
+    assert f.location is not None and f.location.file == "lightning_fit.py"
+    assert source[f.location.line - 1].strip().startswith('self.log("train_loss"')
+    assert f.details["framework"][0]["user"]["line"] == f.location.line

@@ -79,3 +79,10 @@ def test_the_lower_bar_is_only_for_framework_named_causes(lightning):
     plain = copy.deepcopy(next(f for f in lightning.findings if f.cause == "sync"))
     plain.details.pop("framework")
     assert grade(plain, Thresholds()) is None
+
+
+def test_lightning_sync_finding_points_at_the_self_log_line(lightning):
+    (f,) = [f for f in lightning.findings if f.cause == "sync"]
+    assert (
+        f.location.file.endswith("gpu_lightning.py") and f.location.line == 43
+    )  # self.log(..., prog_bar=True)

@@ -85,25 +85,32 @@ def test_a_changed_script_is_run_before_its_diff_is_shown(tmp_path):
     good, _ = changed_source((TUNE / "kwargs_loader.py").read_text(), WORKERS2)
     assert _runs_changed(str(TUNE / "kwargs_loader.py"), [], opts, tmp_path, good) == ""
     assert "does not parse" in _runs_changed(str(TUNE / "kwargs_loader.py"), [], opts, tmp_path, good + "\n)")
-    # a helper's **kw already holds num_workers: adding it beside would pass it twice
+    # a helper's **kw already holds num_workers: the options are merged into it at the call (issue 32)
     script = TUNE / "helper_kwargs.py"
     base = Outcome("baseline", "as written", speedup=1.0)
     win = Outcome(
         "workers2", "workers", speedup=2.0, speedup_ci=[1.8, 2.2], effect="faster", settings=WORKERS2
     )
-    doc = _document(
+
+    def document(check):
+        return _document(str(script), opts, set(), [base, win], tmp_path, {}, check=check)
+
+    doc = document(lambda new: _runs_changed(str(script), [], opts, tmp_path, new))
+    assert doc["diff_check"].startswith("ran:")
+    assert "+    return torch.utils.data.DataLoader(dataset, **{**kw, " in doc["diff"]
+    # an edit that passes num_workers twice fails when run, and its diff is not shown
+    twice = lambda new: _runs_changed(  # noqa: E731
         str(script),
+        [],
         opts,
-        set(),
-        [base, win],
         tmp_path,
-        {},
-        check=lambda new: _runs_changed(str(script), [], opts, tmp_path, new),
+        new.replace("(dataset, **{**kw,", "(dataset, num_workers=2, **{**kw,"),
     )
+    doc = document(twice)
     assert doc["best"]["candidate"] == "workers2" and doc["diff"] == ""
     assert doc["diff_check"].startswith("failed: failed when run: TypeError")
     assert "multiple values for keyword argument 'num_workers'" in doc["diff_check"]
-    assert "the diff was not shown" in doc["snippets"][0] and "num_workers=2" in doc["snippets"][0]
+    assert "the diff was not shown" in doc["snippets"][0] and "num_workers" in doc["snippets"][0]
 
 
 def _child(tmp_path, script, settings, skip, steps, *args):

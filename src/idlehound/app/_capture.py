@@ -119,8 +119,9 @@ def _inner_flags(o: RunOptions) -> list[str]:
 
 def report_capture(res: RunResult, nproc: Optional[int], run_dir: Optional[Path], no_report: bool) -> None:
     """Print (and write) what was captured: the ranks compared, the one run analysed, or why nothing was."""
+    import click
 
-    from ..capture import wait_for_ranks
+    from ..capture import EXIT_SIGTERM, wait_for_ranks
 
     if (nproc or 1) > 1 or res.rank is not None:
         if res.rank in (None, 0) and run_dir is None and not no_report:
@@ -129,6 +130,12 @@ def report_capture(res: RunResult, nproc: Optional[int], run_dir: Optional[Path]
             report_ranks(res.run_dir)
     elif not res.traces:
         say_no_trace(res.run_dir)
+    elif res.exit_code == EXIT_SIGTERM:  # a scheduler's grace period is short: the analysis can wait
+        click.echo(
+            f"idlehound: terminated (SIGTERM): trace saved, not analysed: idlehound analyze {res.run_dir} "
+            "(analysis left for later: a scheduler's grace period is short)",
+            err=True,
+        )
     elif not no_report:
         analyze_run(res.run_dir)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Union
 
@@ -89,8 +90,13 @@ class profile:  # noqa: N801 - used like torch.profiler.profile
             else 1
         )
         self.session.stop(code, f"{exc_type.__name__}: {exc}" if exc_type else None)
+        if code == EXIT_SIGTERM:  # a scheduler's grace period is short: the analysis is left for later
+            if self.session.traces:
+                sys.stderr.write(
+                    f"idlehound: terminated (SIGTERM): trace saved, not analysed: idlehound analyze "
+                    f"{self.session.run_dir}\n"
+                )
+            raise SystemExit(EXIT_SIGTERM) from None  # SIGTERM inside the block: end as the signal would
         if self.analyze and self.session.traces and self.on_finish is not None:
             self.result = self.on_finish(self.session.run_dir, self.print_report)
-        if exc_type is not None and issubclass(exc_type, Terminated):
-            raise SystemExit(EXIT_SIGTERM) from None  # SIGTERM inside the block: end as the signal would
         return False

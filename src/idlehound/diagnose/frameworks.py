@@ -183,7 +183,28 @@ def find_matches(a: Analysis) -> list[FrameworkMatch]:
         lines[key][(lib, blocking if blocking != lib else None)] += 1
     for key, m in out.items():
         m.library, m.blocking = lines[key].most_common(1)[0][0]
+        m.user = _set_at(smap, m.entry) or m.user
     return sorted(out.values(), key=lambda m: -m.count)
+
+
+def _set_at(smap: SourceMap, entry: FrameworkEntry) -> Optional[SourceLoc]:
+    """The user's line most often calling the library function that sets the source up (`self.log(...)`),
+    exact where capture kept the call's line; None when the entry has none or no such call was recorded."""
+    if not entry.set_at:
+        return None
+    funcs = tuple(f"): {f}" for _, names in entry.set_at for f in names)
+    found: Counter[SourceLoc] = Counter()
+    for tid, (lo, hi) in smap.threads.items():
+        for k in range(lo, hi):
+            name = smap.name(k)
+            if not name.endswith(funcs):
+                continue
+            frame = parse_frame(name)
+            if frame and any(frame[0].endswith(suf) and frame[2] in fs for suf, fs in entry.set_at):
+                loc = smap.locate(np.array([tid]), np.array([int(smap.start[k])]))[0]
+                if loc is not None:
+                    found[loc] += 1
+    return found.most_common(1)[0][0] if found else None
 
 
 def annotate(a: Analysis, findings: list[Finding]) -> list[Finding]:
@@ -215,6 +236,10 @@ def annotate(a: Analysis, findings: list[Finding]) -> list[Finding]:
         sync.evidence.extend(lines)
         sync.title = f"{sync.title}: {top.entry.title}"
         sync.fix, sync.code = top.entry.fix, top.entry.code
+        if (
+            top.entry.set_at and top.user is not None
+        ):  # the user's self.log(...), not the .fit() above the reads
+            sync.location = top.user
         return findings
     if a.gpu_recorded:
         return findings  # the GPU did not wait on these reads long enough to matter

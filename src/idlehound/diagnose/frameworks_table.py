@@ -21,6 +21,9 @@ class FrameworkEntry:
     fix: str
     code: str
     innermost: bool = False
+    # the library call in the user's code that sets the source up (`self.log(...)`): the reads happen later,
+    # inside the framework's loop, so the user line above them is `.fit()`; the finding points here instead
+    set_at: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 ENTRIES: tuple[FrameworkEntry, ...] = (
@@ -49,6 +52,7 @@ ENTRIES: tuple[FrameworkEntry, ...] = (
         fix="Log tensors per epoch, not per step: self.log(..., on_step=False, on_epoch=True) keeps the running "
         "value on the device and reads it once per epoch; log a per-step value only every N steps.",
         code='self.log("train_loss", loss, prog_bar=True, on_step=False, on_epoch=True)',
+        set_at=(("pytorch/core/module.py", ("log", "log_dict")),),
     ),
     FrameworkEntry(
         name="lightning_sync_dist",
@@ -59,6 +63,7 @@ ENTRIES: tuple[FrameworkEntry, ...] = (
         fix="Reduce logged values across processes once per epoch: self.log(..., on_step=False, on_epoch=True, "
         "sync_dist=True). Each per-step sync_dist is a barrier and an all-reduce that every rank waits for.",
         code='self.log("train_loss", loss, on_step=False, on_epoch=True, sync_dist=True)',
+        set_at=(("pytorch/core/module.py", ("log", "log_dict")),),
     ),
     FrameworkEntry(
         name="tqdm_tensor_postfix",
@@ -173,11 +178,12 @@ SETTINGS: tuple[FrameworkSetting, ...] = (
     FrameworkSetting(
         "lightning",
         "data_loading",
-        "The loader is yours in train_dataloader(): give it workers, pinned memory and workers kept between "
-        "epochs (Lightning moves batches to the GPU for you).",
-        "def train_dataloader(self):\n"
-        "    return DataLoader(self.train_set, batch_size=..., num_workers={workers}, pin_memory=True,\n"
-        "                      persistent_workers=True, prefetch_factor=4)",
+        "The loader is yours (the one given to trainer.fit(), or returned by train_dataloader() or a "
+        "DataModule): give it workers, pinned memory and workers kept between epochs (Lightning moves batches "
+        "to the GPU for you).",
+        "loader = DataLoader(train_set, batch_size=..., num_workers={workers}, pin_memory=True,\n"
+        "                    persistent_workers=True, prefetch_factor=4)\n"
+        "trainer.fit(model, loader)   # or return it from train_dataloader()",
     ),
     FrameworkSetting(
         "lightning",

@@ -304,6 +304,9 @@ class Functions:
             return [found] if found is not None else []
         cls = scope.instance_of(dotted(f.value)) if scope is not None else ""
         method = self.classes.get(cls, {}).get(f.attr)
+        if method is None and "step" in f.attr:  # `trainer.train_step(...)`, trainer a parameter: the one
+            owners = [m[f.attr] for m in self.classes.values() if f.attr in m]  # class of the file with it
+            return owners if len(owners) == 1 else []
         return [method] if method is not None else []
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -132,6 +133,14 @@ RULES: dict[str, Rule] = {
             "heuristic algorithm instead of the fastest for your shapes",
             "torch.backends.cudnn.benchmark = True",
         ),
+        Rule(
+            "IH016",
+            "collective-in-loop",
+            "`accelerator.wait_for_everyone()` / `dist.barrier()` / `accelerator.gather(...)` every step makes "
+            "every process wait for the slowest one, and a gather copies every rank's tensor each step",
+            "gather and wait once per epoch or every N steps; keep per-step values on the device "
+            "(`total += loss.detach()`)",
+        ),
     ]
 }
 
@@ -182,6 +191,8 @@ def gpu_evidence(tree: ast.Module) -> bool:
     for n in ast.walk(tree):
         if isinstance(n, ast.Attribute) and n.attr in ("cuda", "accelerator"):
             return True
+        if isinstance(n, ast.Call) and _accelerate_call(n):
+            return True  # Accelerate puts the model and the batches on the GPU it finds
         if (
             isinstance(n, ast.Constant)
             and isinstance(n.value, str)
@@ -206,6 +217,32 @@ def gpu_evidence(tree: ast.Module) -> bool:
     return False
 
 
+def _accelerate_call(n: ast.Call) -> bool:
+    """`Accelerator(...)`, `accelerator.backward(loss)`, `accelerator.prepare(...)`."""
+    name = dotted(n.func)
+    recv, _, method = name.rpartition(".")
+    return name.rsplit(".", 1)[-1] == "Accelerator" or (
+        "accelerator" in recv.lower() and method in ("backward", "prepare")
+    )
+
+
+def _prepared_names(tree: ast.Module) -> set[str]:
+    """Names passed to `accelerator.prepare(...)`: Accelerate's loaders copy their batches to the device
+    themselves (a `.to(device)` on them is a no-op, pinning is Accelerate's setting, not the loader's)."""
+    return {
+        a.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and _accelerate_call(n) and dotted(n.func).endswith(".prepare")
+        for a in n.args
+        if isinstance(a, ast.Name)
+    }
+
+
+_EVAL_WORDS = re.compile(
+    r"(^|_)(val|valid|validation|eval|evaluation|test|testing|dev)(_|$|loader|dl|iter)", re.I
+)
+
+
 def _with_scopes(tree: ast.Module) -> Iterator[tuple[ast.AST, tuple[ast.AST, ...]]]:
     """Every node with the chain of module and functions that encloses it (iteratively: no recursion limit)."""
     stack: list[tuple[ast.AST, tuple[ast.AST, ...]]] = [(tree, (tree,))]
@@ -221,6 +258,9 @@ class _Loader:
 
     def __init__(self, call: ast.Call, chain: tuple[ast.AST, ...]) -> None:
         self.call = call
+        self.names: list[str] = []  # the names it is assigned to
+        self.prepared = False  # passed to accelerator.prepare(...)
+        self.evaluation = False  # a validation/test loader beside the training one
         self.known = not any(isinstance(a, ast.Starred) for a in call.args)
         self.keys: dict[str, list[ast.expr]] = {}
         for k in call.keywords:
@@ -246,7 +286,7 @@ class _Loader:
         return self.known and (values is None or all(const(v) is False for v in values))
 
     def pinned(self) -> bool:
-        return any(const(v) is not False for v in self.keys.get("pin_memory", []))
+        return not self.prepared and any(const(v) is not False for v in self.keys.get("pin_memory", []))
 
 
 @dataclass(frozen=True)
@@ -262,11 +302,22 @@ class Facts:
 
 
 def _loaders(tree: ast.Module) -> list[_Loader]:
-    return [
+    found = [
         _Loader(n, c)
         for n, c in _with_scopes(tree)
         if isinstance(n, ast.Call) and dotted(n.func).rsplit(".", 1)[-1] == "DataLoader"
     ]
+    by_call = {id(ld.call): ld for ld in found}
+    for n in ast.walk(tree):  # the name each loader is kept under
+        if isinstance(n, ast.Assign) and id(n.value) in by_call:
+            by_call[id(n.value)].names = [dotted(t) for t in n.targets]
+    prepared = _prepared_names(tree)
+    for ld in found:
+        ld.prepared = any(name in prepared for name in ld.names)
+    if len(found) > 1:  # a validation/test loader beside a training one: its epoch pass is not the training
+        for ld in found:
+            ld.evaluation = bool(ld.names) and all(_EVAL_WORDS.search(n.rsplit(".", 1)[-1]) for n in ld.names)
+    return found
 
 
 class Checker(ast.NodeVisitor):
@@ -311,9 +362,11 @@ class Checker(ast.NodeVisitor):
             self.visit(self.tree)
             if self.gpu:
                 for ld in self.loaders:
+                    if ld.evaluation:
+                        continue
                     if ld.no_workers():
                         self.add("IH010", ld.call)
-                    if ld.unpinned():
+                    if ld.unpinned() and not ld.prepared:  # Accelerate copies the batches: its own setting
                         self.add("IH011", ld.call)
             conv = _first_conv(self.tree) if self.gpu and not self.facts.benchmark else None
             if conv is not None:
@@ -413,6 +466,8 @@ class Checker(ast.NodeVisitor):
             self.add("IH008", node)
         elif name.endswith("empty_cache"):
             self.add("IH009", node)
+        elif _collective(name):
+            self.add("IH016", node)
         elif self._prints_tensor(node, name, attr):
             self.add("IH005", node)
         elif name in ("float", "int", "bool") and node.args and self.scope.kind(node.args[0]) == TENSOR:
@@ -453,8 +508,7 @@ class Checker(ast.NodeVisitor):
         if (
             self.per_step
             and isinstance(node.op, ast.Mod)
-            and isinstance(node.left, ast.Constant)
-            and isinstance(node.left.value, str)
+            and self._text(node.left)
             and self._shows_tensor(node)
         ):
             self.add("IH005", node)
@@ -472,10 +526,44 @@ class Checker(ast.NodeVisitor):
             )
         if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr == "format":
             return any(self.scope.kind(a) == TENSOR for a in [*arg.args, *(k.value for k in arg.keywords)])
-        if isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Mod) and isinstance(arg.left, ast.Constant):
-            values = arg.right.elts if isinstance(arg.right, ast.Tuple) else [arg.right]
-            return any(self.scope.kind(v) == TENSOR for v in values)
+        if isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Mod) and self._text(arg.left):
+            values = self._items(arg.right)
+            return any(self.scope.kind(v) == TENSOR for v in (values if values is not None else [arg.right]))
+        if isinstance(arg, ast.Starred):  # print(*stats)
+            return any(self.scope.kind(v) == TENSOR for v in self._items(arg.value) or [])
         return self.scope.kind(arg) == TENSOR
+
+    def _text(self, e: ast.expr) -> bool:
+        """A format string: a literal, `"a" + "b"`, or a name only ever bound to a string literal (`FMT`)."""
+        if isinstance(e, (ast.Constant, ast.JoinedStr)):
+            return isinstance(e, ast.JoinedStr) or isinstance(e.value, str)
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
+            return self._text(e.left) or self._text(e.right)
+        if isinstance(e, ast.Name):
+            values = self._bound(e.id)
+            return bool(values) and all(
+                isinstance(v, ast.Constant) and isinstance(v.value, str) for v in values
+            )
+        return False
+
+    def _items(self, e: ast.expr) -> Optional[list[ast.expr]]:
+        """The elements of a tuple or list, written there or bound to the name (`stats = (loss, acc)`)."""
+        if isinstance(e, (ast.Tuple, ast.List)):
+            return list(e.elts)
+        if isinstance(e, ast.Name):
+            values = self._bound(e.id)
+            if values and all(isinstance(v, (ast.Tuple, ast.List)) for v in values):
+                return [x for v in values for x in v.elts]  # type: ignore[attr-defined]
+        return None
+
+    def _bound(self, name: str) -> list[ast.expr]:
+        """The whole values a name is assigned in the nearest scope that assigns it."""
+        scope: Optional[Scope] = self.scope
+        while scope is not None:
+            if name in scope.values:
+                return [v for v, index in scope.values[name] if index is None]
+            scope = scope.parent
+        return []
 
     def _anywhere(self, node: ast.Call, name: str, attr: str) -> None:
         if attr == "zero_grad" and const(kw(node, "set_to_none")) is False:
@@ -486,6 +574,13 @@ class Checker(ast.NodeVisitor):
             and const(kw(node, "fused")) is not True
         ):
             self.add("IH014", node)
+
+
+def _collective(name: str) -> bool:
+    recv, _, method = name.rpartition(".")
+    if method == "barrier":
+        return recv.rsplit(".", 1)[-1] in ("dist", "distributed")
+    return method in ("wait_for_everyone", "gather") and "accelerator" in recv.lower()
 
 
 def _periodic(test: ast.expr) -> bool:

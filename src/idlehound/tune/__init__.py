@@ -886,7 +886,40 @@ def _runs_changed(script: str, args: list[str], opts: TuneOptions, run_dir: Path
         run_dir / "changed_check.json",
         script_dir=str(Path(script).resolve().parent),
     )
-    return "" if r["status"] in ("ok", "short") else f"failed when run: {_failure(r)}"
+    if r["status"] not in ("ok", "short"):
+        return f"failed when run: {_failure(r)}"
+    return _other_branches(str(copy), args, opts, run_dir, str(Path(script).resolve().parent), new)
+
+
+def _other_branches(
+    copy: str, args: list[str], opts: TuneOptions, run_dir: Path, script_dir: str, new: str
+) -> str:
+    """ "" when the changed script builds its loaders with an accelerator forced on and forced off (an edit
+    under `if use_accel:` or in `{...} if use_accel else {}` runs on one branch here); else what broke."""
+    import re
+
+    if not re.search(r"is_available\(|accel|no.cuda", new):
+        return ""  # the script does not branch on the accelerator
+    for branch in ("cpu", "accel"):
+        out = run_dir / f"changed_check_{branch}.json"
+        cmd = [sys.executable, "-m", "idlehound.tune._branches", str(out), branch, copy, *args]
+        env = {**os.environ, "IDLEHOUND_TUNE_SCRIPT_DIR": script_dir}
+        try:
+            subprocess.run(
+                cmd,
+                capture_output=True,
+                timeout=opts.timeout_s,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            continue  # the loaders were not reached in time: this branch is not checked
+        got = json.loads(out.read_text()) if out.exists() else {}
+        if got.get("broken"):
+            where = "with an accelerator" if branch == "accel" else "without an accelerator"
+            return f"failed {where}: {got['broken']}"
+    return ""
 
 
 __all__ = [

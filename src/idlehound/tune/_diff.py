@@ -41,7 +41,10 @@ def _span(source: str, node: Any) -> tuple[int, int]:  # an ast node with positi
 
 
 def _flag_default(tree: ast.AST, value: ast.AST) -> tuple[ast.AST | None, str]:
-    """For a value `args.NAME`, the `default=` node of the argparse option that sets NAME, and the option."""
+    """For a value `args.NAME` (or `int(args.NAME)`), the `default=` node of the argparse option that sets NAME,
+    and the option."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "int":
+        value = value.args[0] if len(value.args) == 1 and not value.keywords else value
     if not (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)):
         return None, ""
     for c in _calls(tree, ("add_argument",)):
@@ -57,8 +60,11 @@ def _flag_default(tree: ast.AST, value: ast.AST) -> tuple[ast.AST | None, str]:
     return None, ""
 
 
-def _dict_sources(tree: ast.AST, name: str, depth: int = 0) -> list[ast.AST] | None:
-    """The dict literals and dict(...) calls that fill the variable `name` (None when one cannot be read)."""
+def _dict_sources(
+    tree: ast.AST, name: str, depth: int = 0, where: list[ast.AST] | None = None
+) -> list[ast.AST] | None:
+    """The dict literals and dict(...) calls that fill the variable `name` (None when one cannot be read);
+    `where` collects the statements that fill it (assignments and .update calls)."""
     if depth > 3:
         return None
     out: list[ast.AST] = []
@@ -86,16 +92,20 @@ def _dict_sources(tree: ast.AST, name: str, depth: int = 0) -> list[ast.AST] | N
             value = node.args[0]
         if value is None:
             continue
-        got = _dict_value(tree, value, depth)
+        if where is not None:
+            where.append(node)
+        got = _dict_value(tree, value, depth, where)
         if got is None:
             return None
         out += got
     return out or None
 
 
-def _dict_value(tree: ast.AST, value: ast.AST, depth: int) -> list[ast.AST] | None:
+def _dict_value(
+    tree: ast.AST, value: ast.AST, depth: int, where: list[ast.AST] | None = None
+) -> list[ast.AST] | None:
     if isinstance(value, ast.Name):
-        return _dict_sources(tree, value.id, depth + 1)
+        return _dict_sources(tree, value.id, depth + 1, where)
     if (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Name)
@@ -108,7 +118,7 @@ def _dict_value(tree: ast.AST, value: ast.AST, depth: int) -> list[ast.AST] | No
         out: list[ast.AST] = [value]
         for k, v in zip(value.keys, value.values):
             if k is None:  # {**other}
-                more = _dict_value(tree, v, depth + 1)
+                more = _dict_value(tree, v, depth + 1, where)
                 if more is None:
                     return None
                 out += more
@@ -147,21 +157,53 @@ def _append(source: str, node: Any, text: str) -> tuple[int, int, str]:
     return at, at, text
 
 
+def _statement_lists(parents: dict[ast.AST, ast.AST], node: ast.AST) -> list[tuple[int, str]]:
+    """The statement lists (parent id, field) that hold node or one of its ancestors, innermost first."""
+    out = []
+    child = node
+    while child in parents:
+        parent = parents[child]
+        for name in ("body", "orelse", "finalbody", "handlers"):
+            held = getattr(parent, name, None)
+            if isinstance(held, list) and any(x is child for x in held):
+                out.append((id(parent), name))
+        child = parent
+    return out
+
+
+def _always_filled(tree: ast.AST, call: ast.Call, where: list[ast.AST]) -> bool:
+    """Whether every statement that fills the call's **kwargs runs whenever the call runs: each sits in a
+    statement list that also holds the call (not under an `if`, another function, a `try`...)."""
+    parents = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+    around = set(_statement_lists(parents, call))
+    return all(bool(held := _statement_lists(parents, w)) and held[0] in around for w in where)
+
+
 def _loader_edits(
     source: str, tree: ast.AST, call: ast.Call, loader: dict[str, Any], notes: list[str]
 ) -> list[tuple[int, int, str]]:
     """Set each loader option where the script sets it: the keyword, the dict passed as **kwargs, or the
-    default of the script's own command-line flag; options it does not set are added beside the others."""
+    default of the script's own command-line flag; options it does not set are added beside the others.
+
+    When the **kwargs dict is filled only on some branches (`if use_accel: kwargs.update(...)`, `{...} if c
+    else {}`, a helper's own **kw), an edit inside it or beside it would hold on one branch only (a keyword
+    passed twice, prefetch_factor without workers): the options are merged into the **kwargs at the call,
+    `**{**kwargs, "num_workers": 2, ...}`, which holds on every branch."""
     edits = []
-    splats = [k.value for k in call.keywords if k.arg is None]
+    splats: list[ast.AST] = [k.value for k in call.keywords if k.arg is None]
     sources: list[ast.AST] = []
+    where: list[ast.AST] = []
+    readable = True
     for sp in splats:
-        found = _dict_value(tree, sp, 0)
+        found = _dict_value(tree, sp, 0, where)
+        readable = readable and found is not None
         sources += found or []
+    held = readable and _always_filled(tree, call, where)
     texts = {k: repr(v) for k, v in loader.items()}
+    merged: list[str] = []
     for key, v in loader.items():
         values: list[ast.AST] = [k.value for k in call.keywords if k.arg == key] or [
-            e for src in sources for e in _entries(src, key)
+            e for src in (sources if held else []) for e in _entries(src, key)
         ]
         if key == "num_workers" and values and _flag_default(tree, values[0])[1]:
             # the count stays the flag's: options that need workers follow it, so `--workers 0` still works
@@ -170,6 +212,9 @@ def _loader_edits(
                 persistent_workers=f"{flag} > 0",
                 prefetch_factor=f"{loader.get('prefetch_factor')!r} if {flag} > 0 else None",
             )
+        if not values and splats and not held:
+            merged.append(key)
+            continue
         if not values:
             dicts = [src for src in sources if isinstance(src, ast.Dict)]
             one_dict = bool(dicts) and len(splats) == 1
@@ -192,7 +237,20 @@ def _loader_edits(
                 )
             else:
                 edits.append((*_span(source, value), texts[key]))
+    if merged:
+        edits.append(_merge_into(source, splats, sources, {k: texts[k] for k in merged}))
     return edits
+
+
+def _merge_into(
+    source: str, splats: list[ast.AST], sources: list[ast.AST], texts: dict[str, str]
+) -> tuple[int, int, str]:
+    """`**kwargs` -> `**{**kwargs, "key": value, ...}` on the last **kwargs of the call (later keys win)."""
+    dicts = [src for src in sources if isinstance(src, ast.Dict)]
+    quote = (lambda k: _quoted(source, dicts[0], k)) if dicts else (lambda k: f'"{k}"')
+    last = splats[-1]
+    items = ", ".join(f"{quote(k)}: {t}" for k, t in texts.items())
+    return (*_span(source, last), f"{{**{ast.get_source_segment(source, last)}, {items}}}")
 
 
 def _calls(tree: ast.AST, names: tuple[str, ...]) -> list[ast.Call]:
