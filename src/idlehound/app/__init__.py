@@ -7,6 +7,7 @@ The CLI parses options and calls these; capture calls back into `analyze_run` on
 from ._after import analyze_run, report_ranks
 from ._capture import RunOptions, capture, profile, report_capture, run, why_no_trace
 from ._commands import analyze, analyze_ranks, compare, demo, doctor, ladder, lint, report, tune
+from ._watch import capture as capture_window
 
 __all__ = [
     "RunOptions",
@@ -14,6 +15,7 @@ __all__ = [
     "analyze_ranks",
     "analyze_run",
     "capture",
+    "capture_window",
     "compare",
     "demo",
     "doctor",

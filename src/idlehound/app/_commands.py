@@ -80,8 +80,12 @@ def report(path: Path, output: Path, run: Optional[str], worker: Optional[str], 
     from ..report import check_output, write_report
 
     check_output(output, force, [path])
-    res = analyze_path(path, run=run, worker=worker)
-    return write_report(res.doc, output, force, [path])
+    from ._watch import report_run_name, show_curve, step_curve
+
+    res = analyze_path(path, run=report_run_name(path, run), worker=worker)
+    curve = step_curve(path, res.doc) if path.is_dir() else None  # the whole run's steps (--watch's windows)
+    show_curve(curve)
+    return write_report(res.doc, output, force, [path], step_curve=curve)
 
 
 def compare(a: Path, b: Path, as_json: bool, output: Optional[Path], force: bool = False) -> None:

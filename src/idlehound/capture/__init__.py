@@ -8,6 +8,7 @@ from ._api import profile
 from ._runner import RunResult, run_distributed, run_script, wait_for_ranks
 from ._session import CaptureOptions, Session, active_session, new_run_dir
 from ._signals import EXIT_SIGINT, EXIT_SIGTERM, Terminated, sigterm_raises
+from ._watch import WatchOptions
 
 # Moved to idlehound.runfolder (git mv, so merges follow the file); the old name stays importable for
 # tests/test_capture_faults.py without a file at the old path.
@@ -20,6 +21,7 @@ __all__ = [
     "RunResult",
     "Session",
     "Terminated",
+    "WatchOptions",
     "active_session",
     "new_run_dir",
     "profile",

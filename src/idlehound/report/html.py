@@ -16,6 +16,7 @@ from markupsafe import Markup
 from ..analysis import location_text
 from ..diagnose import IDLE_CAUSE_DEFINITIONS
 from ..metrics import BREAKDOWN_DEFINITION, METRICS
+from ._curve import svg_values
 from ._data import CAUSE_WORDS, IDLE_LINES_NOTE
 from ._format import metric_text, num
 from .compare import finding_lines
@@ -71,7 +72,7 @@ def render_page(template: str, **values: Any) -> str:
     return _env().get_template(template).render(**values)
 
 
-def render_html(doc: dict[str, Any]) -> str:
+def render_html(doc: dict[str, Any], step_curve: Optional[dict[str, Any]] = None) -> str:
     t = doc["trace"]
     return render_page(
         "report.html",
@@ -84,6 +85,7 @@ def render_html(doc: dict[str, Any]) -> str:
         breakdown=_breakdown(doc),
         timeline=_timeline(doc),
         curve=_curve(doc),
+        step_curve=svg_values(step_curve) if step_curve else None,  # the whole run's (report/_curve.py)
         findings=_findings(doc),
         lines=_lines(doc),
         library_lines=_lines(doc, "idle_by_library_line"),
