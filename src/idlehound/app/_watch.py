@@ -222,7 +222,8 @@ def step_curve(run_dir: Path, base_doc: Optional[dict[str, Any]]) -> Optional[di
             }
         )
     watch = info.get("watch") if isinstance(info.get("watch"), dict) else {}
-    running = info.get("status") == "running"
+    same_host = watch.get("host") == os.uname().nodename
+    running = info.get("status") == "running" and (not same_host or _alive(watch.get("pid")))
     for w in _later_windows(run_dir):
         windows.append(w)
         if w.get("status") == "recording" and not running:
@@ -234,7 +235,6 @@ def step_curve(run_dir: Path, base_doc: Optional[dict[str, Any]]) -> Optional[di
         doc = _window_doc(run_dir / w["folder"]) if w.get("status") == "saved" else None
         if doc is not None and base_doc is not None:
             comparisons.append(compare_window(base_doc, doc, int(w["start_step"])))
-    del watch
     return {
         "clock": str(header.get("clock", "host")),
         "rows": rows,

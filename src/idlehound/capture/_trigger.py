@@ -2,9 +2,11 @@
 
 The slowdown rule (`--capture-when slower=R`): the steady median is the median step time of the first
 `baseline` steps the trigger sees (steps inside a window are never fed to it: the profiler slows them); a window
-is asked for when the median of the last K steps exceeds R x the steady median, i.e. when at least half of the
-last K steps are that slow. It fires on the rise only: it re-arms once the rolling median is back under the line,
-so one long slowdown yields one window, not one per cool-down.
+is asked for when the median of the last K steps has exceeded R x the steady median for K steps in a row. The
+rolling median crosses the line once half of the last K steps are slow, so a lasting slowdown is caught about
+1.5 K steps after it began (within 2 K); a burst of slow steps or jitter that lifts the median for a moment is not.
+It fires on the rise only: it re-arms once the rolling median is back under the line, so one long slowdown yields
+one window, not one per cool-down.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class Trigger:
         self._armed = True
         self._quiet_until = -1  # no trigger before this step (cool-down)
         self.rolling_ms: Optional[float] = None
+        self._over = 0  # consecutive steps with the rolling median over the line
 
     def feed(self, step: int, ms: float) -> Optional[str]:
         """The reason a window is due after this step ('slower 1.52x ...', 'every 1000 steps'), else None."""
@@ -79,14 +82,14 @@ class Trigger:
         if len(self._recent) < self._recent.maxlen:  # type: ignore[operator]  # maxlen is set above
             return None
         self.rolling_ms = statistics.median(self._recent)
-        slow = self.rolling_ms > r.slower * self.steady_ms
-        if not slow:
-            self._armed = True
+        if self.rolling_ms <= r.slower * self.steady_ms:
+            self._armed, self._over = True, 0
             return None
-        if not self._armed or step < self._quiet_until:
+        self._over += 1
+        if not self._armed or self._over < r.k or step < self._quiet_until:
             return None
         self._armed = False
         return (
-            f"slower: the median of the last {r.k} steps, {self.rolling_ms:.3g} ms, is "
-            f"{self.rolling_ms / max(self.steady_ms, 1e-9):.2f}x the steady {self.steady_ms:.3g} ms"
+            f"slower: for {r.k} steps the median of the last {r.k}, now {self.rolling_ms:.3g} ms, was over "
+            f"{r.slower:g}x the steady {self.steady_ms:.3g} ms ({self.rolling_ms / max(self.steady_ms, 1e-9):.2f}x)"
         )

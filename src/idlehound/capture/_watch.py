@@ -203,6 +203,7 @@ class Watcher:
         if self._root is None:
             self._root = (dict(s.window_info), list(s.window), (s.opts.skip, s.opts.warmup, s.opts.active))
             self._root_end = s.opts.skip + s.opts.warmup + s.opts.active
+        self.clock.flush()  # the curve up to the window is on disk, should the job die inside it
         info = self._window_info(p, "recording")
         self._write_window(folder, info)
         self.windows.append(info)
