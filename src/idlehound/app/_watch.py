@@ -221,7 +221,8 @@ def step_curve(run_dir: Path, base_doc: Optional[dict[str, Any]]) -> Optional[di
                 "status": "saved",
             }
         )
-    watch = info.get("watch") if isinstance(info.get("watch"), dict) else {}
+    raw = info.get("watch")
+    watch: dict[str, Any] = raw if isinstance(raw, dict) else {}
     same_host = watch.get("host") == os.uname().nodename
     running = info.get("status") == "running" and (not same_host or _alive(watch.get("pid")))
     for w in _later_windows(run_dir):
