@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from ..errors import IdlehoundError
 
 if TYPE_CHECKING:
-    from ..capture._watch import WatchOptions
+    from ..capture import WatchOptions
     from ._capture import RunOptions
 
 WAIT_POLL_S = 0.2
@@ -27,8 +27,7 @@ WAIT_POLL_S = 0.2
 # ---- idlehound run --watch
 def watch_options(o: RunOptions) -> Optional[WatchOptions]:
     """The WatchOptions `idlehound run` was asked for; None without --watch. IdlehoundError on a bad value."""
-    from ..capture._trigger import parse_when
-    from ..capture._watch import WatchOptions
+    from ..capture import WatchOptions, parse_when
 
     asked = o.capture_when is not None or o.capture_every is not None
     if asked and not o.watch:
@@ -69,7 +68,7 @@ def watch_flags(o: RunOptions) -> dict[str, Any]:
 # ---- idlehound capture RUN_FOLDER
 def capture(run_dir: Path, steps: int, wait_s: float) -> str:
     """Ask the job writing run_dir for a window of `steps` steps; the line to print. IdlehoundError otherwise."""
-    from ..capture._control import (
+    from ..capture import (
         LEAD_S,
         RequestExists,
         read_acks,
@@ -150,7 +149,7 @@ def _alive(pid: Any) -> bool:
 
 def _progress(run_dir: Path, world: int) -> tuple[int, Optional[float]]:
     """The newest step any rank has timed, and the median step time of the recent rows (ms)."""
-    from ..capture._clock import read_clock
+    from ..capture import read_clock
     from ..runfolder import clock_file
 
     last, recent = 0, []
@@ -166,7 +165,7 @@ def _progress(run_dir: Path, world: int) -> tuple[int, Optional[float]]:
 
 
 def _wait(run_dir: Path, req: dict[str, Any], world: int, wait_s: float) -> str:
-    from ..capture._control import read_acks
+    from ..capture import read_acks
 
     asked = f"asked for a window of {req['steps']} step(s) from step {req['at_step']}"
     if wait_s <= 0:
@@ -195,7 +194,7 @@ def _wait(run_dir: Path, req: dict[str, Any], world: int, wait_s: float) -> str:
 # ---- idlehound report RUN: the curve and the comparisons
 def step_curve(run_dir: Path, base_doc: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
     """The run's step clock and windows, each later window compared with the first; None without a clock."""
-    from ..capture._clock import read_clock
+    from ..capture import read_clock
     from ..runfolder import clock_file, read_run_info
 
     path = clock_file(run_dir, None)
