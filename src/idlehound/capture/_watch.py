@@ -118,12 +118,6 @@ class Watcher:
         """A step's time is known (on CUDA a step or two late): feed the trigger steps outside any window."""
         if self.trigger is None or self._in_a_window(step):
             return
-        if (
-            self.rank not in (None, 0)
-            and self.trigger.rule.slower is not None
-            and not self.trigger.rule.every
-        ):
-            return  # rank 0 decides slowdowns for all ranks, through a request
         reason = self.trigger.feed(step, ms)
         if reason and self._due is None:
             self._due = reason
@@ -142,9 +136,11 @@ class Watcher:
     def _plan_trigger(self, reason: str) -> None:
         s, o = self.session, self.opts
         assert o is not None
-        if reason.startswith("every") or self.rank is None:
+        if reason.startswith("every") or self.rank is None:  # every rank reaches the same step numbers
             self._plan(Planned(s.step_num + o.warmup, o.steps, reason))
             return
+        if self.rank != 0:
+            return  # rank 0 decides slowdowns for all ranks, through a request for a step ahead
         lead = self._lead_steps()
         try:
             req = write_request(s.run_dir, s.step_num + lead, o.steps, by=reason)
