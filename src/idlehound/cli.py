@@ -163,6 +163,16 @@ def analyze(**options: Any) -> None:
     help="Cut the profiled window when the process grows by more than this while recording (0: no limit).",
 )
 @click.option("--run-dir", type=click.Path(path_type=Path), default=None, hidden=True)
+# Long runs (docs/long-runs.md): later windows on demand (`idlehound capture`) or on a slowdown.
+@click.option(
+    "--watch", is_flag=True, help="Keep the job open to later windows: idlehound capture, --capture-*."
+)
+@click.option("--capture-when", default=None, metavar="slower=R", help="A window when steps get R x slower.")
+@click.option("--capture-every", type=int, default=None, metavar="STEPS", help="A window every STEPS steps.")
+@click.option(
+    "--max-windows", type=int, default=10, show_default=True, help="At most this many later windows."
+)
+@click.option("--max-windows-mb", type=float, default=2048.0, show_default=True, help="Disk cap of windows/.")
 @click.argument("script_and_args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def run(ctx: click.Context, **options: Any) -> None:
@@ -200,6 +210,18 @@ def run(ctx: click.Context, **options: Any) -> None:
 def report(path: Path, output: Path, run: Optional[str], worker: Optional[str], force: bool = False) -> None:
     """Write a report file for a run folder or trace."""
     click.echo(str(app.report(path, output, run, worker, force)))
+
+
+@main.command()
+@click.argument("run_folder", type=click.Path(path_type=Path))
+@click.option("--steps", type=int, default=5, show_default=True, help="Steps the window records.")
+@click.option(
+    "--wait", "wait_s", type=float, default=300.0, show_default=True, help="Seconds to wait for it (0: none)."
+)
+@_guard
+def capture(run_folder: Path, steps: int, wait_s: float) -> None:
+    """Ask a job started with `idlehound run --watch` for a window at its next steps."""
+    click.echo(app.capture_window(run_folder, steps, wait_s))
 
 
 @main.command()

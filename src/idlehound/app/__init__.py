@@ -16,6 +16,7 @@ from ._capture import (
     why_no_trace,
 )
 from ._commands import analyze, analyze_ranks, compare, demo, doctor, ladder, lint, report, tune
+from ._watch import capture as capture_window
 
 __all__ = [
     "RunOptions",
@@ -23,6 +24,7 @@ __all__ = [
     "analyze_ranks",
     "analyze_run",
     "capture",
+    "capture_window",
     "compare",
     "demo",
     "doctor",

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ..errors import IdlehoundError
 from ._after import analyze_run, report_ranks
+from ._watch import watch_flags, watch_options
 
 if TYPE_CHECKING:
     from ..capture import RunResult
@@ -51,6 +52,12 @@ class RunOptions:
     max_window_mb: float
     run_dir: Optional[Path]
     script_and_args: tuple[str, ...]
+    # --watch and its triggers (app/_watch.py, docs/long-runs.md)
+    watch: bool = False
+    capture_when: Optional[str] = None
+    capture_every: Optional[int] = None
+    max_windows: int = 10
+    max_windows_mb: float = 2048.0
 
 
 def run(o: RunOptions) -> tuple[int, Optional[str]]:
@@ -96,8 +103,9 @@ def capture(o: RunOptions) -> RunResult:
         if o.module
         else (o.script_and_args[0], list(o.script_and_args[1:]))
     )
-    same = {f.name for f in fields(CaptureOptions)} & {f.name for f in fields(RunOptions)}
+    same = {f.name for f in fields(CaptureOptions)} & {f.name for f in fields(RunOptions)} - {"watch"}
     opts = CaptureOptions(with_stack=not o.no_stack, **{name: getattr(o, name) for name in same})
+    opts.watch = watch_options(o)
     if o.nproc is not None and o.nproc > 1:
         return run_distributed(target, args, o.nproc, o.module is not None, opts, _inner_flags(o))
     return run_script(target, args, module=o.module is not None, opts=opts)
@@ -114,6 +122,8 @@ def _inner_flags(o: RunOptions) -> list[str]:
         "--max-window-mb": o.max_window_mb,
     }
     switches = {"--stop-after": o.stop_after, "--no-stack": o.no_stack, "--memory": o.profile_memory}
+    switches["--watch"] = o.watch
+    values.update(watch_flags(o))
     return [a for flag, v in values.items() for a in (flag, str(v))] + [f for f, on in switches.items() if on]
 
 

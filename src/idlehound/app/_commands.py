@@ -111,10 +111,14 @@ def report(path: Path, output: Path, run: Optional[str], worker: Optional[str], 
 
     annotated = is_annotated_name(output)
     (check_annotated_output if annotated else check_output)(output, force, (path,))
-    res = analyze_path(path, run=run, worker=worker)
+    from ._watch import report_run_name, show_curve, step_curve
+
+    res = analyze_path(path, run=report_run_name(path, run), worker=worker)
     if annotated:  # the trace itself with idlehound's tracks, for Perfetto / chrome://tracing
         return write_annotated(res.analysis, res.findings, output, force, (path,))[0]
-    return write_report(res.doc, output, force, [path])
+    curve = step_curve(path, res.doc) if path.is_dir() else None  # the whole run's steps (--watch's windows)
+    show_curve(curve)
+    return write_report(res.doc, output, force, [path], step_curve=curve)
 
 
 def compare(a: Path, b: Path, as_json: bool, output: Optional[Path], force: bool = False) -> None:

@@ -5,22 +5,35 @@ import sys as _sys
 from .. import runfolder
 from .. import sampler as _sampler  # noqa: F401 - moved to idlehound.sampler; tests/unit/test_sampler.py
 from ._api import profile
+from ._clock import read_clock
+from ._control import LEAD_S, RequestExists, read_acks, read_request, retire_request, write_request
 from ._quiet import kineto_quiet
 from ._runner import RunResult, run_distributed, run_script, wait_for_ranks
 from ._session import CaptureOptions, Session, active_session, new_run_dir
 from ._signals import EXIT_SIGINT, EXIT_SIGTERM, Terminated, sigterm_raises
+from ._trigger import parse_when
+from ._watch import WatchOptions
 
 # Moved to idlehound.runfolder (git mv, so merges follow the file); the old name stays importable for
 # tests/test_capture_faults.py without a file at the old path.
 _sys.modules.setdefault(__name__ + "._folders", runfolder)
 
 __all__ = [
+    "LEAD_S",
+    "RequestExists",
+    "parse_when",
+    "read_acks",
+    "read_clock",
+    "read_request",
+    "retire_request",
+    "write_request",
     "EXIT_SIGINT",
     "EXIT_SIGTERM",
     "CaptureOptions",
     "RunResult",
     "Session",
     "Terminated",
+    "WatchOptions",
     "active_session",
     "kineto_quiet",
     "new_run_dir",

@@ -8,6 +8,7 @@ from typing import Any, Callable, Literal, Optional, Union
 
 from ._session import CaptureOptions, Session
 from ._signals import EXIT_SIGTERM, Terminated
+from ._watch import WatchOptions
 
 
 class profile:  # noqa: N801 - used like torch.profiler.profile
@@ -44,6 +45,7 @@ class profile:  # noqa: N801 - used like torch.profiler.profile
         progress: bool = True,
         sample_hz: float = 15.0,
         on_finish: Optional[Callable[[Path, bool], Any]] = None,
+        watch: Optional[WatchOptions] = None,
     ) -> None:
         self.opts = CaptureOptions(
             logdir=Path(logdir),
@@ -57,6 +59,7 @@ class profile:  # noqa: N801 - used like torch.profiler.profile
             profile_memory=profile_memory,
             progress=progress,
             sample_hz=sample_hz,
+            watch=watch,  # later windows: `idlehound capture RUN`, a slowdown (capture/_watch.py)
         )
         self.analyze = analyze
         self.print_report = print_report

@@ -35,6 +35,7 @@ from ._dataloader import record_dataloaders
 from ._quiet import kineto_quiet
 from ._sidecar import write_sidecar
 from ._signals import EXIT_SIGINT, EXIT_SIGTERM, call_previous
+from ._watch import Watcher, WatchOptions
 
 
 @dataclass
@@ -59,6 +60,7 @@ class CaptureOptions:
         512.0  # ... or when the process grows by more than this while recording (0: no limit)
     )
     extra: dict[str, Any] = field(default_factory=dict)  # merged into run.json
+    watch: Optional[WatchOptions] = None  # later windows on demand or on a slowdown (capture/_watch.py)
 
 
 MAX_TIMED_AFTER_WINDOW = 500  # CUDA events kept per run: enough for the medians, bounded for long jobs
@@ -122,6 +124,9 @@ class Session:
         self._cut_at_step = False  # the watchdog could not signal: cut at the next step end
         self._t_window = time.monotonic()
         self.window_info: dict[str, Any] = {"cut_by": "not reached"}
+        self.trace_dir = self.run_dir  # where the open window's trace goes (a later window: windows/step<N>)
+        self.later_window = False  # the open window is one of --watch's, not the run's first
+        self.watcher: Optional[Watcher] = None
         self.facts: dict[str, int] = {"optimizer_steps": 0, "child_processes": 0}  # why no step, if none
 
     # ---- lifecycle
@@ -139,6 +144,7 @@ class Session:
         self._undo.append(record_dataloaders(self.loaders))
         self._undo.append(_count_child_processes(self.facts))
         self._install_stepper()
+        self.watcher = Watcher(self, o.watch).start()  # the step clock, and --watch
         self.sampler = _sampler.Sampler(hz=o.sample_hz).start() if o.sample_hz > 0 else None
         self._make_profiler = lambda: profile(
             activities=acts,
@@ -211,6 +217,8 @@ class Session:
                     self._cut_window()
         else:
             self._maybe_start_profiler()
+        if self.watcher is not None:
+            self.watcher.on_step(now)
         if self.opts.stop_after and self.step_num >= self.window_end:
             raise StopRun(0)
 
@@ -360,6 +368,8 @@ class Session:
             if self._prof is not None:
                 failed = self._save_window(_ended_by(exit_code, error), reraise=False)
                 error = error or failed
+            if self.watcher is not None:
+                self.watcher.close(_ended_by(exit_code, error))
             if self.opts.progress:
                 sys.stderr.write("\n" if _isatty() else "")
             samples = self.sampler.stop() if self.sampler else {"source": "none", "samples": []}
@@ -408,24 +418,38 @@ class Session:
             self._cut_step is not None and n >= self._cut_step
         ):  # after a cut: partly recorded, then not at all
             return "CUT" if n == self._cut_step else "NONE"
-        return self._schedule(n).name
+        name = self._schedule(n).name
+        return "LATER_WINDOW" if self.later_window and name != "NONE" else name
+
+    def reopen(self, skip: int, warmup: int, active: int, trace_dir: Path) -> None:
+        """Record a later window, steps [skip + warmup, skip + warmup + active), into trace_dir (--watch)."""
+        from torch.profiler import schedule
+
+        if self._prof is not None:
+            return
+        self.opts.skip, self.opts.warmup, self.opts.active = skip, warmup, active
+        self._schedule = schedule(skip_first=skip, wait=0, warmup=warmup, active=active, repeat=1)
+        self._profiled, self._cut_step, self._cut_reason = False, None, None
+        self.window = []
+        self.trace_dir, self.later_window = trace_dir, True
+        self._maybe_start_profiler()
 
     # ---- output
     def _on_trace(self, prof) -> None:
         stamp = time.time_ns()
-        path = trace_file(self.run_dir, self.worker, stamp)
+        path = trace_file(self.trace_dir, self.worker, stamp)
         if self._hurry:  # gzip at torch's level 9 took ~25 s per 10 MB window on a 2-core host
             path = path.with_suffix("")  # <worker>.<stamp>.pt.trace.json, read as the .gz is
             prof.export_chrome_trace(str(path))
             self.traces.append(path.name)
             return
         prof.export_chrome_trace(str(path))
-        side = sidecar_file(self.run_dir, self.worker, stamp)
+        side = sidecar_file(self.trace_dir, self.worker, stamp)
         try:
             write_sidecar(prof, side, script=self.command[0] if self.command else "", cwd=self._cwd)
         except Exception as e:  # exact lines are a bonus; the trace itself is saved
             sys.stderr.write(f"idlehound: could not write source-line sidecar: {e}\n")
-        self.traces.append(path.name)
+        self.traces.append(str(path.relative_to(self.run_dir)))
 
     def _progress(self) -> None:
         if not self.opts.progress:

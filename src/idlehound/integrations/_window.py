@@ -92,7 +92,8 @@ class Window:
             return False
         self.profile.step()
         session = self.profile.session
-        if session is not None and session.step_num >= session.window_end:
+        watching = session is not None and session.watcher is not None and session.watcher.watching
+        if session is not None and session.step_num >= session.window_end and not watching:
             self.close()
             return True
         return False

@@ -15,6 +15,7 @@ from ._data import SCHEMA, SCHEMA_VERSION, build, build_model, check_document, h
 from .model import DOCUMENTS, encode, validate
 
 if TYPE_CHECKING:  # the lazy names' types, for mypy; at run time __getattr__ loads them
+    from ._curve import sparkline
     from ._escape import (
         inert,
         md_code,
@@ -92,6 +93,7 @@ _LAZY = {  # public name -> the module of this package that defines it
     "md_text": "_escape",
     "num": "_format",
     "metric_text": "_format",
+    "sparkline": "_curve",
 }
 
 
@@ -141,6 +143,7 @@ __all__ = [  # the eager names and _LAZY's (tests/test_report_lazy_names.py keep
     "render_ranks",
     "render_ranks_html",
     "scalars_of",
+    "sparkline",
     "to_json",
     "validate",
     "visible",

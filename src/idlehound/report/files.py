@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from ..errors import IdlehoundError
 from ..runfolder import is_trace_name
@@ -49,8 +49,16 @@ def _json(doc: dict[str, Any]) -> str:
     return encode(doc)
 
 
-def write_report(doc: dict[str, Any], path: Path, force: bool = False, inputs: Iterable[Path] = ()) -> Path:
-    """Write the report; an existing file is kept unless force, and an input never overwritten."""
+def write_report(
+    doc: dict[str, Any],
+    path: Path,
+    force: bool = False,
+    inputs: Iterable[Path] = (),
+    step_curve: Optional[dict[str, Any]] = None,
+) -> Path:
+    """Write the report; an existing file is kept unless force, and an input never overwritten.
+
+    step_curve: the whole run's step times and windows, drawn in the HTML (report/_curve.py)."""
     from .html import render_html
     from .markdown import render_markdown
 
@@ -61,8 +69,8 @@ def write_report(doc: dict[str, Any], path: Path, force: bool = False, inputs: I
             ".json": _json,
             ".md": render_markdown,
             ".markdown": render_markdown,
-            ".html": render_html,
-            ".htm": render_html,
+            ".html": lambda d: render_html(d, step_curve),
+            ".htm": lambda d: render_html(d, step_curve),
         },
         force,
         inputs,

@@ -16,6 +16,7 @@ from markupsafe import Markup
 from ..analysis import location_text
 from ..diagnose import IDLE_CAUSE_DEFINITIONS
 from ..metrics import BREAKDOWN_DEFINITION, METRICS
+from ._curve import svg_values
 from ._data import CAUSE_WORDS, IDLE_LINES_NOTE
 from ._format import metric_text, num
 from .compare import finding_lines
@@ -73,11 +74,11 @@ def render_page(template: str, **values: Any) -> str:
     return _env().get_template(template).render(**values)
 
 
-def render_html(doc: dict[str, Any]) -> str:
-    return render_page("report.html", **report_values(doc))
+def render_html(doc: dict[str, Any], step_curve: Optional[dict[str, Any]] = None) -> str:
+    return render_page("report.html", **report_values(doc, step_curve))
 
 
-def report_values(doc: dict[str, Any]) -> dict[str, Any]:
+def report_values(doc: dict[str, Any], step_curve: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     """What report.html draws (a page, or with layout="_fragment.html" a notebook cell's fragment)."""
     t = doc["trace"]
     return dict(
@@ -92,6 +93,7 @@ def report_values(doc: dict[str, Any]) -> dict[str, Any]:
         breakdown=_breakdown(doc),
         timeline=_timeline(doc),
         curve=_curve(doc),
+        step_curve=svg_values(step_curve) if step_curve else None,  # the whole run's (report/_curve.py)
         findings=_findings(doc),
         lines=_lines(doc),
         library_lines=_lines(doc, "idle_by_library_line"),

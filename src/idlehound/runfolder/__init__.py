@@ -15,13 +15,17 @@ from ._files import (
 )
 from ._folders import check_run_name, launch_tag, make_dir, new_run_dir, shared_run_dir, usable_logdir
 from ._layout import (
+    CONTROL,
     RANK_RUN_GLOB,
     RANKS_HTML,
     RANKS_JSON,
     REPORTS,
     RUN,
     SAMPLES,
+    STEPS,
     TRACE_GLOB,
+    WINDOWS,
+    clock_file,
     document_files,
     is_trace_name,
     match_trace,
@@ -31,6 +35,7 @@ from ._layout import (
     sidecar_file,
     sidecar_path,
     trace_file,
+    window_dir,
     worker_name,
 )
 
@@ -42,6 +47,10 @@ __all__ = [
     "REPORTS",
     "RUN",
     "RUN_FIELDS",
+    "CONTROL",
+    "STEPS",
+    "WINDOWS",
+    "clock_file",
     "SAMPLES",
     "TRACE_GLOB",
     "check_run_name",
@@ -63,6 +72,7 @@ __all__ = [
     "trace_file",
     "update_run_json",
     "usable_logdir",
+    "window_dir",
     "worker_name",
     "write_run_file",
     "write_text",

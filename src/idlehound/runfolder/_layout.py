@@ -89,3 +89,23 @@ def run_info_rank(folder: Path, worker: str) -> Optional[int]:
     """The rank whose run.rankN.json describes this worker's trace; None: the folder's run.json does."""
     rank = rank_of(worker)
     return rank if rank is not None and run_file(folder, rank).is_file() else None
+
+
+# What `idlehound run --watch` and the always-on step clock add (docs/long-runs.md):
+#   steps.jsonl / steps.rankN.jsonl   one row per step (or per bin of steps past a limit), written as the job runs
+#   control/request.json              a window asked for by `idlehound capture` or the slowdown trigger
+#   control/ack.<id>.rankN.json       what each rank did with that request
+#   windows/step<N>/                  each later window: its traces, sidecars, window.json and report.json
+STEPS = "steps"
+CONTROL = "control"
+WINDOWS = "windows"
+
+
+def clock_file(run_dir: Path, rank: Optional[int]) -> Path:
+    """steps.jsonl, or steps.rank3.jsonl for rank 3 of a multi-process job."""
+    return run_dir / (f"{STEPS}.jsonl" if rank is None else f"{STEPS}.rank{rank}.jsonl")
+
+
+def window_dir(run_dir: Path, step: int) -> Path:
+    """The folder of the window that starts recording at `step` (the same name on every rank)."""
+    return run_dir / WINDOWS / f"step{step}"

@@ -1,0 +1,325 @@
+"""Long runs: the always-on step clock, and under --watch the later windows (asked for, or on a slowdown).
+
+The session calls on_step() at every step end and close() when the run ends. A later window is recorded by the
+session's own profiler (Session.reopen) into windows/step<N>/, and analysed by a child process as soon as it is
+saved, so the training thread pays only for the trace's export, as it does for the first window.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from ..runfolder import WINDOWS, clock_file, window_dir, write_text
+from ._clock import StepClock
+from ._control import LEAD_S, Poller, RequestExists, read_acks, retire_request, write_ack, write_request
+from ._trigger import Trigger, TriggerRule
+
+if TYPE_CHECKING:
+    from ._session import Session
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    """`idlehound run --watch` and its triggers."""
+
+    slower: Optional[float] = None  # --capture-when slower=R
+    every: Optional[int] = None  # --capture-every N
+    k: int = 20  # steps in the slowdown's rolling median
+    baseline: int = 50
+    cooldown: int = 200  # steps after a window before a trigger fires again
+    steps: int = 5  # steps each later window records
+    warmup: int = 1
+    max_windows: int = 10
+    max_disk_mb: float = 2048.0  # all of windows/ together
+    analyse: bool = True
+
+
+WINDOW_JSON = "window.json"
+
+
+@dataclass
+class Planned:
+    at_step: int  # the first recorded step
+    steps: int
+    reason: str
+    request_id: Optional[str] = None
+
+
+class Watcher:
+    def __init__(self, session: Session, opts: Optional[WatchOptions]) -> None:
+        self.session = session
+        self.opts = opts
+        self.rank = session.rank
+        self.world = int(os.environ.get("WORLD_SIZE", "1")) if session.rank is not None else 1
+        self.clock = StepClock(clock_file(session.run_dir, session.rank), cuda=session._cuda)
+        self.trigger = (
+            Trigger(TriggerRule(opts.slower, opts.every, opts.k, opts.baseline, opts.cooldown))
+            if opts
+            else None
+        )
+        self.poller = Poller(session.run_dir) if opts else None
+        self.planned: Optional[Planned] = None
+        self.open: Optional[Planned] = None
+        self.windows: list[dict[str, Any]] = []
+        self.children: list[subprocess.Popen] = []
+        self._undo: Optional[Callable[[], None]] = None
+        self._root: Optional[tuple[dict[str, Any], list[float], tuple[int, int, int]]] = None
+        self._root_end = 0
+        self._due: Optional[str] = None  # a trigger's reason, acted on after this step's bookkeeping
+
+    @property
+    def watching(self) -> bool:
+        return self.opts is not None
+
+    def start(self) -> Watcher:
+        self._undo = self.clock.install_loader_timer()
+        if self.opts is not None:
+            self.clock.listeners.append(self._feed)
+            (self.session.run_dir / "control").mkdir(exist_ok=True)
+            self.session.opts.extra["watch"] = {
+                "pid": os.getpid(),
+                "host": os.uname().nodename,
+                "options": asdict(self.opts),
+                "windows": self.windows,
+            }
+        return self
+
+    # ---- every step
+    def on_step(self, now: float) -> None:
+        s = self.session
+        self.clock.tick(s.step_num - 1, now)
+        if self.opts is None:
+            return
+        if self.open is not None and s._prof is None:
+            self._finish("steps")
+        if self._due is not None:
+            self._plan_trigger(self._due)
+            self._due = None
+        req = self.poller.poll(now) if self.poller else None
+        if req is not None:
+            self._plan_request(req)
+        p = self.planned
+        free = self.open is None and not self._first_window_pending()
+        if p is not None and free and s.step_num >= p.at_step - self.opts.warmup:
+            self._open(p)
+
+    def _feed(self, step: int, ms: float, loader_ms: float) -> None:
+        """A step's time is known (on CUDA a step or two late): feed the trigger steps outside any window."""
+        if self.trigger is None or self._in_a_window(step):
+            return
+        reason = self.trigger.feed(step, ms)
+        if reason and self._due is None:
+            self._due = reason
+
+    def _in_a_window(self, step: int) -> bool:
+        s = self.session
+        first_end = s.opts.skip + s.opts.warmup + s.opts.active if self._root is None else self._root_end
+        if step < first_end + 1:
+            return True
+        return any(w["start_step"] - 1 <= step <= w["start_step"] + w["steps"] for w in self.windows)
+
+    def _first_window_pending(self) -> bool:
+        return self._root is None and (self.session._prof is not None or not self.session._profiled)
+
+    # ---- planning
+    def _plan_trigger(self, reason: str) -> None:
+        s, o = self.session, self.opts
+        assert o is not None
+        if reason.startswith("every") or self.rank is None:  # every rank reaches the same step numbers
+            self._plan(Planned(s.step_num + o.warmup, o.steps, reason))
+            return
+        if self.rank != 0:
+            return  # rank 0 decides slowdowns for all ranks, through a request for a step ahead
+        lead = self._lead_steps()
+        try:
+            req = write_request(s.run_dir, s.step_num + lead, o.steps, by=reason)
+        except RequestExists:
+            return  # someone asked already: that window serves
+        except OSError as e:
+            sys.stderr.write(f"idlehound: could not ask the ranks for a window ({e.strerror or e})\n")
+            return
+        del req  # this rank's poller picks it up like every other rank's
+
+    def _plan_request(self, req: dict[str, Any]) -> None:
+        s, o = self.session, self.opts
+        assert o is not None
+        at = int(req["at_step"])
+        late = s.step_num > at - o.warmup
+        if late:
+            at = s.step_num + o.warmup
+        self._plan(Planned(at, max(1, min(int(req["steps"]), 1000)), str(req.get("by", "asked")), req["id"]))
+        write_ack(s.run_dir, req["id"], self.rank, state="planned", at_step=at, late=late)
+
+    def _plan(self, p: Planned) -> None:
+        busy_until = self._busy_until()
+        if busy_until is not None and p.at_step <= busy_until:
+            p.at_step = busy_until + 1 + (self.opts.warmup if self.opts else 0)
+        if self.planned is not None and self.planned.request_id is not None and p.request_id is None:
+            return  # an asked-for window is planned already; it serves the trigger too
+        self.planned = p
+
+    def _busy_until(self) -> Optional[int]:
+        s = self.session
+        if self.open is not None:
+            return self.open.at_step + self.open.steps
+        if self._root is None and not (s._profiled and s._prof is None):
+            return s.opts.skip + s.opts.warmup + s.opts.active
+        return None
+
+    def _lead_steps(self) -> int:
+        ms = self.trigger.steady_ms if self.trigger and self.trigger.steady_ms else None
+        return max(10, math.ceil(LEAD_S * 1e3 / ms)) if ms else 10
+
+    # ---- opening and closing a window
+    def _open(self, p: Planned) -> None:
+        s, o = self.session, self.opts
+        assert o is not None
+        self.planned = None
+        refused = self._refusal()
+        if refused:
+            self._note(p, "refused", refused)
+            return
+        folder = window_dir(s.run_dir, p.at_step)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            self._note(p, "refused", f"cannot create {folder} ({e.strerror or e})")
+            return
+        if self._root is None:
+            self._root = (dict(s.window_info), list(s.window), (s.opts.skip, s.opts.warmup, s.opts.active))
+            self._root_end = s.opts.skip + s.opts.warmup + s.opts.active
+        self.clock.flush()  # the curve up to the window is on disk, should the job die inside it
+        info = self._window_info(p, "recording")
+        self._write_window(folder, info)
+        self.windows.append(info)
+        self.open = p
+        s._say(f"window at step {p.at_step} ({p.steps} steps): {p.reason}")
+        s.reopen(p.at_step - o.warmup, o.warmup, p.steps, folder)
+        if p.request_id:
+            write_ack(s.run_dir, p.request_id, self.rank, state="recording", at_step=p.at_step)
+
+    def _refusal(self) -> Optional[str]:
+        o = self.opts
+        assert o is not None
+        if len([w for w in self.windows if w["status"] != "refused"]) >= o.max_windows:
+            return f"the cap of {o.max_windows} windows is reached (--max-windows)"
+        used = _folder_mb(self.session.run_dir / WINDOWS)
+        if used >= o.max_disk_mb:
+            return f"windows/ holds {used:.0f} MB, the cap is {o.max_disk_mb:g} MB (--max-windows-mb)"
+        free = shutil.disk_usage(self.session.run_dir).free / 2**20
+        need = max(self.session.opts.max_window_mb, 64.0)
+        if free < need:
+            return f"only {free:.0f} MB free on the run folder's disk (a window may need {need:g} MB)"
+        return None
+
+    def _finish(self, cut_by: str) -> None:
+        s, p = self.session, self.open
+        assert p is not None
+        self.open = None
+        folder = window_dir(s.run_dir, p.at_step)
+        traces = sorted(t.name for t in folder.glob("*.pt.trace.json.gz"))
+        cut = s.window_info.get("cut_by", cut_by)
+        info = self._window_info(p, "saved" if traces else "empty")
+        info.update(cut_by=cut, traces=traces, seconds=s.window_info.get("seconds"))
+        if not traces:
+            info["note"] = f"no trace was written (ended by {cut})"
+        self._write_window(folder, info)
+        self.windows[-1] = info
+        if self._root is not None:
+            s.window_info, s.window = dict(self._root[0]), list(self._root[1])
+            s.opts.skip, s.opts.warmup, s.opts.active = self._root[2]  # run.json describes the first window
+        s.trace_dir, s.later_window = s.run_dir, False
+        if self.trigger is not None:
+            self.trigger.window_ended(p.at_step + p.steps)
+        if p.request_id:
+            write_ack(s.run_dir, p.request_id, self.rank, state=info["status"], window=str(folder))
+            if self.rank in (None, 0) and self._all_acked(p.request_id):
+                retire_request(s.run_dir, p.request_id)
+        if traces and self.opts and self.opts.analyse and self.rank is None:
+            self._analyse(folder)
+
+    def _all_acked(self, request_id: str) -> bool:
+        final = [
+            a for a in read_acks(self.session.run_dir, request_id) if a.get("state") in ("saved", "empty")
+        ]
+        return len(final) >= self.world
+
+    def _analyse(self, folder: Path) -> None:
+        """`idlehound analyze` in a child process at low priority: off the training thread's critical path."""
+        cmd = [sys.executable, "-m", "idlehound", "analyze", str(folder), "-o", str(folder / "report.json")]
+        if shutil.which("nice"):
+            cmd = ["nice", "-n", "10", *cmd]
+        try:
+            with open(folder / "analysis.log", "w") as log:
+                child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL)
+            self.children.append(child)
+        except OSError as e:
+            sys.stderr.write(
+                f"idlehound: could not start the window's analysis ({e}); `idlehound report` will\n"
+            )
+
+    def _note(self, p: Planned, status: str, why: str) -> None:
+        info = {**self._window_info(p, status), "note": why}
+        self.windows.append(info)
+        self.session._say(f"no window at step {p.at_step}: {why}")
+        if p.request_id:
+            write_ack(self.session.run_dir, p.request_id, self.rank, state=status, note=why)
+
+    def _window_info(self, p: Planned, status: str) -> dict[str, Any]:
+        return {
+            "start_step": p.at_step,
+            "steps": p.steps,
+            "reason": p.reason,
+            "status": status,
+            "folder": f"{WINDOWS}/step{p.at_step}",
+            "request": p.request_id,
+        }
+
+    @staticmethod
+    def _write_window(folder: Path, info: dict[str, Any]) -> None:
+        try:
+            write_text(folder / WINDOW_JSON, json.dumps(info, indent=2))
+        except OSError as e:
+            sys.stderr.write(f"idlehound: could not write {folder / WINDOW_JSON} ({e.strerror or e})\n")
+
+    # ---- the end of the run
+    def close(self, ended_by: str) -> None:
+        """After the session saved a window still open: say how it ended; flush the clock; undo the timer."""
+        if self.open is not None:
+            self._finish(ended_by)
+        if self.planned is not None:
+            self._note(self.planned, "not reached", "the job ended before this window's first step")
+            self.planned = None
+        self.clock.close()
+        if self._undo is not None:
+            self._undo()
+            self._undo = None
+        deadline = time.monotonic() + 30
+        for child in self.children:  # a short job: let the windows' analyses finish for the report
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=max(0.0, deadline - time.monotonic()))
+
+
+def _folder_mb(folder: Path) -> float:
+    total = 0
+    for root, _, files in os.walk(folder):
+        for f in files:
+            with contextlib.suppress(OSError):
+                total += os.stat(os.path.join(root, f)).st_size
+    return total / 2**20
+
+
+def median_step_ms(rows: list[list[Any]]) -> Optional[float]:
+    """The median of the rows' mean step times (steps.jsonl rows), or None."""
+    return statistics.median(r[2] for r in rows) if rows else None
