@@ -15,6 +15,11 @@ Shapes:
   long        names of 100 kB each
   nested      every event carries args nested 60 deep (the limit is 64)
   real        the recorded demo trace repeated, times and ids shifted
+  names       distinct names of 15 kB (under the C decoder's 16 kB), four events each
+  inputs      a distinct input-type list on every cpu_op (record_shapes)
+
+--paths both measures each shape with the C decoder and with the msgspec path (IDLEHOUND_NATIVE=0), which must
+give the same verdict (loaded or refused) and stay within 2x alike.
 """
 
 from __future__ import annotations
@@ -113,6 +118,22 @@ def long(size: int) -> Iterator[str]:
         yield _ev(name=f"{s}{i}", ts=i)
 
 
+def names(size: int) -> Iterator[str]:
+    """Distinct names just under 16 KB (the C decoder's per-event string limit), each used by a few events."""
+    for i in range(size // (4 * 15_080)):
+        s = f"{i:08d}" + "n" * 15_000
+        for k in range(4):
+            yield _ev(name=s, ts=4 * i + k)
+
+
+def inputs(size: int) -> Iterator[str]:
+    """cpu_ops whose input-type lists all differ (record_shapes over ops of many arities and dtypes)."""
+    kinds = ("float", "c10::Half", "long int", "Scalar", "ScalarList", "")
+    for i in range(size // 290):
+        types = [kinds[(i >> (2 * k)) % 6] for k in range(6)] + [f"T{i}"]
+        yield _ev(name=f"aten::op{i % 64}", ts=i, args=json.dumps({"External id": i, "Input type": types}))
+
+
 def nested(size: int) -> Iterator[str]:
     deep = '{"x":' * 30 + "[" * 28 + "1" + "]" * 28 + "}" * 30
     for i in range(size // (len(deep) + 80)):
@@ -148,6 +169,8 @@ SHAPES = {
     "long": long,
     "nested": nested,
     "real": real,
+    "names": names,
+    "inputs": inputs,
 }
 
 
@@ -172,8 +195,10 @@ def write(path: Path, events: Iterator[str], gz: bool) -> int:
     return size
 
 
-def measure(name: str, path: Path, size: int, jobs: str) -> float:
+def measure(name: str, path: Path, size: int, jobs: str, native: str = "") -> float:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    if native:
+        env["IDLEHOUND_NATIVE"] = native
     if jobs:
         env["IDLEHOUND_JOBS"] = jobs
     t0 = time.perf_counter()
@@ -203,6 +228,9 @@ def main() -> None:
     ap.add_argument("--cases", default=",".join(SHAPES))
     ap.add_argument("--gzip", action="store_true", help="also each shape gzipped")
     ap.add_argument("--jobs", default="", help="IDLEHOUND_JOBS for the analysis (default: all cores)")
+    ap.add_argument(
+        "--paths", choices=("default", "both"), default="default", help="both: C and msgspec decoders"
+    )
     a = ap.parse_args()
     size = int(a.mb * 2**20)
     print(f"peak RSS (net of interpreter and imports) over the JSON size, ~{a.mb:g} MiB per shape:")
@@ -212,8 +240,10 @@ def main() -> None:
             for gz in (False, True) if a.gzip else (False,):
                 path = Path(tmp) / ("case.pt.trace.json" + (".gz" if gz else ""))
                 n = write(path, SHAPES[case](size), gz)
-                ratio = measure(case + (" (gz)" if gz else ""), path, n, a.jobs)
-                worst = max(worst, ratio) if ratio == ratio else worst
+                for native in ("1", "0") if a.paths == "both" else ("",):
+                    label = case + (" (gz)" if gz else "") + {"1": " C", "0": " msgspec", "": ""}[native]
+                    ratio = measure(label, path, n, a.jobs, native)
+                    worst = max(worst, ratio) if ratio == ratio else worst
                 path.unlink()
     print(f"worst: {worst:.2f}x")
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
+from ..metrics import MAX_EVENT_NS
 from ..trace import EventTable, Trace
 from . import _intervals as iv
 from . import _roles as roles
@@ -24,7 +27,7 @@ def _steps(ev: EventTable, ctx: _Context, notes: list[str]) -> tuple[list[Step],
     if odd:
         notes.append(f"ignored {odd} ProfilerStep# marker name(s) with a step number of more than 18 digits")
     if not marks:
-        lo, hi = _window(ev, ctx)
+        lo, hi = _window(ev, ctx, notes=notes)
         notes.append("no ProfilerStep# markers: the whole trace is analysed as one step")
         steps = [Step(None, lo, hi, lo, hi)]
         return steps, "whole trace"
@@ -36,7 +39,7 @@ def _steps(ev: EventTable, ctx: _Context, notes: list[str]) -> tuple[list[Step],
             uniq.append(j)
     uniq = _within_trace(ev, ctx, uniq, np.asarray(marks), notes)
     if not uniq:
-        lo, hi = _window(ev, ctx, exclude=np.asarray(marks))
+        lo, hi = _window(ev, ctx, exclude=np.asarray(marks), notes=notes)
         return [Step(None, lo, hi, lo, hi)], "whole trace"
     steps = [
         Step(
@@ -80,13 +83,43 @@ def _window_end(ev: EventTable):
     return int(ends.max()) if ends.size else None
 
 
-def _window(ev: EventTable, ctx: _Context, exclude: np.ndarray = np.zeros(0, np.int64)) -> tuple[int, int]:
+def _window(
+    ev: EventTable,
+    ctx: _Context,
+    exclude: np.ndarray = np.zeros(0, np.int64),
+    notes: Optional[list[str]] = None,
+) -> tuple[int, int]:
+    """Start and end of the host and GPU events (the whole trace as one step). A step cannot last more than a
+    day, as no event can (validate.durations): past that, the day that starts the most events is kept."""
     m = np.zeros(len(ev), bool)  # a mask, not a merged index list: 1 byte an event, not 3 sorted copies of 8
     m[ctx.x_cpu] = True
     m[ctx.gpu] = True
     m[exclude] = False
     if not m.any():
         return 0, 0
+    lo, hi = _span(ev, m)
+    if hi - lo <= MAX_EVENT_NS:
+        return lo, hi
+    day = _busiest_day(ev.ts[m])
+    inside = (ev.ts >= day) & (ev.ts <= day + MAX_EVENT_NS)
+    if notes is not None:
+        notes.append(
+            f"excluded {int((m & ~inside).sum())} event(s) more than a day away from the rest of the trace "
+            "(impossible in a profile) from the whole-trace step"
+        )
+    lo, hi = _span(ev, m & inside)
+    return lo, min(hi, lo + MAX_EVENT_NS)
+
+
+def _busiest_day(ts: np.ndarray) -> int:
+    """The start of the day-long window that holds the most of these start times."""
+    t = np.sort(ts)
+    counts = np.searchsorted(t, t + MAX_EVENT_NS, side="right") - np.arange(t.size)
+    return int(t[int(np.argmax(counts))])
+
+
+def _span(ev: EventTable, m: np.ndarray) -> tuple[int, int]:
+    """First start and last end of the events m marks (some)."""
     lo: int | None = None
     hi = 0
     for a in range(0, len(ev), _CHUNK):  # start and end of the chosen events, a chunk at a time

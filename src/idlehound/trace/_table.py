@@ -190,7 +190,11 @@ class TableBuilder:
         return True
 
     def _add_text(self, p: _Text) -> None:
+        # The decoder numbered this piece's input-type texts whether or not any event is kept: later ids count them.
+        self._native_inputs.add(p.input_texts)
         t = np.frombuffer(p.ts, np.float64)
+        if not t.size:  # "[ ]": whitespace only
+            return
         local = np.frombuffer(p.kind, np.int32)
         # The events add() drops: a time out of range, or no time, name and category (the same counts).
         bad = np.abs(t) >= MAX_TS_US
@@ -238,8 +242,8 @@ class TableBuilder:
         for row, alloc, reserved, device in p.mem:
             if col.has(row):
                 i = n0 + col.at(row)
-                x["total_allocated"][i] = _ANY(alloc)
-                x["total_reserved"][i] = None if reserved is None else _ANY(reserved)
+                x["total_allocated"][i] = _huge_as_inf(_ANY(alloc))
+                x["total_reserved"][i] = None if reserved is None else _huge_as_inf(_ANY(reserved))
                 x["device_type"][i] = None if device is None else _ANY(device)
 
     def _text_occupancy(
@@ -255,7 +259,6 @@ class TableBuilder:
 
     def _text_inputs(self, p: _Text, col: _Kept, n0: int) -> None:
         """Input-type lists, one object per distinct list as _share_lists keeps them (decoded once per text)."""
-        self._native_inputs.add(p.input_texts)
         rows, ids = col.rows(p.in_rows, p.in_ids, np.int32)
         if not ids.size:
             return
@@ -339,8 +342,8 @@ class TableBuilder:
         if allocated.count(None) < n:
             x = self.extra
             for i in _present(allocated):
-                x["total_allocated"][n0 + i] = allocated[i]
-                x["total_reserved"][n0 + i] = a[_A["total_reserved"]][i]
+                x["total_allocated"][n0 + i] = _huge_as_inf(allocated[i])
+                x["total_reserved"][n0 + i] = _huge_as_inf(a[_A["total_reserved"]][i])
                 x["device_type"][n0 + i] = a[_A["device_type"]][i]
 
     def _occupancy(self, bps: tuple, occ: tuple, n0: int) -> None:
@@ -557,7 +560,21 @@ _GET = {k: operator.attrgetter(k) for k in ("ph", "cat", "name", "pid", "tid", "
 
 def _float_col(events: list, key: str) -> np.ndarray:
     """A float64 column; None (JSON null) becomes nan."""
-    return np.fromiter(map(_GET[key], events), np.float64, len(events))
+    try:
+        return np.fromiter(map(_GET[key], events), np.float64, len(events))
+    except OverflowError:  # an integer of 309+ digits
+        return np.fromiter(map(_huge_as_inf, map(_GET[key], events)), np.float64, len(events))
+
+
+def _huge_as_inf(v):
+    """An integer past float range as the float its digits round to (+-inf, as 1e400 decodes), so that it is
+    dropped or excluded as out of range like any other; anything else as it is."""
+    if type(v) is int and not -(2**1023) < v < 2**1023:
+        try:
+            return float(v)
+        except OverflowError:
+            return float("inf") if v > 0 else float("-inf")
+    return v
 
 
 def _arg_columns(args: list) -> list[tuple]:
@@ -592,7 +609,10 @@ def _arg_floats(col: tuple) -> np.ndarray:
     n = len(col)
     if col.count(NAN) == n:  # the default object (nan == nan is false, but count tests identity first)
         return np.full(n, NAN)
-    return np.fromiter(col, np.float64, n)
+    try:
+        return np.fromiter(col, np.float64, n)
+    except OverflowError:
+        return np.fromiter(map(_huge_as_inf, col), np.float64, n)
 
 
 def _arg_cols(ids: Callable[[str], np.ndarray], floats: Callable[[str], np.ndarray]) -> dict[str, np.ndarray]:
@@ -701,7 +721,7 @@ def _keep_extras(extra: dict[str, dict[int, Any]], keep: np.ndarray) -> dict[str
 def _as_float(v) -> float:
     if isinstance(v, str):
         return float("inf") if v.strip().lower() == "inf" else float("nan")
-    return float(v)
+    return float(_huge_as_inf(v))
 
 
 # ---- the C decoder's pieces (TableBuilder.add_text) ----
