@@ -78,7 +78,7 @@ def make_piece(events: list[dict], rng: random.Random, serial: list[int]) -> tup
             e["args"] = dict(
                 e.get("args") or {}, **{"Input type": ["float", f"t{n}", ""][: rng.randint(1, 3)]}
             )
-    kind = rng.choices(["plain", "dropped", "bytes", "field"], [3, 3, 2, 2])[0]
+    kind = rng.choices(["plain", "dropped", "bytes", "field"], [3, 3, 1, 2])[0]
     if kind == "dropped":
         for e in evs:
             if rng.random() < 0.5:

@@ -27,6 +27,8 @@ COMPACT_EVERY = 16  # pieces (of about 8k events) between joins of their columns
 COMPACT_EVENTS = 2**17  # or events (~10 MB of full-width columns)
 MAX_TS_US = 9.0e15  # |ts| in µs beyond which int64 ns would overflow
 EPOCH_NS = 10**18  # 2001-09-09 as Unix-epoch ns: times above are absolute, not relative to a base time
+NATIVE_SHARE = 0.125  # of the table's budget, that the C decoder's copies of distinct names may take ...
+NATIVE_FLOOR = 8 * 2**20  # ... or this much
 ENTRY_BYTES = 100  # a kept per-event extra or a new distinct string: its dict slot, key and value, roughly
 
 
@@ -97,7 +99,7 @@ class TableBuilder:
         self._kinds = _Kinds(self._name_ix, self._cat_ix)
         self._str_ix: dict[str, int] = {}
         self._shared: dict = {}  # float -> the one object kept for it
-        self._lists: dict = {}  # input-type list (as a tuple) -> the one list kept for it
+        self._lists = _Lists()  # input-type list (as a tuple) -> the one list kept for it
         self._big = 0  # leading entries of each self._cols list that are already joined
         self._pending = 0  # events in the pieces not joined yet
         self._id_codes = _IdCodes(self._id)  # pid/tid value -> int64 code (few distinct values: a small dict)
@@ -187,7 +189,18 @@ class TableBuilder:
             self._native = None
             return False
         self._add_text(p)
+        if self._native_bytes() > max(NATIVE_FLOOR, self.max_bytes * NATIVE_SHARE):
+            self._native = None  # many distinct long names or input types: the msgspec way from here on
+            self._native_kinds, self._native_inputs = _TextKinds(), _TextInputs()
         return True
+
+    def _native_bytes(self) -> int:
+        """What the C decoder's path holds besides the table: its copies of the distinct (ph, cat, name) triples
+        and input-type texts, and their maps here. Not counted in bytes(), so that both paths give the same
+        verdict on a trace; bounded instead by handing the rest of the pieces to msgspec past a share of it."""
+        if self._native is None:
+            return 0
+        return int(self._native.nbytes) + self._native_kinds.nbytes + self._native_inputs.nbytes
 
     def _add_text(self, p: _Text) -> None:
         # The decoder numbered this piece's input-type texts whether or not any event is kept: later ids count them.
@@ -288,10 +301,9 @@ class TableBuilder:
 
     def bytes(self) -> int:
         """The table's memory as built so far, over-estimated: every column at full width (compacting usually
-        saves some), the interned strings, and the sparse extras."""
+        saves some), the interned strings, and the sparse extras; the same on both decode paths."""
         strings = self._name_ix.nbytes + self._cat_ix.nbytes + self._id_codes.nbytes + self._kinds.nbytes
-        strings += self._native_kinds.nbytes + self._native_inputs.nbytes
-        strings += self._native.nbytes if self._native is not None else 0
+        strings += self._lists.nbytes
         extras = sum(map(len, self.extra.values())) * ENTRY_BYTES
         return self.n * ROW_BYTES + strings + extras
 
@@ -369,13 +381,13 @@ class TableBuilder:
     def _share_lists(self, lists: list[list]) -> list[list]:
         """One object per distinct input-type list, as recorded (strings compared on use)."""
         try:
-            return list(map(self._lists.setdefault, map(tuple, lists), lists))
+            return list(map(self._lists.__getitem__, map(tuple, lists)))
         except TypeError:  # nested lists: not hashable, kept as they are
             return [self._share_list(v) for v in lists]
 
     def _share_list(self, v: list) -> list:
         try:
-            return self._lists.setdefault(tuple(v), v)
+            return self._lists[tuple(v)]
         except TypeError:
             return v
 
@@ -530,6 +542,29 @@ class _Kinds(dict):
 
     def name_of(self, kind: np.ndarray) -> np.ndarray:
         return self._columns()[2][kind]
+
+
+class _Lists(dict):
+    """Input-type list (as a tuple) -> the one list kept for it, made on first use with its strings shared with
+    every other list's ("float" once, not once an event: a trace of distinct lists held 2.4x its JSON)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._strs: dict[str, str] = {}
+        self.nbytes = 0  # the lists, their keys and their new strings, roughly
+
+    def __missing__(self, key: tuple) -> list:
+        strs = self._strs
+        n = len(strs)
+        v = [strs.setdefault(x, x) if type(x) is str else x for x in key]
+        k = tuple(v)
+        self.nbytes += sys.getsizeof(v) + sys.getsizeof(k) + ENTRY_BYTES
+        if len(strs) > n:
+            self.nbytes += (
+                sum(sys.getsizeof(x) for x in v if type(x) is str) // max(1, len(v)) * (len(strs) - n)
+            )
+        self[k] = v
+        return v
 
 
 class _IdCodes(dict):
@@ -850,7 +885,7 @@ class _TextInputs:
             for k in _first_used(ids[~self.done[ids]]):
                 v = _ANY(self.texts[k])
                 try:
-                    v = shared.setdefault(tuple(v), v) if v else None
+                    v = shared[tuple(v)] if v else None
                 except TypeError:
                     v = _OWN
                 self.out[k], self.done[k], self.plain[k] = v, True, v is not None and v is not _OWN
