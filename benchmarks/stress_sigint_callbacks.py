@@ -8,8 +8,10 @@ C++ caller cannot pass an exception on. This harness tries to reproduce it on CP
 temporary file) spends most of its time in Python that torch's C++ calls: tensor hooks run by the autograd engine,
 module forward hooks and pre-hooks, a custom autograd.Function's backward, record_function ranges, with the
 profiler recording Python stacks (its tracer sees every call) and, with --memory, allocations. Each trial starts
-`python -m idlehound run` on it, waits until the training loop runs (a marker file), sends SIGINT after a uniform
-random delay (while the window records, as it is saved, or after), and tallies exit codes and what stderr said.
+`python -m idlehound run` on it and sends SIGINT: every other trial after a uniform random delay once the training
+loop runs (a marker file; while the window records, as it is saved, or after), the others at a random moment from
+0.3x to 1.1x the time the loop takes to start (torch's import, the session's start, the first steps: the one
+abort seen, under a load of 10 on 2 cores, came 2.5 s into a run). It tallies exit codes and what stderr said.
 Target: every trial exits 130 (Ctrl-C) with run.json completed (not left "running"); an exit of -6 or "terminate
 called" is the bug.
 """
@@ -76,16 +78,20 @@ sys.exit(5)  # the signal never came (a lost signal shows as exit 5, not a hang)
 """
 
 
-def trial(script: Path, delay: float, tmp: Path, memory: bool) -> dict:
+def trial(script: Path, delay: float, tmp: Path, memory: bool, from_start: bool = False) -> dict:
     marker = tmp / "looping"
     logdir = tmp / "log"
     cmd = [sys.executable, "-m", "idlehound", "run", "--logdir", str(logdir), "--skip", "2", "--warmup", "1"]
     cmd += ["--active", "40", "--no-report"] + (["--memory"] if memory else []) + [str(script), str(marker)]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     t0 = time.monotonic()
-    while not marker.exists() and p.poll() is None and time.monotonic() - t0 < 120:
-        time.sleep(0.01)
-    time.sleep(delay)
+    if from_start:  # during torch's import, the session's start, the first steps (the first optimizer step
+        time.sleep(delay)  # imports torch._dynamo: seconds of Python run by C++ registration code)
+    else:
+        while not marker.exists() and p.poll() is None and time.monotonic() - t0 < 120:
+            time.sleep(0.01)
+        time.sleep(delay)
+    loop_s = time.monotonic() - t0
     p.send_signal(signal.SIGINT)
     try:
         _, err = p.communicate(timeout=300)
@@ -100,6 +106,7 @@ def trial(script: Path, delay: float, tmp: Path, memory: bool) -> dict:
         "traceback": "Traceback" in err,
         "run_json": states[0] if states else "none",
         "err": err[-600:],
+        "at": loop_s,
     }
 
 
@@ -117,10 +124,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         script = Path(d) / "hooks_workload.py"
         script.write_text(WORKLOAD)
+        start = (
+            0.0  # seconds from spawn to the training loop (the first trial, signalled in the loop, times it)
+        )
         for i in range(a.trials):
             tmp = Path(d) / f"t{i}"
             tmp.mkdir()
-            r = trial(script, rng.uniform(0, a.max_delay), tmp, a.memory)
+            from_start = i % 2 == 1 and start > 0
+            delay = rng.uniform(0.3 * start, 1.1 * start) if from_start else rng.uniform(0, a.max_delay)
+            r = trial(script, delay, tmp, a.memory, from_start)
+            if not from_start and not start:
+                start = r["at"] - delay
+            tally["signalled from the start" if from_start else "signalled in the loop"] += 1
             tally[f"exit {r['code']}"] += 1
             tally[f"run.json {r['run_json']}"] += 1
             tally["terminate called"] += r["terminate"]
