@@ -663,3 +663,27 @@ def test_html_shows_escapes_newlines_and_bidi_controls_from_names(tmp_path):
     for c in "\x1b\u202e\u2066":
         assert c not in t.title + t.text
     assert "\n" not in t.title
+
+
+def test_gpu_work_a_day_after_the_step_that_launched_it_does_not_stretch_the_step():
+    """A kernel whose time is far off (9.99e14 µs) but whose launch lies inside step 1: the step must not last
+    31 years; that kernel cannot be the step's (the same outlier rule as for events lasting over a day)."""
+    tb = _steps_with_kernel(TraceBuilder(), n=3)
+    tb.kernel("gemm_far", ts=9.99e14, dur=500, launch_ts=1020)
+    doc = _doc(tb)
+    assert check_document(doc) == []
+    assert doc["trace"]["steps"] == [0, 1, 2]
+    assert doc["metrics"]["step_ms"]["value"] == 1.0
+    assert any("1 GPU op(s) ending more than a day after" in n for n in doc["notes"]), doc["notes"]
+
+
+@pytest.mark.parametrize("ts", [-8.9e15, -4.7e15])
+def test_a_step_marker_at_a_far_negative_time_lasts_its_own_length(ts):
+    """Its end was taken as the later of its host end and -1 ns (no GPU work), or its start as -2**62 ns: a step of
+    282 years. Now it lasts as its marker says, like every other step."""
+    tb = _steps_with_kernel(TraceBuilder(), n=3)
+    tb.step(7, ts=ts, dur=1000)
+    doc = _doc(tb)
+    assert check_document(doc) == []
+    assert doc["trace"]["steps"] == [7, 0, 1, 2]
+    assert [s["duration_ms"] for s in doc["steps"]] == [1.0, 1.0, 1.0, 1.0]

@@ -145,13 +145,22 @@ def _extend_to_gpu(ev: EventTable, ctx: _Context, steps: list[Step], notes: list
     t = ev.ts[rt[ok]]
     k = np.searchsorted(hs, t, side="right") - 1
     inside = (k >= 0) & (t < he[np.clip(k, 0, None)])
+    # GPU work ending more than a day after its step began is no more the step's than an event lasts a day
+    g = ctx.gpu[ok]
+    far = inside & (ev.ts[g] + ev.dur[g] - hs[np.clip(k, 0, None)] > MAX_EVENT_NS)
+    if far.any():
+        notes.append(
+            f"excluded {int(far.sum())} GPU op(s) ending more than a day after the step that launched them "
+            "(impossible in a profile) from their steps"
+        )
+        inside &= ~far
     owner[np.flatnonzero(ok)[inside]] = k[inside]
-    gpu_end = np.full(len(steps), -1, dtype=np.int64)
+    gpu_end = np.full(len(steps), np.iinfo(np.int64).min, dtype=np.int64)  # none: times may be negative
     counted = np.zeros(len(steps), dtype=np.int64)
     sel = owner >= 0
     np.maximum.at(gpu_end, owner[sel], ev.ts[ctx.gpu[sel]] + ev.dur[ctx.gpu[sel]])
     np.add.at(counted, owner[sel], 1)
-    prev_end = -(2**62)
+    prev_end = -(2**63)  # below any time (-9e15 µs is -9e18 ns: a step marker there is its own length)
     for i, s in enumerate(steps):
         s.start_ns = max(prev_end, s.host_start_ns)
         s.end_ns = max(s.host_end_ns, int(gpu_end[i]), s.start_ns)
