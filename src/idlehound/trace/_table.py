@@ -27,8 +27,8 @@ COMPACT_EVERY = 16  # pieces (of about 8k events) between joins of their columns
 COMPACT_EVENTS = 2**17  # or events (~10 MB of full-width columns)
 MAX_TS_US = 9.0e15  # |ts| in µs beyond which int64 ns would overflow
 EPOCH_NS = 10**18  # 2001-09-09 as Unix-epoch ns: times above are absolute, not relative to a base time
-NATIVE_SHARE = 0.125  # of the table's budget, that the C decoder's copies of distinct names may take ...
-NATIVE_FLOOR = 8 * 2**20  # ... or this much
+NATIVE_SHARE = 1 / 16  # of the table's budget, that the C decoder's copies of distinct names may take ...
+NATIVE_FLOOR = 4 * 2**20  # ... or this much
 ENTRY_BYTES = 100  # a kept per-event extra or a new distinct string: its dict slot, key and value, roughly
 
 
