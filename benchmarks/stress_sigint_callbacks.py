@@ -83,7 +83,9 @@ def trial(script: Path, delay: float, tmp: Path, memory: bool, from_start: bool 
     logdir = tmp / "log"
     cmd = [sys.executable, "-m", "idlehound", "run", "--logdir", str(logdir), "--skip", "2", "--warmup", "1"]
     cmd += ["--active", "40", "--no-report"] + (["--memory"] if memory else []) + [str(script), str(marker)]
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint
+    )
     t0 = time.monotonic()
     if from_start:  # during torch's import, the session's start, the first steps (the first optimizer step
         time.sleep(delay)  # imports torch._dynamo: seconds of Python run by C++ registration code)
@@ -108,6 +110,12 @@ def trial(script: Path, delay: float, tmp: Path, memory: bool, from_start: bool 
         "err": err[-600:],
         "at": loop_s,
     }
+
+
+def _default_sigint() -> None:
+    """SIGINT as a terminal delivers it: a shell's background job (`cmd &`, nohup) starts with SIGINT ignored,
+    which the child would inherit, and then no Ctrl-C reaches it at all (every trial ends 5)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def main() -> None:
