@@ -15,6 +15,12 @@ Shapes:
   long        names of 100 kB each
   nested      every event carries args nested 60 deep (the limit is 64)
   real        the recorded demo trace repeated, times and ids shifted
+  names       distinct names of 15 kB (under the C decoder's 16 kB), four events each
+  inputs      a distinct input-type list on every cpu_op (record_shapes)
+
+--bomb also times the refusal of a 5 MB gzip bomb (target: under 2 s, under 100 MB written).
+--paths both measures each shape with the C decoder and with the msgspec path (IDLEHOUND_NATIVE=0), which must
+give the same verdict (loaded or refused) and stay within 2x alike.
 """
 
 from __future__ import annotations
@@ -113,6 +119,20 @@ def long(size: int) -> Iterator[str]:
         yield _ev(name=f"{s}{i}", ts=i)
 
 
+def names(size: int) -> Iterator[str]:
+    """Distinct names just under 16 KB (the C decoder's per-event string limit), one event each."""
+    for i in range(size // 15_080):
+        yield _ev(name=f"{i:08d}" + "n" * 15_000, ts=i)
+
+
+def inputs(size: int) -> Iterator[str]:
+    """cpu_ops whose input-type lists all differ (record_shapes over ops of many arities and dtypes)."""
+    kinds = ("float", "c10::Half", "long int", "Scalar", "ScalarList", "")
+    for i in range(size // 290):
+        types = [kinds[(i >> (2 * k)) % 6] for k in range(6)] + [f"T{i}"]
+        yield _ev(name=f"aten::op{i % 64}", ts=i, args=json.dumps({"External id": i, "Input type": types}))
+
+
 def nested(size: int) -> Iterator[str]:
     deep = '{"x":' * 30 + "[" * 28 + "1" + "]" * 28 + "}" * 30
     for i in range(size // (len(deep) + 80)):
@@ -148,6 +168,8 @@ SHAPES = {
     "long": long,
     "nested": nested,
     "real": real,
+    "names": names,
+    "inputs": inputs,
 }
 
 
@@ -172,8 +194,10 @@ def write(path: Path, events: Iterator[str], gz: bool) -> int:
     return size
 
 
-def measure(name: str, path: Path, size: int, jobs: str) -> float:
+def measure(name: str, path: Path, size: int, jobs: str, native: str = "") -> float:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    if native:
+        env["IDLEHOUND_NATIVE"] = native
     if jobs:
         env["IDLEHOUND_JOBS"] = jobs
     t0 = time.perf_counter()
@@ -197,23 +221,95 @@ def measure(name: str, path: Path, size: int, jobs: str) -> float:
     return ratio
 
 
+BOMB = r"""
+import sys, time
+from idlehound import _limits
+from idlehound.errors import TraceError
+from idlehound.trace import load_trace
+
+written = [0]
+spool = _limits._spool
+
+
+class Counting:  # the loader's temporary copy, counting what is written to it
+    def __init__(self, f):
+        self.f = f
+
+    def __getattr__(self, k):
+        return getattr(self.f, k)
+
+    def write(self, b):
+        written[0] += len(b)
+        return self.f.write(b)
+
+    def __enter__(self):
+        self.f.__enter__()
+        return self
+
+    def __exit__(self, *a):
+        return self.f.__exit__(*a)
+
+
+_limits._spool = lambda: Counting(spool())
+t0 = time.perf_counter()
+try:
+    load_trace(sys.argv[1])
+    outcome = "loaded"
+except TraceError as e:
+    outcome = str(e).split(": ", 1)[1][:80]
+print("RESULT", time.perf_counter() - t0, written[0], outcome)
+"""
+
+
+def gzip_bomb(tmp: Path, mb: float = 5) -> None:
+    """A gzip bomb of about `mb` MB (~1000x: 64 MiB of spaces compressed, repeated as gzip members). Target (issue
+    31): refused in under 2 s having written under 100 MB of its decompressed bytes."""
+    path = tmp / "bomb.pt.trace.json.gz"
+    middle = gzip.compress(b" " * (64 << 20), 9)
+    with open(path, "wb") as f:
+        f.write(gzip.compress(b'{"traceEvents":['))
+        while f.tell() < mb * 1e6:
+            f.write(middle)
+        f.write(gzip.compress(b"]}"))
+    inflated = (path.stat().st_size // len(middle)) * (64 << 20)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    r = subprocess.run([sys.executable, "-c", BOMB, str(path)], capture_output=True, text=True, env=env)
+    line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT")), "")
+    if not line:
+        print(f"  gzip bomb FAILED: {r.stderr.strip().splitlines()[-1:]}")
+        return
+    _, dt, written, outcome = line.split(" ", 3)
+    print(
+        f"  gzip bomb {path.stat().st_size / 1e6:.1f} MB (inflates to {inflated / 2**30:.1f} GiB): "
+        f"{float(dt):.2f} s, {int(written) / 2**20:.0f} MiB written: {outcome}"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=100)
     ap.add_argument("--cases", default=",".join(SHAPES))
     ap.add_argument("--gzip", action="store_true", help="also each shape gzipped")
     ap.add_argument("--jobs", default="", help="IDLEHOUND_JOBS for the analysis (default: all cores)")
+    ap.add_argument("--bomb", action="store_true", help="also time a 5 MB gzip bomb's refusal")
+    ap.add_argument(
+        "--paths", choices=("default", "both"), default="default", help="both: C and msgspec decoders"
+    )
     a = ap.parse_args()
     size = int(a.mb * 2**20)
     print(f"peak RSS (net of interpreter and imports) over the JSON size, ~{a.mb:g} MiB per shape:")
     worst = 0.0
     with tempfile.TemporaryDirectory() as tmp:
-        for case in a.cases.split(","):
+        if a.bomb:
+            gzip_bomb(Path(tmp))
+        for case in [c for c in a.cases.split(",") if c]:
             for gz in (False, True) if a.gzip else (False,):
                 path = Path(tmp) / ("case.pt.trace.json" + (".gz" if gz else ""))
                 n = write(path, SHAPES[case](size), gz)
-                ratio = measure(case + (" (gz)" if gz else ""), path, n, a.jobs)
-                worst = max(worst, ratio) if ratio == ratio else worst
+                for native in ("1", "0") if a.paths == "both" else ("",):
+                    label = case + (" (gz)" if gz else "") + {"1": " C", "0": " msgspec", "": ""}[native]
+                    ratio = measure(label, path, n, a.jobs, native)
+                    worst = max(worst, ratio) if ratio == ratio else worst
                 path.unlink()
     print(f"worst: {worst:.2f}x")
 

@@ -13,6 +13,7 @@ import gzip
 import io
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -313,6 +314,50 @@ def _top(case: Case, src: Source, rng: random.Random) -> str:
     return key
 
 
+def _outliers(case: Case, src: Source, rng: random.Random) -> str:
+    """Events at far-off times (issue 31: a whole-trace step of 63 years), with or without the step markers."""
+    events = case.trace["traceEvents"]
+    for t in rng.sample([-1e15, 9.99e14, 8.9e15, -8.9e15, 1e13, 4e12], rng.randint(1, 3)):
+        i, ev = _pick_event(case, src, rng)
+        ev["ts"] = t
+    if rng.random() < 0.5:  # no ProfilerStep: the whole trace is one step
+        case.trace["traceEvents"] = [
+            e
+            for e in events
+            if not (isinstance(e, dict) and str(e.get("name", "")).startswith("ProfilerStep#"))
+        ]
+        return "ts:no steps"
+    return "ts"
+
+
+def _dropped_run(case: Case, src: Source, rng: random.Random) -> str:
+    """A run of events that are all dropped (ts out of range, or no ts, name and category), each with an
+    input-type list of its own, before events that keep theirs (issue 31: the C decoder's ids then shifted)."""
+    events = case.trace["traceEvents"]
+    lo = rng.randrange(max(1, len(events) - 60))
+    far = rng.random() < 0.5
+    for j in range(lo, min(len(events), lo + rng.randint(5, 60))):
+        ev = copy.deepcopy(events[j]) if isinstance(events[j], dict) else {}
+        ev["args"] = dict(ev.get("args") or {}, **{"Input type": ["float", f"dropped{j}"]})
+        if far:
+            ev["ts"] = 9.5e15
+        else:
+            for k in ("ts", "name", "cat"):
+                ev.pop(k, None)
+        events[j] = ev
+    return "far" if far else "empty"
+
+
+SPOOF = ["\x1b[2J\x1b[31m", "\nfake line", "\u202eexe.txt", "\u2066x\u2069", "\x07\x9b"]
+
+
+def _spoof(case: Case, src: Source, rng: random.Random) -> str:
+    """Control characters in names that reach every report (issue 31: shown, never obeyed, in HTML too)."""
+    _, ev = _pick_event(case, src, rng)
+    ev["name"] = str(ev.get("name", "")) + rng.choice(SPOOF)
+    return str(ev.get("cat"))
+
+
 def _run_json(case: Case, src: Source, rng: random.Random) -> str:
     if not isinstance(case.run, dict):
         return "none"
@@ -384,6 +429,9 @@ _OPS = [
     _run_json,
     _samples,
     _sidecar,
+    _outliers,
+    _dropped_run,
+    _spoof,
 ]
 
 
@@ -402,6 +450,7 @@ def run_case(path: Path) -> Outcome:
     from idlehound.errors import IdlehoundError
     from idlehound.pipeline import analyze_path
     from idlehound.report._data import check_document
+    from idlehound.report.html import render_html
     from idlehound.report.markdown import render_markdown
     from idlehound.report.terminal import render
 
@@ -410,6 +459,7 @@ def run_case(path: Path) -> Outcome:
         doc = res.doc
         render(doc, Console(file=io.StringIO(), width=120))
         render_markdown(doc)
+        page = render_html(doc)
     except IdlehoundError as e:
         msg = str(e)
         if "\n" in msg:
@@ -417,7 +467,7 @@ def run_case(path: Path) -> Outcome:
         return Outcome("error", msg)
     except Exception as e:  # noqa: BLE001 - any other exception is what the fuzzer looks for
         return Outcome("internal", f"{type(e).__name__}: {str(e)[:200]}")
-    out = Outcome("analysed", problems=check_document(doc))
+    out = Outcome("analysed", problems=check_document(doc) + _raw_controls(page))
     try:
         json.loads(json.dumps(doc), parse_constant=_reject)
     except ValueError as e:
@@ -427,3 +477,13 @@ def run_case(path: Path) -> Outcome:
 
 def _reject(name: str):
     raise ValueError(f"{name} in the JSON output")
+
+
+_RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _raw_controls(page: str) -> list[str]:
+    """Control characters an HTML page would show raw (the JSON data block apart: JSON escapes them)."""
+    text = re.sub(r"<script type='application/json'.*?</script>", "", page, flags=re.S)
+    m = _RAW.search(text)
+    return [f"html: raw {m.group(0)!r} at {text[max(0, m.start() - 40) : m.start()]!r}"] if m else []

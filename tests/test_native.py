@@ -224,6 +224,7 @@ def _texts() -> list[tuple[str, bytes]]:
     ]
     cases.append(("dropped first", _wrap(plain, *drop)))
     cases.append(("all dropped", _wrap([], json.dumps({}), json.dumps({"ph": "M"}), *plain[:1])))
+    cases += _all_dropped_pieces(plain)
     deep = json.dumps(_ev(5))[:-1] + ', "args": {"x": ' + "[" * 59 + "]" * 59 + "}}"
     deeper = json.dumps(_ev(5))[:-1] + ', "args": {"x": ' + "[" * 60 + "]" * 60 + "}}"
     cases += [("depth 63", _wrap(plain, deep)), ("depth 64", _wrap(plain, deeper))]
@@ -231,6 +232,26 @@ def _texts() -> list[tuple[str, bytes]]:
     cases.append(("not an object", _wrap(plain, "[1, 2]")))
     cases.append(("a number", _wrap(plain, "3")))
     return cases
+
+
+def _all_dropped_pieces(plain: list[str]) -> list[tuple[str, bytes]]:
+    """Pieces (of 2 KB, as test_same_outcome_on_edge_cases cuts them) whose every event is dropped, with
+    input-type lists the decoder numbers all the same, before and between pieces of kept events that use other
+    lists (and the same ones): a kept event must get its own list, never one of a dropped piece."""
+
+    def typed(k: int, **kw) -> str:
+        return json.dumps(_ev(k, args={"Input type": ["float", f"dropped{k}"], "External id": k}, **kw))
+
+    out_of_range = [typed(k, ts=9e15) for k in range(60)]
+    empty = [json.dumps({"ph": "X", "args": {"Input type": ["float", f"empty{k}"]}}) for k in range(60)]
+    kept = [json.dumps(_ev(k, args={"Input type": ["c10::Half", f"kept{k % 7}"]})) for k in range(60)]
+    again = [typed(k) for k in range(60)]  # the dropped events' lists, now on kept events
+    return [
+        ("all dropped: ts out of range, then kept", _wrap([], *out_of_range, *kept)),
+        ("all dropped: no ts, name or cat, then kept", _wrap([], *empty, *kept)),
+        ("all dropped between kept pieces", _wrap([], *kept, *out_of_range, *again, *empty, *kept)),
+        ("all dropped at the end", _wrap(plain, *kept, *empty)),
+    ]
 
 
 def _wrap(plain: list[str], *texts: str) -> bytes:
@@ -361,3 +382,51 @@ def test_pieces_of_tiny_events_are_left_to_msgspec():
     assert _native.Decoder().decode(tiny, 0, len(tiny)) is None
     real = b",".join([json.dumps(_ev(i)).encode() for i in range(5000)])
     assert _native.Decoder().decode(real, 0, len(real))[0] == 5000
+
+
+@pytest.mark.parametrize("inside", [" ", "\n\t \r\n", " " * 5000])
+def test_an_events_array_of_whitespace_is_the_same_clear_error(inside, monkeypatch):
+    monkeypatch.setenv("IDLEHOUND_JOBS", "1")
+    buf = b'{"schemaVersion": 1, "traceEvents": [' + inside.encode() + b"]}"
+    assert assert_same(buf, monkeypatch) == (
+        "error",
+        "t.json: 'traceEvents' is empty: the profiler recorded nothing",
+    )
+
+
+@pytest.mark.parametrize(
+    "field", ["ts", "dur", "bytes", "Bytes", "blocks per SM", "est. achieved occupancy %"]
+)
+def test_integers_past_float_range_give_the_same_table_on_both_paths(field, monkeypatch):
+    """An integer of 309+ digits (no float holds it) reads as the float 1e400 reads as: out of range."""
+    monkeypatch.setenv("IDLEHOUND_JOBS", "1")
+    plain = [json.dumps(_ev(i, args={"External id": i})) for i in range(40)]
+    huge = "9" * 400
+    for sign in ("", "-"):
+        text = json.dumps(_ev(100))[:-1]
+        text += (
+            f', "{field}": {sign}{huge}}}'
+            if field in ("ts", "dur")
+            else f', "args": {{"{field}": {sign}{huge}}}}}'
+        )
+        assert assert_same(_wrap(plain, text), monkeypatch)[0] == "trace"
+
+
+@pytest.mark.parametrize("shape", ["names", "inputs"])
+def test_many_distinct_names_or_input_types_get_the_same_verdict_on_both_paths(shape, monkeypatch):
+    """The C decoder's own copies of distinct names are not the table's: a trace the msgspec path loads within
+    the budget, the C path loads too (issue 31: it was refused, its buffers' capacity counted)."""
+    from idlehound import _limits
+
+    monkeypatch.setattr(_limits, "TABLE_FLOOR", 0)  # the budget is then 2x the events' JSON, small or not
+    monkeypatch.setattr(_parallel, "PIECE_BYTES", 2**16)
+    monkeypatch.setenv("IDLEHOUND_JOBS", "1")
+    if shape == "names":
+        events = [_ev(i, name=f"{i:06d}" + "n" * 15_000) for i in range(200)]
+    else:
+        events = [_ev(i, args={"Input type": ["float", "c10::Half", f"T{i}"]}) for i in range(20_000)]
+    out = assert_same(_doc(events), monkeypatch)  # one verdict (and table) for both paths
+    if shape == "names":  # the names take about the JSON's size: within the budget
+        assert out[0] == "trace" and out[-1] == len(events), out[:1]
+    else:  # a list of its own on every event takes ~3x its JSON: over the budget, on both paths alike
+        assert out[0] == "error" and "more than 2x the file's size" in out[1], out

@@ -377,7 +377,12 @@ def test_html_report_shows_the_payload_as_text_only(doc):
     page = _check_html(render_html(doc))
     assert len(page.scripts) == 2
     shown = page.all_text
-    assert "<script>document.body" in shown and "'><img src=x onerror=" in shown and FILE_PAYLOAD in shown
+    assert (
+        "<script>document.body" in shown
+        and "'><img src=x onerror=" in shown
+        and visible(FILE_PAYLOAD) in shown
+    )
+    assert "\x1b" not in shown and "\x07" not in shown  # shown as \x1b, as in the terminal and markdown
     assert (
         json.loads(page.scripts[0][1] if page.scripts[0][0] else page.scripts[1][1])["device"]["name"]
         == doc["device"]["name"]
@@ -386,11 +391,11 @@ def test_html_report_shows_the_payload_as_text_only(doc):
 
 def test_compare_ladder_and_tune_pages_show_the_payload_as_text_only(doc):
     assert "<script>document.body" in _check_html(render_compare_html(compare_docs(doc, doc))).all_text
-    assert PAYLOAD in _check_html(render_ladder_html(_ladder_doc())).all_text
+    assert visible(PAYLOAD) in _check_html(render_ladder_html(_ladder_doc())).all_text
     tune = json.loads((ROOT / "docs" / "measurements" / "tune-h200-a.json").read_text())
     tune.update(script=PAYLOAD, diff=PAYLOAD, snippets=[PAYLOAD])
     tune["variants"][0]["label"] = PAYLOAD
-    assert PAYLOAD in _check_html(tune_html(tune)).all_text
+    assert visible(PAYLOAD) in _check_html(tune_html(tune)).all_text
     tune["diff"] = "+x = '```'\n+" + PAYLOAD  # a fence inside cannot close the block
     md = tune_markdown(tune)
     _check_markdown(md.split("````diff")[0])
@@ -442,7 +447,7 @@ def test_a_stored_snippet_is_shown_escaped_with_its_line_marked(doc):
     assert html.unescape(snippet).splitlines() == [
         "     10  line 10",
         "     11  line 11",
-        f">    12  {lines[2]}",
+        f">    12  {visible(lines[2])}",
         "     13  line 13",
         "     14  line 14",
     ]

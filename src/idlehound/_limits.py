@@ -48,6 +48,10 @@ _zlib = _fastest_zlib()
 GZIP_ERRORS = (zlib.error, _zlib.error)  # isal's error is not a zlib.error
 
 ENV_MAX_BYTES = "IDLEHOUND_MAX_TRACE_BYTES"
+ENV_MAX_RATIO = "IDLEHOUND_MAX_GZIP_RATIO"
+MAX_GZIP_RATIO = 200  # decompressed / compressed bytes read; Kineto's JSON: 12-28x, a gzip bomb: ~1000x ...
+RATIO_FLOOR = 32 * 2**20  # ... past this many decompressed bytes (small files always pass)
+FREE_MARGIN = 256 * 2**20  # free space left on the temporary folder's file system after the copy
 DEFAULT_MAX_BYTES = 4 * 2**30  # uncompressed JSON; a real trace of this size already needs ~8 GB to analyse
 TABLE_RATIO = 2  # the event table may take up to this times the events' JSON (real traces: 0.3-1x) ...
 TABLE_FLOOR = 16 * 2**20  # ... plus this, so that small traces always load whatever their events are like
@@ -81,6 +85,20 @@ def max_trace_bytes(override: Optional[int] = None) -> int:
         value = 0
     if value <= 0:
         raise TraceError(ENV_MAX_BYTES, f"must be a positive number of bytes, not {env[:40]!r}")
+    return value
+
+
+def max_gzip_ratio() -> float:
+    """The decompressed/compressed limit: $IDLEHOUND_MAX_GZIP_RATIO, else MAX_GZIP_RATIO."""
+    env = os.environ.get(ENV_MAX_RATIO, "").strip()
+    if not env:
+        return MAX_GZIP_RATIO
+    try:
+        value = float(env)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise TraceError(ENV_MAX_RATIO, f"must be a positive number, not {env[:40]!r}")
     return value
 
 
@@ -124,10 +142,13 @@ def read_limited(f: io.BufferedIOBase, path: Path, limit: int, gz: bool) -> Buff
     if spool is None:
         return _read_whole(f, path, size) if not gz else _gunzip(f, path, limit, bytearray())
     with spool:
+        room = _free_space(spool)
         if not gz:
+            if size > room:
+                raise _no_room(path, size, room)
             _copy(f, spool, path, size)
         else:
-            size = _gunzip(f, path, limit, spool)
+            size = _gunzip(f, path, limit, spool, room)
         if size:
             with contextlib.suppress(OSError, ValueError):
                 return mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ)
@@ -165,6 +186,32 @@ def _copy(f: io.BufferedIOBase, spool: BinaryIO, path: Path, size: int) -> None:
             done += len(piece)
     if os.fstat(src).st_size != size:
         raise _changed(path)
+
+
+def _free_space(spool: BinaryIO) -> float:
+    """Bytes the temporary copy may take: the free space of its file system, less a margin."""
+    try:
+        st = os.fstatvfs(spool.fileno())
+    except (OSError, AttributeError, ValueError):
+        return float("inf")
+    return max(0, st.f_bavail * st.f_frsize - FREE_MARGIN)
+
+
+def _no_room(path: Path, size: int, room: float) -> TraceError:
+    return TraceError(
+        path,
+        f"the trace needs more than the {size_text(int(room))} free in the temporary folder "
+        f"({tempfile.gettempdir()}, less a margin of {size_text(FREE_MARGIN)}) for its uncompressed copy "
+        f"({size_text(size)} so far): free some space or set TMPDIR to a larger file system",
+    )
+
+
+def _bomb(path: Path, ratio: float) -> TraceError:
+    return TraceError(
+        path,
+        f"the decompressed trace is over {ratio:g}x its compressed size, the limit for a trace (a gzip bomb? "
+        f"Kineto's JSON compresses about 20x; set {ENV_MAX_RATIO} to raise it)",
+    )
 
 
 def _spool() -> Optional[BinaryIO]:
@@ -222,16 +269,24 @@ def small_pages() -> Iterator[None]:
         setter(was)
 
 
-def _gunzip(f: io.BufferedIOBase, path: Path, limit: int, out: Any) -> Any:
-    """Decompress into out (a bytearray, returned; or a file, returns the size)."""
+def _gunzip(f: io.BufferedIOBase, path: Path, limit: int, out: Any, room: float = float("inf")) -> Any:
+    """Decompress into out (a bytearray, returned; or a file, returns the size). Stops past `limit` bytes, past
+    `room` (the free space where out is written), and when the output outgrows the compressed bytes it came
+    from by more than max_gzip_ratio(): a gzip bomb is refused after tens of MB, not after the limit."""
     size = 0
+    ratio = max_gzip_ratio()
     d, fed = _zlib.decompressobj(16 + zlib.MAX_WBITS), False
     data = f.read(_READ_BYTES)
+    read = len(data)
     while data:
         piece = d.decompress(data, _READ_BYTES)
         size += len(piece)
         if size > limit:
             raise _too_big(path, limit, "the decompressed trace")
+        if size > RATIO_FLOOR and size > ratio * (read - len(d.unconsumed_tail) - len(d.unused_data)):
+            raise _bomb(path, ratio)
+        if size > room:
+            raise _no_room(path, size, room)
         if isinstance(out, bytearray):
             out += piece
         else:
@@ -239,12 +294,15 @@ def _gunzip(f: io.BufferedIOBase, path: Path, limit: int, out: Any) -> Any:
         fed = True
         data = d.unconsumed_tail
         if d.eof:  # a .gz file may hold several members; zero padding after the last one is ignored
-            data = d.unused_data + (b"" if d.unused_data else f.read(_READ_BYTES))
+            more = b"" if d.unused_data else f.read(_READ_BYTES)
+            read += len(more)
+            data = d.unused_data + more
             if not data.strip(b"\x00"):
                 return out if isinstance(out, bytearray) else size
             d, fed = _zlib.decompressobj(16 + zlib.MAX_WBITS), False
         if not data:
             data = f.read(_READ_BYTES)
+            read += len(data)
     if fed:
         raise EOFError("compressed file ended before the end-of-stream marker was reached")
     return out if isinstance(out, bytearray) else size

@@ -440,3 +440,250 @@ def test_sidecar_file_name_too_long_for_the_file_system(tmp_path):
         "x" * 300 + "/" + was.file,
         was.line,
     )  # the long name is kept
+
+
+# --- issue 31: numbers past float range, implicit steps, file-system tricks, bombs, spoofing ---------------------
+
+_HUGE = "9" * 400  # an integer no float holds (float() raises OverflowError past 309 digits)
+_MARK = 987654321012  # stands for the huge integer until the JSON is written
+
+
+@pytest.mark.parametrize(
+    "field", ["ts", "dur", "bytes", "Bytes", "blocks per SM", "est. achieved occupancy %", "Total Allocated"]
+)
+@pytest.mark.parametrize("sign", ["", "-"])
+def test_an_integer_past_float_range_is_out_of_range_not_an_internal_error(field, sign, tmp_path, run_cli):
+    tb = _steps_with_kernel(TraceBuilder(), n=3)
+    tb.memcpy("HtoD", ts=2600, dur=10, nbytes=4096, launch_ts=2500)
+    kernel = next(e for e in tb.events if e["cat"] == "kernel")
+    copy = next(e for e in tb.events if e["cat"] == "gpu_memcpy")
+    if field in ("ts", "dur"):
+        kernel[field] = _MARK
+    elif field in ("bytes", "Bytes"):
+        copy["args"][field] = _MARK
+    elif field == "Total Allocated":
+        tb.events.append(
+            {
+                "ph": "i",
+                "cat": "cpu_instant_event",
+                "name": "[memory]",
+                "pid": 100,
+                "tid": 1,
+                "ts": 1500,
+                "args": {"Total Allocated": _MARK, "Total Reserved": 2**30, "Device Type": 1, "Device Id": 0},
+            }
+        )
+    else:
+        kernel["args"][field] = _MARK
+    data = tb.to_bytes().replace(str(_MARK).encode(), (sign + _HUGE).encode())
+    p = tmp_path / "huge.pt.trace.json"
+    p.write_bytes(data)
+    doc = _doc_bytes(data)
+    assert check_document(doc) == []
+    if field == "ts":  # the event cannot be placed: dropped, and said so
+        assert any("skipped 1 malformed event" in n for n in doc["notes"]), doc["notes"]
+    if field == "dur" and not sign:
+        assert any("more than a day" in n for n in doc["notes"]), doc["notes"]
+    assert doc["metrics"]["step_ms"]["value"] == 1.0
+    r = run_cli("analyze", p, "--json")
+    assert r.returncode == 0, r.stderr
+    assert check_document(json.loads(r.stdout)) == []
+
+
+def _doc_bytes(data: bytes) -> dict:
+    a = analyze(parse_trace_bytes(data, "built.json"))
+    return build(a, diagnose(a))
+
+
+def test_a_whole_trace_step_spanning_63_years_keeps_the_day_that_holds_the_trace():
+    """No ProfilerStep: the trace is one step, which no more than an event can last more than a day."""
+    tb = TraceBuilder()
+    for i in range(3):
+        tb.kernel("gemm", ts=i * 1000 + 100, dur=500, launch_ts=i * 1000 + 10)
+    tb.op("aten::far_past", ts=-1e15, dur=1)
+    tb.op("aten::far_future", ts=9.99e14, dur=1)
+    doc = _doc(tb)
+    assert check_document(doc) == []
+    # the first launch (10 µs) to the last kernel's end (2600 µs), as without the two outliers
+    assert doc["metrics"]["step_ms"]["value"] == 2.59, doc["metrics"]["step_ms"]
+    assert any("2 event(s) more than a day away" in n for n in doc["notes"]), doc["notes"]
+
+
+def _multi_member_bomb(path: Path, mb: float) -> Path:
+    """About `mb` MB of gzip that inflates ~1000x: one member of 64 MiB of spaces, repeated."""
+    middle = gzip.compress(b" " * (64 << 20), 9)
+    with open(path, "wb") as f:
+        f.write(gzip.compress(b'{"traceEvents":['))
+        while f.tell() < mb * 1e6:
+            f.write(middle)
+        f.write(gzip.compress(b"]}"))
+    return path
+
+
+class _Counting:
+    """The loader's temporary file, counting what is written to it."""
+
+    written = 0
+
+    def __init__(self, f) -> None:
+        self.f = f
+
+    def __getattr__(self, k):
+        return getattr(self.f, k)
+
+    def write(self, b) -> int:
+        type(self).written += len(b)
+        return self.f.write(b)
+
+    def __enter__(self):
+        self.f.__enter__()
+        return self
+
+    def __exit__(self, *a):
+        return self.f.__exit__(*a)
+
+
+def test_gzip_bomb_is_refused_by_its_ratio_before_much_is_written(tmp_path, monkeypatch):
+    bomb = _multi_member_bomb(tmp_path / "bomb.pt.trace.json.gz", 0.3)
+    spool = _limits._spool
+    monkeypatch.setattr(_limits, "_spool", lambda: _Counting(spool()))
+    _Counting.written = 0
+    with pytest.raises(TraceError, match=r"over 200x its compressed size.*IDLEHOUND_MAX_GZIP_RATIO"):
+        load_trace(bomb)
+    assert _Counting.written < 100 * 2**20
+    monkeypatch.setenv("IDLEHOUND_MAX_GZIP_RATIO", "5000")  # raised: the size limit stops it instead
+    with pytest.raises(TraceError, match="over the 64 MiB limit"):
+        load_trace(bomb, max_bytes=64 * 2**20)
+
+
+@pytest.mark.parametrize("run", ["healthy", "memory_churn", "launch_bound"])
+def test_recorded_gzip_traces_pass_the_ratio_limit_even_without_its_floor(run, monkeypatch):
+    monkeypatch.setattr(_limits, "RATIO_FLOOR", 0)
+    src = next((TRACES / run).glob("*.pt.trace.json.gz"))
+    assert len(load_trace(src).events) > 0
+
+
+def test_a_trace_larger_than_the_free_space_is_refused_before_it_is_copied(tmp_path, monkeypatch):
+    src = next((TRACES / "healthy").glob("*.pt.trace.json.gz"))
+    plain = tmp_path / "plain.pt.trace.json"
+    plain.write_bytes(gzip.decompress(src.read_bytes()))
+    monkeypatch.setattr(_limits, "_free_space", lambda spool: 1000)
+    for p in (plain, src):
+        with pytest.raises(TraceError, match=r"needs more than the 1000 bytes free in the temporary folder"):
+            load_trace(p)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_and_symlink_loops_are_named_as_such(tmp_path, run_cli):
+    import os
+
+    fifo = tmp_path / "x.pt.trace.json"
+    os.mkfifo(fifo)
+    loop = tmp_path / "loop.pt.trace.json"
+    loop.symlink_to(loop.name)
+    dangling = tmp_path / "dangling.pt.trace.json"
+    dangling.symlink_to("gone.pt.trace.json")
+    with pytest.raises(TraceError, match="not a regular file or folder \\(a FIFO"):
+        load_trace(fifo)
+    with pytest.raises(TraceError, match="a symbolic link that loops"):
+        load_trace(loop)
+    with pytest.raises(TraceError, match="a symbolic link to 'gone.pt.trace.json', which does not exist"):
+        load_trace(dangling)
+
+
+@pytest.mark.slow
+def test_a_fifo_is_named_by_analyze_report_and_compare(tmp_path, run_cli):
+    import os
+
+    fifo = tmp_path / "x.pt.trace.json"
+    os.mkfifo(fifo)
+    for args in (("analyze", fifo), ("report", fifo, "-o", tmp_path / "r.html"), ("compare", fifo, fifo)):
+        r = run_cli(*args, timeout=60)
+        assert r.returncode == 2 and "a FIFO, device or socket" in r.stderr, (args, r.stderr)
+
+
+def test_a_byte_order_mark_is_named(tmp_path):
+    src = next((TRACES / "healthy").glob("*.pt.trace.json.gz"))
+    p = tmp_path / "bom.pt.trace.json"
+    p.write_bytes(b"\xef\xbb\xbf" + gzip.decompress(src.read_bytes()))
+    with pytest.raises(TraceError, match="starts with a UTF-8 byte-order mark"):
+        load_trace(p)
+
+
+def test_lint_names_the_line_of_a_nul_byte(tmp_path):
+    from idlehound.errors import IdlehoundError
+    from idlehound.lint._source import parse_source, read_source
+
+    p = tmp_path / "nul.py"
+    p.write_bytes(b"import os\nx = 1\x00\n")
+    with pytest.raises(IdlehoundError, match=r"nul.py: not valid Python \(line 2: a NUL byte") as e:
+        parse_source(read_source(p), str(p))
+    assert "None" not in str(e.value)
+
+
+def test_html_shows_escapes_newlines_and_bidi_controls_from_names(tmp_path):
+    from html.parser import HTMLParser
+
+    from idlehound.report.html import render_html
+
+    spoof = "gemm\x1b[31m\nfake line\u202eexe.txt"
+    tb = _steps_with_kernel(TraceBuilder(), n=3)
+    for e in tb.events:
+        if e["cat"] == "kernel":
+            e["name"] = spoof
+    folder = tmp_path / "run\u202e\x1b[2J"
+    folder.mkdir()
+    p = folder / "t\n\u2066x.pt.trace.json"
+    p.write_bytes(tb.to_bytes())
+    page = render_html(build(a := analyze(load_trace(p)), diagnose(a)))
+
+    class Text(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.title, self.text, self.in_title, self.in_script = "", "", False, False
+
+        def handle_starttag(self, tag, attrs):
+            self.in_title, self.in_script = tag == "title", tag == "script"
+            for _, v in attrs:
+                self.text += v or ""
+
+        def handle_endtag(self, tag):
+            self.in_title = self.in_script = False
+
+        def handle_data(self, data):
+            if self.in_title:
+                self.title += data
+            elif not self.in_script:  # the JSON data keeps the names as recorded (JSON escapes controls)
+                self.text += data
+
+    t = Text()
+    t.feed(page)
+    assert "run\\u202e\\x1b[2J/t\\x0a\\u2066x.pt.trace.json" in t.title
+    assert "gemm\\x1b[31m\\x0afake line\\u202eexe.txt" in t.text
+    for c in "\x1b\u202e\u2066":
+        assert c not in t.title + t.text
+    assert "\n" not in t.title
+
+
+def test_gpu_work_a_day_after_the_step_that_launched_it_does_not_stretch_the_step():
+    """A kernel whose time is far off (9.99e14 µs) but whose launch lies inside step 1: the step must not last
+    31 years; that kernel cannot be the step's (the same outlier rule as for events lasting over a day)."""
+    tb = _steps_with_kernel(TraceBuilder(), n=3)
+    tb.kernel("gemm_far", ts=9.99e14, dur=500, launch_ts=1020)
+    doc = _doc(tb)
+    assert check_document(doc) == []
+    assert doc["trace"]["steps"] == [0, 1, 2]
+    assert doc["metrics"]["step_ms"]["value"] == 1.0
+    assert any("1 GPU op(s) ending more than a day after" in n for n in doc["notes"]), doc["notes"]
+
+
+@pytest.mark.parametrize("ts", [-8.9e15, -4.7e15])
+def test_a_step_marker_at_a_far_negative_time_lasts_its_own_length(ts):
+    """Its end was taken as the later of its host end and -1 ns (no GPU work), or its start as -2**62 ns: a step of
+    282 years. Now it lasts as its marker says, like every other step."""
+    tb = _steps_with_kernel(TraceBuilder(), n=3)
+    tb.step(7, ts=ts, dur=1000)
+    doc = _doc(tb)
+    assert check_document(doc) == []
+    assert doc["trace"]["steps"] == [7, 0, 1, 2]
+    assert [s["duration_ms"] for s in doc["steps"]] == [1.0, 1.0, 1.0, 1.0]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
+from ..metrics import MAX_EVENT_NS
 from ..trace import EventTable, Trace
 from . import _intervals as iv
 from . import _roles as roles
@@ -24,7 +27,7 @@ def _steps(ev: EventTable, ctx: _Context, notes: list[str]) -> tuple[list[Step],
     if odd:
         notes.append(f"ignored {odd} ProfilerStep# marker name(s) with a step number of more than 18 digits")
     if not marks:
-        lo, hi = _window(ev, ctx)
+        lo, hi = _window(ev, ctx, notes=notes)
         notes.append("no ProfilerStep# markers: the whole trace is analysed as one step")
         steps = [Step(None, lo, hi, lo, hi)]
         return steps, "whole trace"
@@ -36,7 +39,7 @@ def _steps(ev: EventTable, ctx: _Context, notes: list[str]) -> tuple[list[Step],
             uniq.append(j)
     uniq = _within_trace(ev, ctx, uniq, np.asarray(marks), notes)
     if not uniq:
-        lo, hi = _window(ev, ctx, exclude=np.asarray(marks))
+        lo, hi = _window(ev, ctx, exclude=np.asarray(marks), notes=notes)
         return [Step(None, lo, hi, lo, hi)], "whole trace"
     steps = [
         Step(
@@ -80,13 +83,43 @@ def _window_end(ev: EventTable):
     return int(ends.max()) if ends.size else None
 
 
-def _window(ev: EventTable, ctx: _Context, exclude: np.ndarray = np.zeros(0, np.int64)) -> tuple[int, int]:
+def _window(
+    ev: EventTable,
+    ctx: _Context,
+    exclude: np.ndarray = np.zeros(0, np.int64),
+    notes: Optional[list[str]] = None,
+) -> tuple[int, int]:
+    """Start and end of the host and GPU events (the whole trace as one step). A step cannot last more than a
+    day, as no event can (validate.durations): past that, the day that starts the most events is kept."""
     m = np.zeros(len(ev), bool)  # a mask, not a merged index list: 1 byte an event, not 3 sorted copies of 8
     m[ctx.x_cpu] = True
     m[ctx.gpu] = True
     m[exclude] = False
     if not m.any():
         return 0, 0
+    lo, hi = _span(ev, m)
+    if hi - lo <= MAX_EVENT_NS:
+        return lo, hi
+    day = _busiest_day(ev.ts[m])
+    inside = (ev.ts >= day) & (ev.ts <= day + MAX_EVENT_NS)
+    if notes is not None:
+        notes.append(
+            f"excluded {int((m & ~inside).sum())} event(s) more than a day away from the rest of the trace "
+            "(impossible in a profile) from the whole-trace step"
+        )
+    lo, hi = _span(ev, m & inside)
+    return lo, min(hi, lo + MAX_EVENT_NS)
+
+
+def _busiest_day(ts: np.ndarray) -> int:
+    """The start of the day-long window that holds the most of these start times."""
+    t = np.sort(ts)
+    counts = np.searchsorted(t, t + MAX_EVENT_NS, side="right") - np.arange(t.size)
+    return int(t[int(np.argmax(counts))])
+
+
+def _span(ev: EventTable, m: np.ndarray) -> tuple[int, int]:
+    """First start and last end of the events m marks (some)."""
     lo: int | None = None
     hi = 0
     for a in range(0, len(ev), _CHUNK):  # start and end of the chosen events, a chunk at a time
@@ -112,13 +145,22 @@ def _extend_to_gpu(ev: EventTable, ctx: _Context, steps: list[Step], notes: list
     t = ev.ts[rt[ok]]
     k = np.searchsorted(hs, t, side="right") - 1
     inside = (k >= 0) & (t < he[np.clip(k, 0, None)])
+    # GPU work ending more than a day after its step began is no more the step's than an event lasts a day
+    g = ctx.gpu[ok]
+    far = inside & (ev.ts[g] + ev.dur[g] - hs[np.clip(k, 0, None)] > MAX_EVENT_NS)
+    if far.any():
+        notes.append(
+            f"excluded {int(far.sum())} GPU op(s) ending more than a day after the step that launched them "
+            "(impossible in a profile) from their steps"
+        )
+        inside &= ~far
     owner[np.flatnonzero(ok)[inside]] = k[inside]
-    gpu_end = np.full(len(steps), -1, dtype=np.int64)
+    gpu_end = np.full(len(steps), np.iinfo(np.int64).min, dtype=np.int64)  # none: times may be negative
     counted = np.zeros(len(steps), dtype=np.int64)
     sel = owner >= 0
     np.maximum.at(gpu_end, owner[sel], ev.ts[ctx.gpu[sel]] + ev.dur[ctx.gpu[sel]])
     np.add.at(counted, owner[sel], 1)
-    prev_end = -(2**62)
+    prev_end = -(2**63)  # below any time (-9e15 µs is -9e18 ns: a step marker there is its own length)
     for i, s in enumerate(steps):
         s.start_ns = max(prev_end, s.host_start_ns)
         s.end_ns = max(s.host_end_ns, int(gpu_end[i]), s.start_ns)

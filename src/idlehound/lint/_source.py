@@ -41,16 +41,28 @@ def read_source(path: Path, max_bytes: int = MAX_BYTES) -> str:
         raise IdlehoundError(f"{path}: cannot decode as Python source ({e})") from None
 
 
+def _null_byte(source: str) -> str:
+    """Where the first NUL character is, as a problem to print ("" when there is none)."""
+    at = source.find("\0")
+    if at < 0:
+        return ""
+    return f"line {source.count(chr(10), 0, at) + 1}: a NUL byte (\\x00); Python source cannot hold one"
+
+
 def parse_source(source: str, path: str) -> ast.Module:
     """ast.parse with one-line errors for what the interpreter itself cannot compile."""
+    nul = _null_byte(source)
+    if nul:  # the interpreter's own message gives no line ("line None") on 3.11-3.12
+        raise IdlehoundError(f"{path}: not valid Python ({nul})")
     try:
         return ast.parse(source, filename=path)
     except SyntaxError as e:
-        raise IdlehoundError(f"{path}: not valid Python (line {e.lineno}: {e.msg})") from None
+        where = f"line {e.lineno}: " if e.lineno is not None else ""
+        raise IdlehoundError(f"{path}: not valid Python ({where}{e.msg})") from None
     except (RecursionError, MemoryError):
         raise IdlehoundError(f"{path}: an expression is nested too deeply for Python to parse") from None
-    except ValueError as e:  # e.g. null bytes
-        raise IdlehoundError(f"{path}: not valid Python ({e})") from None
+    except ValueError as e:  # null bytes (Python before 3.12)
+        raise IdlehoundError(f"{path}: not valid Python ({_null_byte(source) or e})") from None
 
 
 def python_files(root: Path) -> list[Path]:

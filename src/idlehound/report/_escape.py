@@ -2,13 +2,16 @@
 
 A trace is data written by someone else: names in it may hold escape sequences, rich markup, HTML or markdown.
 Terminal renderers print names as rich `Text` (never markup) after `visible`; markdown renderers pass them
-through `md_text` / `md_code`. HTML is escaped by the templates (report/html.py).
+through `md_text` / `md_code`. HTML is escaped by the templates (report/html.py), after `html_value` (every
+value a template writes) or `html_pre` (preformatted text) made control characters visible there too.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from markupsafe import Markup, escape
 
 # C0 and C1 controls but tab, DEL, and the bidirectional overrides that can reorder what a reader sees.
 _UNSEEN = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -76,3 +79,17 @@ def md_fence(text: str, lang: str = "") -> list[str]:
 def visible_lines(text: str) -> str:
     """`visible` line by line: newlines kept, every other control character shown."""
     return "\n".join(visible(line) for line in text.split("\n"))
+
+
+def html_value(value: Any) -> Any:
+    """What a template writes for a value (jinja2's finalize): strings with every control character shown, newlines
+    too (a file name or kernel name is one line; in the page title and attributes a newline or U+202E would
+    hide or reorder text). Markup (already escaped, such as html_pre's) and numbers are left as they are."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return visible(value)
+    return value
+
+
+def html_pre(value: Any) -> Markup:
+    """Text for a preformatted block (code, diffs, snippets): escaped, its lines kept, every other control shown."""
+    return Markup(escape(visible_lines(str(value))))

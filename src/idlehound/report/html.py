@@ -18,6 +18,7 @@ from ..diagnose import IDLE_CAUSE_DEFINITIONS
 from ..metrics import BREAKDOWN_DEFINITION, METRICS
 from ._curve import svg_values
 from ._data import CAUSE_WORDS, IDLE_LINES_NOTE
+from ._escape import html_pre, html_value
 from ._format import metric_text, num
 from .compare import finding_lines
 
@@ -64,7 +65,9 @@ def _env() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=html_value,  # control characters from a trace shown, not obeyed (report/_escape.py)
     )
+    env.filters["pre"] = html_pre
     env.globals["css"] = Markup(_CSS)  # a constant of this module, the one value not escaped
     return env
 

@@ -201,7 +201,10 @@ def _coerce_args(a: dict) -> Args:
 def _num(v: Any) -> Optional[float]:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
-    f = float(v)
+    try:
+        f = float(v)
+    except OverflowError:  # an integer of 309+ digits: out of range, as 1e400 is
+        return None
     return f if math.isfinite(f) else None
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -34,12 +37,31 @@ def list_traces(root: Path) -> list[TraceFile]:
     return out
 
 
+def _check_kind(path: Path) -> None:
+    """A TraceError that says why path is neither a file nor a folder to read traces from."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise TraceError(path, "a symbolic link that loops (it leads back to itself)") from None
+        if e.errno == errno.ENOENT and path.is_symlink():
+            raise TraceError(
+                path, f"a symbolic link to {os.readlink(path)!r}, which does not exist"
+            ) from None
+        if e.errno == errno.ENOENT:
+            raise TraceError(path, "no such file or folder") from None
+        raise
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise TraceError(
+            path, "not a regular file or folder (a FIFO, device or socket): traces are read from files"
+        )
+
+
 def resolve(
     path: Path, run: Optional[str] = None, worker: Optional[str] = None
 ) -> tuple[TraceFile, list[TraceFile]]:
     """The trace to analyse and the other traces of its run (for listing workers)."""
-    if not path.exists():
-        raise TraceError(path, "no such file or folder")
+    _check_kind(path)
     if path.is_file():
         m = _match(path.name)
         tf = TraceFile(

@@ -128,6 +128,12 @@ def parse_trace_bytes(buf: _limits.Buffer, path: Union[str, Path] = "<bytes>") -
     path = Path(path)
     if not len(buf) or (len(buf) < 2**20 and bytes(buf).isspace()):
         raise TraceError(path, "empty file")
+    if buf[:3] == b"\xef\xbb\xbf":
+        raise TraceError(
+            path,
+            "starts with a UTF-8 byte-order mark (bytes EF BB BF), which JSON does not allow and torch.profiler "
+            "never writes: the file was re-saved by an editor; remove the mark",
+        )
     box = [buf]  # no other name for the bytes: _parse drops them once the events are in the table
     del buf
     guess = _guess_top(box[0])

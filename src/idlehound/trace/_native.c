@@ -766,7 +766,8 @@ static PyObject *Decoder_nbytes(Decoder *self, void *closure) {
     (void)closure;
     const Kinds *k[2] = {&self->kinds, &self->inputs};
     size_t n = 0;
-    for (int i = 0; i < 2; i++) n += k[i]->store.cap + k[i]->kinds.cap + k[i]->nslots * 4;
+    /* what is held (the bytes of the tokens and their entries), not the buffers' power-of-two capacity */
+    for (int i = 0; i < 2; i++) n += k[i]->store.len + k[i]->kinds.len + k[i]->nslots * 4;
     return PyLong_FromSize_t(n);
 }
 

@@ -27,6 +27,8 @@ COMPACT_EVERY = 16  # pieces (of about 8k events) between joins of their columns
 COMPACT_EVENTS = 2**17  # or events (~10 MB of full-width columns)
 MAX_TS_US = 9.0e15  # |ts| in µs beyond which int64 ns would overflow
 EPOCH_NS = 10**18  # 2001-09-09 as Unix-epoch ns: times above are absolute, not relative to a base time
+NATIVE_SHARE = 1 / 16  # of the table's budget, that the C decoder's copies of distinct names may take ...
+NATIVE_FLOOR = 4 * 2**20  # ... or this much
 ENTRY_BYTES = 100  # a kept per-event extra or a new distinct string: its dict slot, key and value, roughly
 
 
@@ -97,7 +99,7 @@ class TableBuilder:
         self._kinds = _Kinds(self._name_ix, self._cat_ix)
         self._str_ix: dict[str, int] = {}
         self._shared: dict = {}  # float -> the one object kept for it
-        self._lists: dict = {}  # input-type list (as a tuple) -> the one list kept for it
+        self._lists = _Lists()  # input-type list (as a tuple) -> the one list kept for it
         self._big = 0  # leading entries of each self._cols list that are already joined
         self._pending = 0  # events in the pieces not joined yet
         self._id_codes = _IdCodes(self._id)  # pid/tid value -> int64 code (few distinct values: a small dict)
@@ -187,10 +189,25 @@ class TableBuilder:
             self._native = None
             return False
         self._add_text(p)
+        if self._native_bytes() > max(NATIVE_FLOOR, self.max_bytes * NATIVE_SHARE):
+            self._native = None  # many distinct long names or input types: the msgspec way from here on
+            self._native_kinds, self._native_inputs = _TextKinds(), _TextInputs()
         return True
 
+    def _native_bytes(self) -> int:
+        """What the C decoder's path holds besides the table: its copies of the distinct (ph, cat, name) triples
+        and input-type texts, and their maps here. Not counted in bytes(), so that both paths give the same
+        verdict on a trace; bounded instead by handing the rest of the pieces to msgspec past a share of it."""
+        if self._native is None:
+            return 0
+        return int(self._native.nbytes) + self._native_kinds.nbytes + self._native_inputs.nbytes
+
     def _add_text(self, p: _Text) -> None:
+        # The decoder numbered this piece's input-type texts whether or not any event is kept: later ids count them.
+        self._native_inputs.add(p.input_texts)
         t = np.frombuffer(p.ts, np.float64)
+        if not t.size:  # "[ ]": whitespace only
+            return
         local = np.frombuffer(p.kind, np.int32)
         # The events add() drops: a time out of range, or no time, name and category (the same counts).
         bad = np.abs(t) >= MAX_TS_US
@@ -238,8 +255,8 @@ class TableBuilder:
         for row, alloc, reserved, device in p.mem:
             if col.has(row):
                 i = n0 + col.at(row)
-                x["total_allocated"][i] = _ANY(alloc)
-                x["total_reserved"][i] = None if reserved is None else _ANY(reserved)
+                x["total_allocated"][i] = _huge_as_inf(_ANY(alloc))
+                x["total_reserved"][i] = None if reserved is None else _huge_as_inf(_ANY(reserved))
                 x["device_type"][i] = None if device is None else _ANY(device)
 
     def _text_occupancy(
@@ -255,7 +272,6 @@ class TableBuilder:
 
     def _text_inputs(self, p: _Text, col: _Kept, n0: int) -> None:
         """Input-type lists, one object per distinct list as _share_lists keeps them (decoded once per text)."""
-        self._native_inputs.add(p.input_texts)
         rows, ids = col.rows(p.in_rows, p.in_ids, np.int32)
         if not ids.size:
             return
@@ -285,10 +301,9 @@ class TableBuilder:
 
     def bytes(self) -> int:
         """The table's memory as built so far, over-estimated: every column at full width (compacting usually
-        saves some), the interned strings, and the sparse extras."""
+        saves some), the interned strings, and the sparse extras; the same on both decode paths."""
         strings = self._name_ix.nbytes + self._cat_ix.nbytes + self._id_codes.nbytes + self._kinds.nbytes
-        strings += self._native_kinds.nbytes + self._native_inputs.nbytes
-        strings += self._native.nbytes if self._native is not None else 0
+        strings += self._lists.nbytes
         extras = sum(map(len, self.extra.values())) * ENTRY_BYTES
         return self.n * ROW_BYTES + strings + extras
 
@@ -339,8 +354,8 @@ class TableBuilder:
         if allocated.count(None) < n:
             x = self.extra
             for i in _present(allocated):
-                x["total_allocated"][n0 + i] = allocated[i]
-                x["total_reserved"][n0 + i] = a[_A["total_reserved"]][i]
+                x["total_allocated"][n0 + i] = _huge_as_inf(allocated[i])
+                x["total_reserved"][n0 + i] = _huge_as_inf(a[_A["total_reserved"]][i])
                 x["device_type"][n0 + i] = a[_A["device_type"]][i]
 
     def _occupancy(self, bps: tuple, occ: tuple, n0: int) -> None:
@@ -366,13 +381,13 @@ class TableBuilder:
     def _share_lists(self, lists: list[list]) -> list[list]:
         """One object per distinct input-type list, as recorded (strings compared on use)."""
         try:
-            return list(map(self._lists.setdefault, map(tuple, lists), lists))
+            return list(map(self._lists.__getitem__, map(tuple, lists)))
         except TypeError:  # nested lists: not hashable, kept as they are
             return [self._share_list(v) for v in lists]
 
     def _share_list(self, v: list) -> list:
         try:
-            return self._lists.setdefault(tuple(v), v)
+            return self._lists[tuple(v)]
         except TypeError:
             return v
 
@@ -529,6 +544,29 @@ class _Kinds(dict):
         return self._columns()[2][kind]
 
 
+class _Lists(dict):
+    """Input-type list (as a tuple) -> the one list kept for it, made on first use with its strings shared with
+    every other list's ("float" once, not once an event: a trace of distinct lists held 2.4x its JSON)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._strs: dict[str, str] = {}
+        self.nbytes = 0  # the lists, their keys and their new strings, roughly
+
+    def __missing__(self, key: tuple) -> list:
+        strs = self._strs
+        n = len(strs)
+        v = [strs.setdefault(x, x) if type(x) is str else x for x in key]
+        k = tuple(v)
+        self.nbytes += sys.getsizeof(v) + sys.getsizeof(k) + ENTRY_BYTES
+        if len(strs) > n:
+            self.nbytes += (
+                sum(sys.getsizeof(x) for x in v if type(x) is str) // max(1, len(v)) * (len(strs) - n)
+            )
+        self[k] = v
+        return v
+
+
 class _IdCodes(dict):
     def __init__(self, code) -> None:
         super().__init__()
@@ -557,7 +595,21 @@ _GET = {k: operator.attrgetter(k) for k in ("ph", "cat", "name", "pid", "tid", "
 
 def _float_col(events: list, key: str) -> np.ndarray:
     """A float64 column; None (JSON null) becomes nan."""
-    return np.fromiter(map(_GET[key], events), np.float64, len(events))
+    try:
+        return np.fromiter(map(_GET[key], events), np.float64, len(events))
+    except OverflowError:  # an integer of 309+ digits
+        return np.fromiter(map(_huge_as_inf, map(_GET[key], events)), np.float64, len(events))
+
+
+def _huge_as_inf(v):
+    """An integer past float range as the float its digits round to (+-inf, as 1e400 decodes), so that it is
+    dropped or excluded as out of range like any other; anything else as it is."""
+    if type(v) is int and not -(2**1023) < v < 2**1023:
+        try:
+            return float(v)
+        except OverflowError:
+            return float("inf") if v > 0 else float("-inf")
+    return v
 
 
 def _arg_columns(args: list) -> list[tuple]:
@@ -592,7 +644,10 @@ def _arg_floats(col: tuple) -> np.ndarray:
     n = len(col)
     if col.count(NAN) == n:  # the default object (nan == nan is false, but count tests identity first)
         return np.full(n, NAN)
-    return np.fromiter(col, np.float64, n)
+    try:
+        return np.fromiter(col, np.float64, n)
+    except OverflowError:
+        return np.fromiter(map(_huge_as_inf, col), np.float64, n)
 
 
 def _arg_cols(ids: Callable[[str], np.ndarray], floats: Callable[[str], np.ndarray]) -> dict[str, np.ndarray]:
@@ -701,7 +756,7 @@ def _keep_extras(extra: dict[str, dict[int, Any]], keep: np.ndarray) -> dict[str
 def _as_float(v) -> float:
     if isinstance(v, str):
         return float("inf") if v.strip().lower() == "inf" else float("nan")
-    return float(v)
+    return float(_huge_as_inf(v))
 
 
 # ---- the C decoder's pieces (TableBuilder.add_text) ----
@@ -830,7 +885,7 @@ class _TextInputs:
             for k in _first_used(ids[~self.done[ids]]):
                 v = _ANY(self.texts[k])
                 try:
-                    v = shared.setdefault(tuple(v), v) if v else None
+                    v = shared[tuple(v)] if v else None
                 except TypeError:
                     v = _OWN
                 self.out[k], self.done[k], self.plain[k] = v, True, v is not None and v is not _OWN
