@@ -286,6 +286,8 @@ def _copy_run(tmp_path: Path, name: str = "healthy") -> Path:
         ("dataloader", {"num_workers": "4"}, "'dataloader.num_workers' must be an integer, not string"),
         ("cudnn_benchmark", 0, "'cudnn_benchmark' must be true or false, not integer"),
         ("steps_seen", 10**30, "'steps_seen' = <integer of 31 digits> is out of range"),
+        ("environment", ["x"], "'environment' must be an object, not list"),
+        ("environment", {"cpu_count": "8"}, "'environment.cpu_count' must be an integer, not string"),
     ],
 )
 def test_wrong_types_in_run_json_name_the_file_and_field(tmp_path, field, value, message):

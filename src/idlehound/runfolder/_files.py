@@ -41,6 +41,8 @@ RUN_FIELDS: dict[str, tuple[tuple[type, ...], Optional[float], Optional[float]]]
     "dataloader.num_workers": ((int,), 0, 1e6),
     "dataloader.pin_memory": ((bool,), None, None),
     "dataloader.batch_size": ((int,), 1, 1e12),
+    "environment": ((dict,), None, None),
+    "environment.cpu_count": ((int,), 1, 1e6),
     "workload": ((dict,), None, None),
     "workload.config": ((dict,), None, None),
     "workload.config.batch_size": ((int,), 1, 1e12),
