@@ -62,25 +62,42 @@ class Fix:
         return Fix(rate, speed, self.drop_syncs | other.drop_syncs, self.loader_ready or other.loader_ready)
 
 
-# Each finding's cause -> the change its fix makes.
-FIXES: dict[str, Fix] = {
-    "sync": Fix(host_rate={"reads": 0.0}, drop_syncs={"sync"}),
-    "data_loading": Fix(loader_ready=True),
-    "launch_bound": Fix(host_rate={"launching": GRAPH_HOST_RATE}),
-    "host_bound": Fix(host_rate={"host_only": 0.0}),
-    "fp32_math": Fix(gpu_speedup={"fp32": FP32_SPEEDUP}),
-    "pageable_copy": Fix(
-        host_rate={"pageable": 0.0}, gpu_speedup={"pageable": PAGEABLE_SPEEDUP}, drop_syncs={"pageable"}
-    ),
-    "memory_churn": Fix(host_rate={"allocator": 0.0}, drop_syncs={"allocator"}),
-    "cudnn_benchmark": Fix(gpu_speedup={"conv": CONV_SPEEDUP}),
+# The constants the fixes are replayed with (their point values; data/profiler_cost.json holds each one's range).
+FIX_CONSTANTS: dict[str, float] = {
+    "graph_host_rate": GRAPH_HOST_RATE,
+    "compile_host_rate": COMPILE_HOST_RATE,
+    "fp32_speedup": FP32_SPEEDUP,
+    "pageable_speedup": PAGEABLE_SPEEDUP,
+    "conv_gain": CONV_GAIN,
 }
 
 
-# Other ways of fixing a cause, by name: what a framework setting or a tune candidate makes instead of the
-# cause's own fix (torch.compile in its default mode for launch-bound work).
-VARIANT_FIXES: dict[str, Fix] = {"compile": Fix(host_rate={"launching": COMPILE_HOST_RATE})}
-ALL_FIXES: dict[str, Fix] = {**FIXES, **VARIANT_FIXES}
+def make_fixes(c: dict[str, float]) -> dict[str, Fix]:
+    """Each finding's cause (and each variant, by name) -> the change its fix makes, at these constants."""
+    c = {**FIX_CONSTANTS, **c}
+    return {
+        "sync": Fix(host_rate={"reads": 0.0}, drop_syncs={"sync"}),
+        "data_loading": Fix(loader_ready=True),
+        "launch_bound": Fix(host_rate={"launching": c["graph_host_rate"]}),
+        "host_bound": Fix(host_rate={"host_only": 0.0}),
+        "fp32_math": Fix(gpu_speedup={"fp32": c["fp32_speedup"]}),
+        "pageable_copy": Fix(
+            host_rate={"pageable": 0.0},
+            gpu_speedup={"pageable": c["pageable_speedup"]},
+            drop_syncs={"pageable"},
+        ),
+        "memory_churn": Fix(host_rate={"allocator": 0.0}, drop_syncs={"allocator"}),
+        "cudnn_benchmark": Fix(gpu_speedup={"conv": 1 / (1 - c["conv_gain"])}),
+        # Other ways of fixing a cause, by name: what a framework setting or a tune candidate makes instead of
+        # the cause's own fix (torch.compile in its default mode for launch-bound work).
+        "compile": Fix(host_rate={"launching": c["compile_host_rate"]}),
+    }
+
+
+ALL_FIXES: dict[str, Fix] = make_fixes({})
+VARIANTS = ("compile",)
+FIXES: dict[str, Fix] = {k: v for k, v in ALL_FIXES.items() if k not in VARIANTS}
+VARIANT_FIXES: dict[str, Fix] = {k: ALL_FIXES[k] for k in VARIANTS}
 
 
 @dataclass
@@ -115,6 +132,9 @@ class Replay:
         self._cache: dict[tuple, Outcome] = {}
         self._event_density(ctx)
         self.overhead_ns = 0.0  # the profiler's cost per host event, taken out of host time (fit_overhead)
+        self.event_weights: dict[
+            str, float
+        ] = {}  # relative cost of an event by kind (EVENT_KINDS; 1 if absent)
 
     def _event_density(self, ctx: _Context) -> None:
         """Host events per ns, per bin, on the threads that launch GPU work (the main and autograd threads): the
@@ -122,11 +142,24 @@ class Replay:
         loader's C work (the Lightning loop: its loader 1.03x, its forward and backward 2.3x)."""
         ev = ctx.ev
         x = ctx.x_cpu[np.isin(ev.tid[ctx.x_cpu], np.unique(ev.tid[ctx.launch]))]
-        ts = ev.ts[x]
-        ts = ts[(ts >= self.w0) & (ts < self.w1)]
+        x = x[(ev.ts[x] >= self.w0) & (ev.ts[x] < self.w1)]
         width = max(DENSITY_BIN_NS, -(-(self.w1 - self.w0) // DENSITY_BINS_MAX))
         self.bins = np.arange(self.w0, self.w1 + width, width, dtype=np.float64)
-        self.density = np.histogram(ts, bins=self.bins)[0] / float(width)
+        kind = event_kinds(ctx, x)
+        self.kind_density = {
+            k: np.histogram(ev.ts[x[kind == k]], bins=self.bins)[0] / float(width) for k in EVENT_KINDS
+        }
+        self.kind_events = {k: int((kind == k).sum()) for k in EVENT_KINDS}  # in the window
+        self.density = sum(self.kind_density.values(), np.zeros(self.bins.size - 1))
+
+    def _weighted_density(self) -> np.ndarray:
+        """Events per ns, each kind counted at its relative cost (the prior's kind weights; all 1 when fitted)."""
+        if not self.event_weights or all(w == 1.0 for w in self.event_weights.values()):
+            return self.density
+        return sum(
+            (d * self.event_weights.get(k, 1.0) for k, d in self.kind_density.items()),
+            np.zeros(self.density.size),
+        )
 
     # ---- the model
     def _ops(self, ctx: _Context, device: Optional[int]) -> None:
@@ -246,6 +279,7 @@ class Replay:
             fix.loader_ready,
             round(rate, 6),
             self.overhead_ns,
+            repr(sorted(self.event_weights.items())),
         )
         if key not in self._cache:
             self._cache[key] = self._play(fix, rate)
@@ -388,7 +422,7 @@ class Replay:
         pts = np.unique(np.concatenate([bp, self.bins]))
         k = np.clip(np.searchsorted(bp, pts, side="right") - 1, 0, bp.size - 1)
         j = np.clip(np.searchsorted(self.bins, pts, side="right") - 1, 0, self.density.size - 1)
-        return pts, slope[k] * np.clip(1.0 - self.overhead_ns * self.density[j], 0.0, 1.0)
+        return pts, slope[k] * np.clip(1.0 - self.overhead_ns * self._weighted_density()[j], 0.0, 1.0)
 
     def sync_set(self) -> iv.Set:
         return iv.union(self.s_ts.astype(np.int64), self.s_te.astype(np.int64))
@@ -451,6 +485,23 @@ def _last_done(
         cand = idx[(launched <= t0[k]) & (done <= t1[k])]
         if cand.size:
             out[k] = cand[-1]
+    return out
+
+
+EVENT_KINDS = ("python_function", "cpu_op", "runtime", "user_annotation", "other")
+
+
+def event_kinds(ctx: _Context, x: np.ndarray) -> np.ndarray:
+    """Each host event's kind for the profiler's cost model: Python frames (with_stack), ops, CUDA runtime and
+    driver calls, user annotations, the rest."""
+    out = np.full(x.size, "other", dtype=object)
+    for k, idx in (
+        ("python_function", ctx.python),
+        ("cpu_op", ctx.cpu_ops),
+        ("runtime", ctx.runtime),
+        ("user_annotation", ctx.annotations),
+    ):
+        out[np.isin(x, idx)] = k
     return out
 
 

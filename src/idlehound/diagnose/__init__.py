@@ -54,7 +54,7 @@ def diagnose(a: Analysis, thresholds: Optional[Thresholds] = None) -> list[Findi
         if r.refine is not None and not r.skip(a):
             found = r.refine(a, found)
     out = [g for g in (grade(f, t) for f in found) if g is not None]
-    out.sort(key=lambda f: (f.kind == Kind.RISK, -f.recoverable_ms))
+    out.sort(key=lambda f: (f.kind == Kind.RISK, -f.range_ms[0], -f.recoverable_ms))  # by the range's low end
     return out
 
 
