@@ -97,6 +97,18 @@ class Range:
         self.step_lo, self.step_hi = min(self.step_lo, fixed), max(self.step_hi, fixed)
 
 
+def gain_range(a: Analysis, causes: list[str]) -> tuple[float, float, float]:
+    """The predicted gain of fixing these causes together as a share of the step: point, low, high."""
+    rp = a.replay
+    assert rp is not None
+    rate = float(a.observer.get("host_rate", 1.0))
+    keys = replay_keys(a)
+    base = rp.play(rate=rate).step_ns
+    point = (base - rp.play(replay_fix(a, causes, keys), rate).step_ns) / base if base > 0 else 0.0
+    (r,) = _ranges(a, [causes], keys, rate)
+    return point, min(r.share_lo, point), max(r.share_hi, point)
+
+
 def _ranges(a: Analysis, sets: list[list[str]], keys: dict[str, str], rate: float) -> list[Range]:
     """Each set of causes' gain at every corner: the correction's low, fitted and high cost per event, times the
     fix constants at their point, least-gain and most-gain values."""
