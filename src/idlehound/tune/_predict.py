@@ -46,7 +46,11 @@ class Predictor:
             return None
         assert self.replay is not None
         r = fix_constant_ranges()
-        tables = [None, make_fixes({k: v[0] for k, v in r.items()}), make_fixes({k: v[1] for k, v in r.items()})]
+        tables = [
+            None,
+            make_fixes({k: v[0] for k, v in r.items()}),
+            make_fixes({k: v[1] for k, v in r.items()}),
+        ]
         out = []
         for ns in dict.fromkeys((*self.overhead_ns, self.replay.overhead_ns)):
             with overhead_at(self.replay, float(ns)):
