@@ -12,7 +12,7 @@ from typing import Optional
 
 from ..analysis import Analysis
 from . import copies, cudnn, dataloader, frameworks, host, launch, memory, precision, sync
-from ._finding import DEFAULT, Finding, Thresholds, grade
+from ._finding import DEFAULT, Finding, Thresholds, clears_bar, grade
 from ._predict import predict
 from ._registry import (
     CAUSES,
@@ -73,5 +73,6 @@ __all__ = [
     "Rule",
     "Severity",
     "Thresholds",
+    "clears_bar",
     "diagnose",
 ]

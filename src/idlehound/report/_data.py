@@ -12,8 +12,15 @@ from typing import Any, Literal, Optional
 from .._version import __version__
 from ..analysis import Analysis, IdleLine, SourceLoc
 from ..analysis import Step as StepInfo
-from ..diagnose import DEFAULT, IDLE_CAUSE_DEFINITIONS, IDLE_CAUSE_INFO, IDLE_CAUSE_LABELS, Finding, IdleCause
-from ..diagnose._finding import clears_bar
+from ..diagnose import (
+    DEFAULT,
+    IDLE_CAUSE_DEFINITIONS,
+    IDLE_CAUSE_INFO,
+    IDLE_CAUSE_LABELS,
+    Finding,
+    IdleCause,
+    clears_bar,
+)
 from ..metrics import MAX_COPY_GBPS, MAX_STEP_MS, METRICS, status
 from . import model as m
 from .model import as_data, encode, rnd
