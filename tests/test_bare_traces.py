@@ -97,3 +97,22 @@ def test_a_gpu_bound_trainers_sync_is_credited_only_with_the_idle_time_left(pair
     assert (
         bare.findings[0].cause == "sync" and len(bare.findings) == 1
     )  # launch-bound (17% uncorrected) is gone
+
+
+def test_terminal_markdown_html_and_json_show_the_same_range(pairs):
+    import io
+
+    from rich.console import Console
+
+    from idlehound.report import render, render_html, render_markdown
+
+    buf = io.StringIO()
+    render(doc := pairs["frameworks_h200/hf_trainer"][1].doc, Console(file=buf, width=400))
+
+    f = doc["findings"][0]
+    (lo, hi), (slo, shi) = f["recoverable_ms_range"], f["recoverable_share_range"]
+    text = f"range {lo:.3f}-{hi:.3f} ms, {100 * slo:.1f}-{100 * shi:.1f}%"
+    assert slo <= f["recoverable_share_of_step"] <= shi and slo < shi
+    assert doc["replay"]["correction"] == "prior from 7 calibration loops"
+    for out in (render_markdown(doc), render_html(doc), " ".join(buf.getvalue().split())):
+        assert text in out

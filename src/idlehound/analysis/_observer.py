@@ -206,6 +206,9 @@ def _use_prior(rp: Replay, out: dict[str, Any], why: str) -> None:
     )
     if why:
         out["fit_not_used"] = why
+    stacks = [bool((x.get("settings") or {}).get("with_stack")) for x in prior_data()["loops"]]
+    if rp.kind_events.get("python_function", 0) == 0 and stacks and all(stacks):
+        out["prior_caveat"] = "calibrated on traces with Python stacks; this one has none"
 
 
 def notes(obs: dict[str, Any]) -> list[str]:
@@ -214,6 +217,8 @@ def notes(obs: dict[str, Any]) -> list[str]:
     if obs.get("correction", NONE) not in (FITTED, NONE):
         lo, hi = (x / 1e3 for x in obs["overhead_range_ns"])
         why = f" ({obs['fit_not_used']})" if obs.get("fit_not_used") else " (no unprofiled timing)"
+        if obs.get("prior_caveat"):
+            why += f"; {obs['prior_caveat']}"
         return [
             f"observer correction: {obs['correction']}{why}: the replay takes {obs['overhead_us']:.2f} µs "
             f"({lo:.2f}-{hi:.2f}) out of each host event the profiler recorded, and every gain is predicted "

@@ -310,10 +310,15 @@ def headline(a: Analysis, findings: list[Finding]) -> str:
         if busy >= (METRICS["gpu_util"].ideal or 0.0):
             return f"GPU busy {busy:.1f}% of each {step} ms step: no significant idle time."
         cause = max(a.idle_ns, key=lambda c: a.idle_ns[c])  # the idle table's largest row
+        unsure = any(f.kind != "risk" for f in findings)  # findings whose range reaches below the bar
         return (
             f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms), mostly "
             f"{IDLE_CAUSE_INFO[IdleCause(cause)].during} ({_ms(a.per_step_ms(a.idle_ns[cause]))} ms), yet the replay predicts no single "
-            "fix gives back 5% of the step: the host's own work sets the pace."
+            + (
+                "fix surely gives back 5% of the step (the low end of each range is below it): see the findings."
+                if unsure
+                else "fix gives back 5% of the step: the host's own work sets the pace."
+            )
         )
     where = f" at {top.location}" if top.location else ""
     return (
