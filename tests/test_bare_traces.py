@@ -116,3 +116,16 @@ def test_terminal_markdown_html_and_json_show_the_same_range(pairs):
     assert doc["replay"]["correction"] == "prior from 7 calibration loops"
     for out in (render_markdown(doc), render_html(doc), " ".join(buf.getvalue().split())):
         assert text in out
+
+
+def test_a_point_outside_its_range_is_an_impossible_figure(pairs):
+    import copy
+
+    from idlehound.report import check_document
+
+    doc = copy.deepcopy(pairs["frameworks_h200/hf_trainer"][1].doc)
+    assert check_document(doc) == []
+    f = doc["findings"][0]
+    f["recoverable_ms_range"] = [f["recoverable_ms_per_step"] + 0.5, f["recoverable_ms_per_step"] + 1.0]
+    (problem,) = check_document(doc)
+    assert problem.startswith("findings.sync.recoverable_ms_per_step")

@@ -476,7 +476,14 @@ def check_document(doc: dict[str, Any]) -> list[str]:
             0.0,
             1.0001 if f["kind"] == "idle" else None,
         )
-    if re.search(r"\b0\.00 of 0\.00 ms|\bnan\b|\binf\b", doc["headline"], re.IGNORECASE):
+        for key, point in (
+            ("recoverable_ms_range", "recoverable_ms_per_step"),
+            ("recoverable_share_range", "recoverable_share_of_step"),
+        ):
+            if f.get(key):  # the point figure lies inside its range (rounded to 4 decimals)
+                _within(out, f"findings.{f['cause']}.{point}", f[point], f[key][0] - 1e-4, f[key][1] + 1e-4)
+    # a figure printed as nan/inf (not words: the HF Trainer's "NaN/Inf loss check" is a title)
+    if re.search(r"\b0\.00 of 0\.00 ms|\b(nan|inf)( ms|%)", doc["headline"], re.IGNORECASE):
         out.append(f"headline: {doc['headline']!r}")
     return out
 
