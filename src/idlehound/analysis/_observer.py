@@ -52,7 +52,11 @@ class Prior:
 
 @lru_cache(maxsize=1)
 def prior_data() -> dict[str, Any]:
-    return dict(json.loads(PRIOR_FILE.read_text()))
+    """The prior file; without it (a broken install) no prior and no fix-constant ranges: correction "none"."""
+    try:
+        return dict(json.loads(PRIOR_FILE.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return {"loops": [], "fix_constants": {}}
 
 
 def load_prior() -> Optional[Prior]:
