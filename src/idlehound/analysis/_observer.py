@@ -216,9 +216,13 @@ def _use_prior(rp: Replay, out: dict[str, Any], why: str) -> None:
 
 
 def notes(obs: dict[str, Any]) -> list[str]:
-    """A note about the observer where the unprofiled steps show the profiler inflated host time, or where the
-    prior took the place of a fit."""
-    if obs.get("correction", NONE) not in (FITTED, NONE):
+    """The note naming the observer correction: the profiler's inflation the fit took out, the prior that took the
+    place of a fit, or that there was nothing to take out."""
+    if obs.get("correction", NONE) == NONE:
+        return [
+            "observer correction: none (no unprofiled timing and no prior): gains are for the profiled step"
+        ]
+    if obs.get("correction", NONE) != FITTED:
         lo, hi = (x / 1e3 for x in obs["overhead_range_ns"])
         why = f" ({obs['fit_not_used']})" if obs.get("fit_not_used") else " (no unprofiled timing)"
         if obs.get("prior_caveat"):
@@ -231,12 +235,16 @@ def notes(obs: dict[str, Any]) -> list[str]:
     rate, un = obs.get("host_rate", 1.0), obs.get("unprofiled_ms")
     if un is None or abs(obs["replayed_ms"] / obs["recorded_ms"] - 1) > FIT_TOLERANCE:
         return []
+    little = (
+        f"observer correction: {FITTED}: unprofiled steps take {un:.2f} ms ({obs['source']}) against "
+        f"{obs['recorded_ms']:.2f} ms profiled: little or no profiler cost to take out"
+    )
     if "overhead_us" in obs:
         if un > (1 - FIT_TOLERANCE) * obs["recorded_ms"]:
-            return []
+            return [little]
         how = f"takes the profiler's cost of {obs['overhead_us']:.2f} µs out of each host event it recorded"
     elif rate > OBSERVER_RATE:
-        return []
+        return [little]
     else:
         how = f"runs host work at {rate:.2f}x its recorded time"
     return [
