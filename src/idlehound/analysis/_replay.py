@@ -152,8 +152,9 @@ class Replay:
         # blocking calls, each op's step, the GPU op kinds' masks.
         self._geometries: dict[tuple, _Geometry] = {}
         self._segs: Optional[tuple[list[list[tuple]], list[str]]] = None
-        self._owner: Optional[tuple[np.ndarray, np.ndarray]] = None
+        self._owner: Optional[tuple[np.ndarray, np.ndarray, np.ndarray]] = None
         self._masks: dict[str, np.ndarray] = {}
+        self._costs: dict[str, list[list[tuple[np.ndarray, np.ndarray]]]] = {}
         self._event_density(ctx)
         self.overhead_ns = 0.0  # the profiler's cost per host event, taken out of host time (fit_overhead)
         self.event_weights: dict[
@@ -322,10 +323,7 @@ class Replay:
         if self.loader_waited and not fix.loader_ready and fix != Fix():
             producer = self.play(rate=rate).call_end
         call_end = np.full(self.s_ts.size, np.nan)
-        dur = self.dur.copy()
-        for kind, speed in fix.gpu_speedup.items():
-            dur[self._kind_mask(kind)] /= speed
-        cost = dur + self.gap
+        queued = self._queued(fix)
         end = np.zeros(self.dur.size)
         stream_end = np.full(self.n_streams, -np.inf)
         # The clock is a function of recorded time alone: every time the loop needs is mapped once, up front.
@@ -337,14 +335,12 @@ class Replay:
         for k, seg in enumerate(segments):
             at = base_rep - base_rec
             ats.append(at)
-            for st, idx, fixed, rec_s in seg:
+            for (st, idx, fixed, rec_s), (c, c_before) in zip(seg, queued[k]):
                 rel = c_launch[idx] + at + self.lat
                 if fixed is not None:
                     rel = np.where(fixed, rec_s, rel)
-                ci = cost[idx]
-                c = np.cumsum(ci)  # FIFO per stream: end_i = max(release_i, end_{i-1}) + cost_i
-                best = np.maximum.accumulate(rel - (c - ci))
-                e = c + np.maximum(best, stream_end[st])
+                # FIFO per stream: end_i = max(release_i, end_{i-1}) + cost_i, by a running max
+                e = c + np.maximum(np.maximum.accumulate(rel - c_before), stream_end[st])
                 end[idx] = e
                 stream_end[st] = e[-1]
             if k == len(segments) - 1:
@@ -401,6 +397,26 @@ class Replay:
             self._segs = (segs, [str(g) for g in self.s_group.tolist()])
         return self._segs
 
+    def _queued(self, fix: Fix) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+        """Per stretch and stream (as _segments): the ops' running cost with and without each op's own, under
+        this fix's GPU speed-ups (the same for every host rate and profiler cost, so kept)."""
+        key = repr(sorted(fix.gpu_speedup.items()))
+        if key not in self._costs:
+            dur = self.dur.copy()
+            for kind, speed in fix.gpu_speedup.items():
+                dur[self._kind_mask(kind)] /= speed
+            cost = dur + self.gap
+            out = []
+            for seg in self._segments()[0]:
+                row = []
+                for _, idx, _, _ in seg:
+                    ci = cost[idx]
+                    c = np.cumsum(ci)
+                    row.append((c, c - ci))
+                out.append(row)
+            self._costs[key] = out
+        return self._costs[key]
+
     def _mark_segment(self) -> np.ndarray:
         """The stretch between blocking calls each step mark lies in."""
         bounds = np.concatenate([[-np.inf], self.s_ts, [np.inf]])
@@ -415,10 +431,14 @@ class Replay:
         if self._owner is None:  # the step that launched each op (-1: none, or run as recorded)
             owner = iv.owner(self.launch.astype(np.int64), self.marks[:, 0], self.marks[:, 1])
             owner[self.fixed] = -1
-            self._owner = (owner[owner >= 0], owner >= 0)
-        owner, ok = self._owner
+            ops = np.flatnonzero(owner >= 0)
+            ops = ops[np.argsort(owner[ops], kind="stable")]  # grouped by step
+            steps, first = np.unique(owner[ops], return_index=True)
+            self._owner = (ops, steps, first)
+        ops, steps, first = self._owner
         gpu_end = np.full(len(self.steps), -np.inf)
-        np.maximum.at(gpu_end, owner, end[ok])
+        if ops.size:  # each step's last GPU end
+            gpu_end[steps] = np.maximum.reduceat(end[ops], first)
         out, prev = [], float(self.steps[0].start_ns)  # a left-out step before ends where it was recorded
         for i in range(len(self.steps)):
             s = max(prev, mark_rep[i, 0])
