@@ -151,10 +151,10 @@ class Replay:
         # What every replay shares (filled on first use): the clock per set of host spans, the ops between
         # blocking calls, each op's step, the GPU op kinds' masks.
         self._geometries: dict[tuple, _Geometry] = {}
-        self._segs: Optional[tuple[list[list[tuple]], list[str]]] = None
+        self._segs: Optional[tuple[list[list[tuple]], list[str], np.ndarray, list[np.ndarray]]] = None
         self._owner: Optional[tuple[np.ndarray, np.ndarray, np.ndarray]] = None
         self._masks: dict[str, np.ndarray] = {}
-        self._costs: dict[str, list[list[tuple[np.ndarray, np.ndarray]]]] = {}
+        self._costs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._event_density(ctx)
         self.overhead_ns = 0.0  # the profiler's cost per host event, taken out of host time (fit_overhead)
         self.event_weights: dict[
@@ -323,25 +323,26 @@ class Replay:
         if self.loader_waited and not fix.loader_ready and fix != Fix():
             producer = self.play(rate=rate).call_end
         call_end = np.full(self.s_ts.size, np.nan)
-        queued = self._queued(fix)
-        end = np.zeros(self.dur.size)
+        c_seq, c_before = self._queued(fix)
         stream_end = np.full(self.n_streams, -np.inf)
         # The clock is a function of recorded time alone: every time the loop needs is mapped once, up front.
         c_launch = clock("launch")
         c_ts, c_te = clock("s_ts").tolist(), clock("s_te").tolist()
         base_rec, base_rep = float(clock("w0")[0]), float(self.w0)  # base_rec: its clock
-        segments, groups = self._segments()
+        segments, groups, order, waits = self._segments()
+        c_launch = c_launch[order]  # every op in the order the loop queues them: each stretch is a slice
+        end = np.zeros(order.size)  # in that order too
         ats = []
         for k, seg in enumerate(segments):
             at = base_rep - base_rec
             ats.append(at)
-            for (st, idx, fixed, rec_s), (c, c_before) in zip(seg, queued[k]):
-                rel = c_launch[idx] + at + self.lat
+            for st, a, b, fixed, rec_s in seg:
+                rel = c_launch[a:b] + at + self.lat
                 if fixed is not None:
                     rel = np.where(fixed, rec_s, rel)
                 # FIFO per stream: end_i = max(release_i, end_{i-1}) + cost_i, by a running max
-                e = c + np.maximum(np.maximum.accumulate(rel - c_before), stream_end[st])
-                end[idx] = e
+                e = c_seq[a:b] + np.maximum(np.maximum.accumulate(rel - c_before[a:b]), stream_end[st])
+                end[a:b] = e
                 stream_end[st] = e[-1]
             if k == len(segments) - 1:
                 break
@@ -352,14 +353,16 @@ class Replay:
             elif groups[k] in fix.drop_syncs:
                 out = start + (ASYNC_COPY_NS if groups[k] == "pageable" else 0.0)
             else:
-                w = self._waits[k]
+                w = waits[k]
                 ready = end[w].max() if w.size else -np.inf
                 out = max(start, ready) + self.s_tail[k]
             base_rec, base_rep = c_te[k], out
             call_end[k] = out
         # Each step mark moves with the blocking call before it (the interval of recorded time it lies in).
         mark_rep = clock("marks") + np.array(ats)[self._mark_segment()]
-        res = self._steps_of(mark_rep, end)
+        by_op = np.empty(order.size)
+        by_op[order] = end
+        res = self._steps_of(mark_rep, by_op)
         res.call_end = call_end
         if producer is not None:
             res.step_ns = max(res.step_ns, self._producer_pace(producer))
@@ -372,14 +375,16 @@ class Replay:
         j = int(np.searchsorted(self.marks[:, 0], self.s_ts[k], side="right"))  # steps that asked by then
         return (float(producer[k]) - float(self.w0)) / max(j, 1)
 
-    def _segments(self) -> tuple[list[list[tuple]], list[str]]:
+    def _segments(self) -> tuple[list[list[tuple]], list[str], np.ndarray, list[np.ndarray]]:
         """The ops each stretch between blocking calls launches, per stream in recorded order (the same for every
-        replay): (stream, op indices, which ops run as recorded (None: none), their recorded start)."""
+        replay): per stretch, (stream, its slice [a, b) of `order`, which of them run as recorded (None: none),
+        their recorded start); each call's group; every op in that order; where the ops each call waits for lie
+        in it."""
         if self._segs is None:
             # launches up to each call's start
             cut = np.searchsorted(self._by_launch_t, self.s_ts, side="right")
             cut = np.concatenate([[0], cut, [self._by_launch.size]]).tolist()
-            segs = []
+            segs, parts, n = [], [], 0
             for k in range(len(cut) - 1):
                 sel = self._by_launch[cut[k] : cut[k + 1]]
                 if k == 0:
@@ -392,29 +397,31 @@ class Replay:
                         continue
                     idx = idx[np.argsort(self.rec_s[idx], kind="stable")]
                     fixed = self.fixed[idx]
-                    seg.append((int(s), idx, fixed if fixed.any() else None, self.rec_s[idx]))
+                    seg.append((int(s), n, n + idx.size, fixed if fixed.any() else None, self.rec_s[idx]))
+                    parts.append(idx)
+                    n += idx.size
                 segs.append(seg)
-            self._segs = (segs, [str(g) for g in self.s_group.tolist()])
+            order = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+            pos = np.zeros(self.dur.size, np.int64)
+            pos[order] = np.arange(order.size)
+            waits = [pos[w] for w in self._waits]
+            self._segs = (segs, [str(g) for g in self.s_group.tolist()], order, waits)
         return self._segs
 
-    def _queued(self, fix: Fix) -> list[list[tuple[np.ndarray, np.ndarray]]]:
-        """Per stretch and stream (as _segments): the ops' running cost with and without each op's own, under
-        this fix's GPU speed-ups (the same for every host rate and profiler cost, so kept)."""
+    def _queued(self, fix: Fix) -> tuple[np.ndarray, np.ndarray]:
+        """In _segments' order: each op's running cost within its stretch and stream, with and without its own,
+        under this fix's GPU speed-ups (the same for every host rate and profiler cost, so kept)."""
         key = repr(sorted(fix.gpu_speedup.items()))
         if key not in self._costs:
             dur = self.dur.copy()
             for kind, speed in fix.gpu_speedup.items():
                 dur[self._kind_mask(kind)] /= speed
-            cost = dur + self.gap
-            out = []
+            cost = (dur + self.gap)[self._segments()[2]]
+            c = np.zeros(cost.size)
             for seg in self._segments()[0]:
-                row = []
-                for _, idx, _, _ in seg:
-                    ci = cost[idx]
-                    c = np.cumsum(ci)
-                    row.append((c, c - ci))
-                out.append(row)
-            self._costs[key] = out
+                for _, a, b, _, _ in seg:
+                    c[a:b] = np.cumsum(cost[a:b])
+            self._costs[key] = (c, c - cost)
         return self._costs[key]
 
     def _mark_segment(self) -> np.ndarray:
