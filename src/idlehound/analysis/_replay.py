@@ -340,10 +340,12 @@ class Replay:
                 rel = c_launch[a:b] + at + self.lat
                 if fixed is not None:
                     rel = np.where(fixed, rec_s, rel)
-                # FIFO per stream: end_i = max(release_i, end_{i-1}) + cost_i, by a running max
-                e = c_seq[a:b] + np.maximum(np.maximum.accumulate(rel - c_before[a:b]), stream_end[st])
-                end[a:b] = e
-                stream_end[st] = e[-1]
+                # FIFO per stream: end_i = max(release_i, end_{i-1}) + cost_i, by a running max that starts
+                # from where the stream's queue stood
+                x = np.subtract(rel, c_before[a:b], out=rel)
+                x[0] = max(x[0], stream_end[st])
+                np.add(c_seq[a:b], np.maximum.accumulate(x, out=x), out=end[a:b])
+                stream_end[st] = end[b - 1]
             if k == len(segments) - 1:
                 break
             start = c_ts[k] + at
