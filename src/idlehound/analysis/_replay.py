@@ -151,7 +151,7 @@ class Replay:
         # What every replay shares (filled on first use): the clock per set of host spans, the ops between
         # blocking calls, each op's step, the GPU op kinds' masks.
         self._geometries: dict[tuple, _Geometry] = {}
-        self._segs: Optional[tuple[list[list[tuple]], list[str], np.ndarray, list[np.ndarray]]] = None
+        self._segs: Optional[tuple[list[list[tuple]], list[str], np.ndarray, list[list[int]]]] = None
         self._owner: Optional[tuple[np.ndarray, np.ndarray, np.ndarray]] = None
         self._masks: dict[str, np.ndarray] = {}
         self._costs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -355,8 +355,7 @@ class Replay:
             elif groups[k] in fix.drop_syncs:
                 out = start + (ASYNC_COPY_NS if groups[k] == "pageable" else 0.0)
             else:
-                w = waits[k]
-                ready = end[w].max() if w.size else -np.inf
+                ready = max([end[p] for p in waits[k]], default=-np.inf)
                 out = max(start, ready) + self.s_tail[k]
             base_rec, base_rep = c_te[k], out
             call_end[k] = out
@@ -377,7 +376,7 @@ class Replay:
         j = int(np.searchsorted(self.marks[:, 0], self.s_ts[k], side="right"))  # steps that asked by then
         return (float(producer[k]) - float(self.w0)) / max(j, 1)
 
-    def _segments(self) -> tuple[list[list[tuple]], list[str], np.ndarray, list[np.ndarray]]:
+    def _segments(self) -> tuple[list[list[tuple]], list[str], np.ndarray, list[list[int]]]:
         """The ops each stretch between blocking calls launches, per stream in recorded order (the same for every
         replay): per stretch, (stream, its slice [a, b) of `order`, which of them run as recorded (None: none),
         their recorded start); each call's group; every op in that order; where the ops each call waits for lie
@@ -406,7 +405,7 @@ class Replay:
             order = np.concatenate(parts) if parts else np.zeros(0, np.int64)
             pos = np.zeros(self.dur.size, np.int64)
             pos[order] = np.arange(order.size)
-            waits = [pos[w] for w in self._waits]
+            waits = [pos[w].tolist() for w in self._waits]  # a few ops each: plain lists
             self._segs = (segs, [str(g) for g in self.s_group.tolist()], order, waits)
         return self._segs
 
