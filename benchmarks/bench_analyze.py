@@ -56,6 +56,8 @@ if tool.startswith("stages"):  # one process, each stage timed (inner calls by w
                  "_memory", "_dataloader", "_timeline", "_rank_figures", "_slow_launches", "_replay", "_observer"):
         if hasattr(_core, name):
             setattr(_core, name, timed(getattr(_core, name), "analyse: " + name.strip("_")))
+    if hasattr(_core, "observer"):  # the observer correction moved to its own module (issue 30)
+        _core.observer.correct = timed(_core.observer.correct, "analyse: observer")
     _diag.predict = timed(_diag.predict, "diagnose: replay predictions")
     marks = [("start", t0, peak()), ("imports", time.perf_counter(), peak())]
     pages = _limits.small_pages()  # as analyze_path runs (kept referenced: a dropped one restores huge pages)

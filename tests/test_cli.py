@@ -19,7 +19,7 @@ def test_analyze_prints_summary(run_cli):
 def test_analyze_json_is_versioned_and_complete(run_cli):
     r = run_cli("analyze", "--json", TRACES / "sync_item")
     doc = json.loads(r.stdout)
-    assert doc["schema"] == "idlehound/analysis" and doc["schema_version"] == 1
+    assert doc["schema"] == "idlehound/analysis" and doc["schema_version"] == 2
     assert doc["findings"][0]["cause"] == "sync"
     for key in (
         "metrics",

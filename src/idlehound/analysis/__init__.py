@@ -1,7 +1,7 @@
 """Analysis of a loaded trace: steps, time breakdown, idle gaps by cause, per-metric figures."""
 
 from . import _roles as roles  # event roles (kernel, memcpy, sync...), read by the diagnosis too
-from ._core import OBSERVER_RATE, Analysis, IdleGaps, analyze, blocking_waits, idle_gaps, unprofiled_step
+from ._core import Analysis, IdleGaps, analyze, blocking_waits, idle_gaps
 from ._model import (
     BREAKDOWN,
     IDLE_CAUSES,
@@ -17,7 +17,8 @@ from ._model import (
     StrEnum,
     SyncSite,
 )
-from ._replay import ALL_FIXES, CONV_GAIN, FIXES, FP32_SPEEDUP, PAGEABLE_SPEEDUP, Fix
+from ._observer import OBSERVER_RATE, fix_constant_ranges, overhead_at, unprofiled_step
+from ._replay import ALL_FIXES, CONV_GAIN, FIXES, FP32_SPEEDUP, PAGEABLE_SPEEDUP, Fix, make_fixes
 from ._source import NO_USER_FRAME, SourceLoc, SourceMap, load_sidecar, location_text, parse_frame
 
 __all__ = [
@@ -27,6 +28,9 @@ __all__ = [
     "ALL_FIXES",
     "FIXES",
     "FP32_SPEEDUP",
+    "fix_constant_ranges",
+    "make_fixes",
+    "overhead_at",
     "IDLE_CAUSES",
     "NO_USER_FRAME",
     "OBSERVER_RATE",

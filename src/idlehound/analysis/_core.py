@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import TraceError
 from ..trace import Trace
 from . import _intervals as iv
+from . import _observer as observer
 from . import _validate as validate
 from ._breakdown import _breakdown
 from ._context import _Context
@@ -167,8 +168,8 @@ def analyze(
         )
     if gpu_recorded and steps:
         a.replay = _replay(ctx, smap, steps, device.index, gaps)
-        a.observer = _observer(a.replay, run_info or {})
-        a.notes += _observer_notes(a.observer)
+        a.observer = observer.correct(a.replay, run_info or {})
+        a.notes += observer.notes(a.observer)
     return a
 
 
@@ -289,71 +290,7 @@ def _read_calls(ctx: _Context, smap: SourceMap, keep: np.ndarray) -> iv.Set:
     return iv.union(np.array(lo, np.int64), np.array(hi, np.int64))
 
 
-STEADY_SKIP = 3  # unprofiled steps at the run's start that warm up caches, the allocator and compilation
-MIN_STEADY_STEPS = 3  # fewer steady unprofiled steps than this: use run.json's median instead
-FIT_TOLERANCE = 0.05  # a replay within 5% of a measured step matches it
-OBSERVER_RATE = 0.8  # a fitted host rate below this means the profiler inflated host time (worth a note)
 WINDOW_UTIL_GAP_PCT = 20  # the window's mean utilisation this far from the run's: the window is not typical
-
-
-def unprofiled_step(run: dict[str, Any]) -> dict[str, Any]:
-    """The step time without the profiler, from run.json (docs/metrics.md): the mean of the steady unprofiled
-    steps, else run.json's median; {} when the run folder has neither."""
-    before = [float(x) for x in run.get("step_ms_before_window") or []][STEADY_SKIP:]
-    after = [float(x) for x in run.get("step_ms_after_window") or []][
-        1:
-    ]  # the first pays for profiler teardown
-    steady = before + after
-    if len(steady) >= MIN_STEADY_STEPS:
-        return dict(
-            unprofiled_ms=float(np.mean(steady)), unprofiled_steps=len(steady), source="mean of steady steps"
-        )
-    if isinstance(run.get("unprofiled_step_ms"), (int, float)):  # older run.json: only the median was kept
-        return dict(unprofiled_ms=float(run["unprofiled_step_ms"]), unprofiled_steps=None, source="median")
-    return {}
-
-
-def _observer(rp: Replay, run: dict[str, Any]) -> dict[str, Any]:
-    """Fit the host rate so the replayed step matches the mean steady unprofiled step (docs/metrics.md)."""
-    out: dict[str, Any] = {
-        "replayed_ms": rp.play().step_ns / 1e6,
-        "recorded_ms": rp.recorded_ns / 1e6,
-        "host_rate": 1.0,
-    }
-    out.update(unprofiled_step(run))
-    if "unprofiled_ms" in out:
-        if rp.fit_overhead(out["unprofiled_ms"] * 1e6):
-            if rp.overhead_ns > 0:
-                out["overhead_us"] = rp.overhead_ns / 1e3
-        else:
-            out["host_rate"] = rp.fit_rate(out["unprofiled_ms"] * 1e6)
-        if rp.play(rate=out["host_rate"]).step_ns > (1 + FIT_TOLERANCE) * out["unprofiled_ms"] * 1e6:
-            out["host_rate"] = (
-                1.0  # faster than the recorded GPU work alone allows: the timing is not comparable
-            )
-            out["inconsistent"] = True
-    out["predicted_ms"] = rp.play(rate=out["host_rate"]).step_ns / 1e6
-    return out
-
-
-def _observer_notes(obs: dict[str, Any]) -> list[str]:
-    """A note about the observer only where the unprofiled steps show the profiler inflated host time."""
-    rate, un = obs.get("host_rate", 1.0), obs.get("unprofiled_ms")
-    if un is None or abs(obs["replayed_ms"] / obs["recorded_ms"] - 1) > FIT_TOLERANCE:
-        return []
-    if "overhead_us" in obs:
-        if un > (1 - FIT_TOLERANCE) * obs["recorded_ms"]:
-            return []
-        how = f"takes the profiler's cost of {obs['overhead_us']:.2f} µs out of each host event it recorded"
-    elif rate > OBSERVER_RATE:
-        return []
-    else:
-        how = f"runs host work at {rate:.2f}x its recorded time"
-    return [
-        f"the profiler inflated host time: unprofiled steps take {un:.2f} ms ({obs['source']}) against "
-        f"{obs['recorded_ms']:.2f} ms profiled; the replay {how} to match, and every gain is predicted for the "
-        "unprofiled step"
-    ]
 
 
 def _rank_figures(

@@ -62,25 +62,60 @@ class Fix:
         return Fix(rate, speed, self.drop_syncs | other.drop_syncs, self.loader_ready or other.loader_ready)
 
 
-# Each finding's cause -> the change its fix makes.
-FIXES: dict[str, Fix] = {
-    "sync": Fix(host_rate={"reads": 0.0}, drop_syncs={"sync"}),
-    "data_loading": Fix(loader_ready=True),
-    "launch_bound": Fix(host_rate={"launching": GRAPH_HOST_RATE}),
-    "host_bound": Fix(host_rate={"host_only": 0.0}),
-    "fp32_math": Fix(gpu_speedup={"fp32": FP32_SPEEDUP}),
-    "pageable_copy": Fix(
-        host_rate={"pageable": 0.0}, gpu_speedup={"pageable": PAGEABLE_SPEEDUP}, drop_syncs={"pageable"}
-    ),
-    "memory_churn": Fix(host_rate={"allocator": 0.0}, drop_syncs={"allocator"}),
-    "cudnn_benchmark": Fix(gpu_speedup={"conv": CONV_SPEEDUP}),
+# The constants the fixes are replayed with (their point values; data/profiler_cost.json holds each one's range).
+FIX_CONSTANTS: dict[str, float] = {
+    "graph_host_rate": GRAPH_HOST_RATE,
+    "compile_host_rate": COMPILE_HOST_RATE,
+    "fp32_speedup": FP32_SPEEDUP,
+    "pageable_speedup": PAGEABLE_SPEEDUP,
+    "conv_gain": CONV_GAIN,
 }
 
 
-# Other ways of fixing a cause, by name: what a framework setting or a tune candidate makes instead of the
-# cause's own fix (torch.compile in its default mode for launch-bound work).
-VARIANT_FIXES: dict[str, Fix] = {"compile": Fix(host_rate={"launching": COMPILE_HOST_RATE})}
-ALL_FIXES: dict[str, Fix] = {**FIXES, **VARIANT_FIXES}
+def make_fixes(c: dict[str, float]) -> dict[str, Fix]:
+    """Each finding's cause (and each variant, by name) -> the change its fix makes, at these constants."""
+    c = {**FIX_CONSTANTS, **c}
+    return {
+        "sync": Fix(host_rate={"reads": 0.0}, drop_syncs={"sync"}),
+        "data_loading": Fix(loader_ready=True),
+        "launch_bound": Fix(host_rate={"launching": c["graph_host_rate"]}),
+        "host_bound": Fix(host_rate={"host_only": 0.0}),
+        "fp32_math": Fix(gpu_speedup={"fp32": c["fp32_speedup"]}),
+        "pageable_copy": Fix(
+            host_rate={"pageable": 0.0},
+            gpu_speedup={"pageable": c["pageable_speedup"]},
+            drop_syncs={"pageable"},
+        ),
+        "memory_churn": Fix(host_rate={"allocator": 0.0}, drop_syncs={"allocator"}),
+        "cudnn_benchmark": Fix(gpu_speedup={"conv": 1 / (1 - c["conv_gain"])}),
+        # Other ways of fixing a cause, by name: what a framework setting or a tune candidate makes instead of
+        # the cause's own fix (torch.compile in its default mode for launch-bound work).
+        "compile": Fix(host_rate={"launching": c["compile_host_rate"]}),
+    }
+
+
+ALL_FIXES: dict[str, Fix] = make_fixes({})
+VARIANTS = ("compile",)
+FIXES: dict[str, Fix] = {k: v for k, v in ALL_FIXES.items() if k not in VARIANTS}
+VARIANT_FIXES: dict[str, Fix] = {k: ALL_FIXES[k] for k in VARIANTS}
+
+
+@dataclass
+class _Geometry:
+    """What a replay's host clock keeps across host rates and profiler costs (Replay._geometry)."""
+
+    bp: np.ndarray  # breakpoints of the fix's host spans
+    # per span (blocking calls, loader, each host kind): which of bp's segments lie inside it
+    inside: list[Optional[np.ndarray]]
+    kinds: tuple[str, ...]  # the fix's host span kinds, in the order of `inside` after the first one or two
+    pts: np.ndarray  # the clock's breakpoints (bp, with the event-density bins where a cost is taken out)
+    slope_at: Optional[np.ndarray] = None  # per point: its segment of bp...
+    bin_at: Optional[np.ndarray] = None  # ...and its density bin (None: no cost taken out)
+    step: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    lumps_t: np.ndarray = field(default_factory=lambda: np.zeros(0))  # taking a ready batch: when, and
+    lumps_c: np.ndarray = field(default_factory=lambda: np.zeros(1))  # the cost by then
+    at: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)  # a named time's
+    # segment, its offset into it, and the lumps by then
 
 
 @dataclass
@@ -113,8 +148,18 @@ class Replay:
         self.marks = np.array([[s.host_start_ns, s.host_end_ns] for s in steps], np.int64).reshape(-1, 2)
         self.recorded_ns = sum(s.duration_ns for s in steps) / max(len(steps), 1)
         self._cache: dict[tuple, Outcome] = {}
+        # What every replay shares (filled on first use): the clock per set of host spans, the ops between
+        # blocking calls, each op's step, the GPU op kinds' masks.
+        self._geometries: dict[tuple, _Geometry] = {}
+        self._segs: Optional[tuple[list[list[tuple]], list[str], np.ndarray, list[list[int]]]] = None
+        self._owner: Optional[tuple[np.ndarray, np.ndarray, np.ndarray]] = None
+        self._masks: dict[str, np.ndarray] = {}
+        self._costs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._event_density(ctx)
         self.overhead_ns = 0.0  # the profiler's cost per host event, taken out of host time (fit_overhead)
+        self.event_weights: dict[
+            str, float
+        ] = {}  # relative cost of an event by kind (EVENT_KINDS; 1 if absent)
 
     def _event_density(self, ctx: _Context) -> None:
         """Host events per ns, per bin, on the threads that launch GPU work (the main and autograd threads): the
@@ -122,11 +167,27 @@ class Replay:
         loader's C work (the Lightning loop: its loader 1.03x, its forward and backward 2.3x)."""
         ev = ctx.ev
         x = ctx.x_cpu[np.isin(ev.tid[ctx.x_cpu], np.unique(ev.tid[ctx.launch]))]
-        ts = ev.ts[x]
-        ts = ts[(ts >= self.w0) & (ts < self.w1)]
+        x = x[(ev.ts[x] >= self.w0) & (ev.ts[x] < self.w1)]
         width = max(DENSITY_BIN_NS, -(-(self.w1 - self.w0) // DENSITY_BINS_MAX))
         self.bins = np.arange(self.w0, self.w1 + width, width, dtype=np.float64)
-        self.density = np.histogram(ts, bins=self.bins)[0] / float(width)
+        kind = kind_codes(ctx)[x]
+        counts = _kind_histogram(ev.ts[x], kind, self.bins)
+        self.kind_density = {k: counts[i] / float(width) for i, k in enumerate(EVENT_KINDS)}
+        self.kind_events = {k: int(counts[i].sum()) for i, k in enumerate(EVENT_KINDS)}  # in the window
+        self.density = sum(self.kind_density.values(), np.zeros(self.bins.size - 1))
+        self._weighted: dict[str, np.ndarray] = {}  # _weighted_density by the weights' repr
+
+    def _weighted_density(self) -> np.ndarray:
+        """Events per ns, each kind counted at its relative cost (the prior's kind weights; all 1 when fitted)."""
+        if not self.event_weights or all(w == 1.0 for w in self.event_weights.values()):
+            return self.density
+        key = repr(sorted(self.event_weights.items()))
+        if key not in self._weighted:  # every replay at these weights walks the same bins
+            self._weighted[key] = sum(
+                (d * self.event_weights.get(k, 1.0) for k, d in self.kind_density.items()),
+                np.zeros(self.density.size),
+            )
+        return self._weighted[key]
 
     # ---- the model
     def _ops(self, ctx: _Context, device: Optional[int]) -> None:
@@ -263,6 +324,7 @@ class Replay:
             fix.loader_ready,
             round(rate, 6),
             self.overhead_ns,
+            repr(sorted(self.event_weights.items())),
         )
         if key not in self._cache:
             self._cache[key] = self._play(fix, rate)
@@ -271,61 +333,54 @@ class Replay:
     def _play(self, fix: Fix, rate: float) -> Outcome:
         if not self.steps:
             return Outcome(0.0, [])
-        cum, bp, slope, lumps_t, lumps_c = self._host_clock(fix, rate)
+        g = self._geometry(fix)
+        clock = self._clock(g, fix, rate)
         # When a batch the workers made came ready, as the unchanged loop at this host rate saw it.
         producer = None
         if self.loader_waited and not fix.loader_ready and fix != Fix():
             producer = self.play(rate=rate).call_end
         call_end = np.full(self.s_ts.size, np.nan)
-
-        def clock(t: np.ndarray) -> np.ndarray:
-            k = np.clip(np.searchsorted(bp, t, side="right") - 1, 0, bp.size - 1)
-            return cum[k] + (t - bp[k]) * slope[k] + lumps_c[np.searchsorted(lumps_t, t, side="left")]
-
-        dur = self.dur.copy()
-        for kind, speed in fix.gpu_speedup.items():
-            dur[self.kind == kind] /= speed
-        cost = dur + self.gap
-        end = np.zeros(self.dur.size)
+        c_seq, c_before = self._queued(fix)
         stream_end = np.full(self.n_streams, -np.inf)
         # The clock is a function of recorded time alone: every time the loop needs is mapped once, up front.
-        c_launch = clock(self.launch)
-        c_ts, c_te = clock(self.s_ts).tolist(), clock(self.s_te).tolist()
-        base_rec, base_rep = (
-            float(clock(np.array([float(self.w0)]))[0]),
-            float(self.w0),
-        )  # base_rec: its clock
-        cut = np.searchsorted(self._by_launch_t, self.s_ts, side="right")  # launches up to each call's start
-        cut = np.concatenate([[0], cut, [self._by_launch.size]]).tolist()
-        drop = [g in fix.drop_syncs for g in self.s_group.tolist()]
+        c_launch = clock("launch")
+        c_ts, c_te = clock("s_ts").tolist(), clock("s_te").tolist()
+        base_rec, base_rep = float(clock("w0")[0]), float(self.w0)  # base_rec: its clock
+        segments, groups, order, waits = self._segments()
+        c_launch = c_launch[order]  # every op in the order the loop queues them: each stretch is a slice
+        end = np.zeros(order.size)  # in that order too
         ats = []
-        for k in range(len(cut) - 1):
+        for k, seg in enumerate(segments):
             at = base_rep - base_rec
             ats.append(at)
-            sel = self._by_launch[cut[k] : cut[k + 1]]
-            if k == 0:
-                sel = np.concatenate([np.flatnonzero(self.fixed), sel])
-            release = np.where(self.fixed[sel], self.rec_s[sel], c_launch[sel] + at + self.lat)
-            self._queue(sel, release, cost, end, stream_end)
-            if k == len(cut) - 2:
+            for st, a, b, fixed, rec_s in seg:
+                rel = c_launch[a:b] + at + self.lat
+                if fixed is not None:
+                    rel = np.where(fixed, rec_s, rel)
+                # FIFO per stream: end_i = max(release_i, end_{i-1}) + cost_i, by a running max that starts
+                # from where the stream's queue stood
+                x = np.subtract(rel, c_before[a:b], out=rel)
+                x[0] = max(x[0], stream_end[st])
+                np.add(c_seq[a:b], np.maximum.accumulate(x, out=x), out=end[a:b])
+                stream_end[st] = end[b - 1]
+            if k == len(segments) - 1:
                 break
             start = c_ts[k] + at
-            if self.s_group[k] == "loader":
+            if groups[k] == "loader":
                 took = LOADER_READY_NS if fix.loader_ready else self.s_tail[k] * rate
                 out = max(start + took, producer[k]) if producer is not None else start + took
-            elif drop[k]:
-                out = start + (ASYNC_COPY_NS if self.s_group[k] == "pageable" else 0.0)
+            elif groups[k] in fix.drop_syncs:
+                out = start + (ASYNC_COPY_NS if groups[k] == "pageable" else 0.0)
             else:
-                w = self._waits[k]
-                ready = end[w].max() if w.size else -np.inf
+                ready = max([end[p] for p in waits[k]], default=-np.inf)
                 out = max(start, ready) + self.s_tail[k]
             base_rec, base_rep = c_te[k], out
             call_end[k] = out
         # Each step mark moves with the blocking call before it (the interval of recorded time it lies in).
-        bounds = np.concatenate([[-np.inf], self.s_ts, [np.inf]])
-        k_of = np.searchsorted(bounds, self.marks, side="right") - 1
-        mark_rep = clock(self.marks.astype(np.float64)) + np.array(ats)[k_of]
-        res = self._steps_of(mark_rep, end)
+        mark_rep = clock("marks") + np.array(ats)[self._mark_segment()]
+        by_op = np.empty(order.size)
+        by_op[order] = end
+        res = self._steps_of(mark_rep, by_op)
         res.call_end = call_end
         if producer is not None:
             res.step_ns = max(res.step_ns, self._producer_pace(producer))
@@ -338,31 +393,77 @@ class Replay:
         j = int(np.searchsorted(self.marks[:, 0], self.s_ts[k], side="right"))  # steps that asked by then
         return (float(producer[k]) - float(self.w0)) / max(j, 1)
 
-    def _queue(
-        self, sel: np.ndarray, release: np.ndarray, cost: np.ndarray, end: np.ndarray, stream_end: np.ndarray
-    ) -> None:
-        """FIFO per stream: end_i = max(release_i, end_{i-1}) + cost_i, vectorised by a running max."""
-        if sel.size == 0:
-            return
-        st = self.stream[sel]
-        for s in np.unique(st) if self.n_streams > 1 else (0,):
-            idx, rel = (sel, release) if self.n_streams == 1 else (sel[st == s], release[st == s])
-            order = np.argsort(self.rec_s[idx], kind="stable")
-            idx, rel = idx[order], rel[order]
-            c = np.cumsum(cost[idx])
-            c_before = c - cost[idx]
-            best = np.maximum.accumulate(rel - c_before)
-            e = c + np.maximum(best, stream_end[s])
-            end[idx] = e
-            stream_end[s] = e[-1]
+    def _segments(self) -> tuple[list[list[tuple]], list[str], np.ndarray, list[list[int]]]:
+        """The ops each stretch between blocking calls launches, per stream in recorded order (the same for every
+        replay): per stretch, (stream, its slice [a, b) of `order`, which of them run as recorded (None: none),
+        their recorded start); each call's group; every op in that order; where the ops each call waits for lie
+        in it."""
+        if self._segs is None:
+            # launches up to each call's start
+            cut = np.searchsorted(self._by_launch_t, self.s_ts, side="right")
+            cut = np.concatenate([[0], cut, [self._by_launch.size]]).tolist()
+            segs, parts, n = [], [], 0
+            for k in range(len(cut) - 1):
+                sel = self._by_launch[cut[k] : cut[k + 1]]
+                if k == 0:
+                    sel = np.concatenate([np.flatnonzero(self.fixed), sel])
+                seg = []
+                st = self.stream[sel]
+                for s in np.unique(st) if self.n_streams > 1 and sel.size else (0,):
+                    idx = sel if self.n_streams == 1 else sel[st == s]
+                    if idx.size == 0:
+                        continue
+                    idx = idx[np.argsort(self.rec_s[idx], kind="stable")]
+                    fixed = self.fixed[idx]
+                    seg.append((int(s), n, n + idx.size, fixed if fixed.any() else None, self.rec_s[idx]))
+                    parts.append(idx)
+                    n += idx.size
+                segs.append(seg)
+            order = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+            pos = np.zeros(self.dur.size, np.int64)
+            pos[order] = np.arange(order.size)
+            waits = [pos[w].tolist() for w in self._waits]  # a few ops each: plain lists
+            self._segs = (segs, [str(g) for g in self.s_group.tolist()], order, waits)
+        return self._segs
+
+    def _queued(self, fix: Fix) -> tuple[np.ndarray, np.ndarray]:
+        """In _segments' order: each op's running cost within its stretch and stream, with and without its own,
+        under this fix's GPU speed-ups (the same for every host rate and profiler cost, so kept)."""
+        key = repr(sorted(fix.gpu_speedup.items()))
+        if key not in self._costs:
+            dur = self.dur.copy()
+            for kind, speed in fix.gpu_speedup.items():
+                dur[self._kind_mask(kind)] /= speed
+            cost = (dur + self.gap)[self._segments()[2]]
+            c = np.zeros(cost.size)
+            for seg in self._segments()[0]:
+                for _, a, b, _, _ in seg:
+                    c[a:b] = np.cumsum(cost[a:b])
+            self._costs[key] = (c, c - cost)
+        return self._costs[key]
+
+    def _mark_segment(self) -> np.ndarray:
+        """The stretch between blocking calls each step mark lies in."""
+        bounds = np.concatenate([[-np.inf], self.s_ts, [np.inf]])
+        return np.searchsorted(bounds, self.marks, side="right") - 1
+
+    def _kind_mask(self, kind: str) -> np.ndarray:
+        if kind not in self._masks:
+            self._masks[kind] = self.kind == kind
+        return self._masks[kind]
 
     def _steps_of(self, mark_rep: np.ndarray, end: np.ndarray) -> Outcome:
-        hs, he = self.marks[:, 0], self.marks[:, 1]
-        owner = iv.owner(self.launch.astype(np.int64), hs, he)
-        owner[self.fixed] = -1
+        if self._owner is None:  # the step that launched each op (-1: none, or run as recorded)
+            owner = iv.owner(self.launch.astype(np.int64), self.marks[:, 0], self.marks[:, 1])
+            owner[self.fixed] = -1
+            ops = np.flatnonzero(owner >= 0)
+            ops = ops[np.argsort(owner[ops], kind="stable")]  # grouped by step
+            steps, first = np.unique(owner[ops], return_index=True)
+            self._owner = (ops, steps, first)
+        ops, steps, first = self._owner
         gpu_end = np.full(len(self.steps), -np.inf)
-        ok = owner >= 0
-        np.maximum.at(gpu_end, owner[ok], end[ok])
+        if ops.size:  # each step's last GPU end
+            gpu_end[steps] = np.maximum.reduceat(end[ops], first)
         out, prev = [], float(self.steps[0].start_ns)  # a left-out step before ends where it was recorded
         for i in range(len(self.steps)):
             s = max(prev, mark_rep[i, 0])
@@ -371,41 +472,71 @@ class Replay:
             prev = e
         return Outcome(float(np.mean(out)), out)
 
-    def _host_clock(self, fix: Fix, rate: float):
-        """Piecewise-linear replayed host time as a function of recorded host time (blocking calls excluded)."""
-        spans = [(self.sync_set(), 0.0)]
-        if fix.loader_ready:
-            spans.append((self.loader, 0.0))
-        for kind, r in fix.host_rate.items():
-            if kind in self.host_spans:
-                spans.append((self.host_spans[kind], r * rate))
+    def _geometry(self, fix: Fix) -> _Geometry:
+        """The host clock's breakpoints for this fix's host spans, and where each time the replay maps falls
+        among them: the same for every host rate and profiler cost, so kept."""
+        kinds = tuple(k for k in fix.host_rate if k in self.host_spans)
+        with_cost = self.overhead_ns > 0 and self.density.size > 0
+        key = (fix.loader_ready, tuple(sorted(set(kinds))), with_cost)
+        if key not in self._geometries:
+            self._geometries[key] = self._new_geometry(fix.loader_ready, kinds, with_cost)
+        return self._geometries[key]
+
+    def _new_geometry(self, loader_ready: bool, kinds: tuple[str, ...], with_cost: bool) -> _Geometry:
+        spans = [self.sync_set()] + ([self.loader] if loader_ready else [])
+        spans += [self.host_spans[k] for k in kinds]
         pts = [np.array([self.w0, self.w1], np.float64)]
-        pts += [np.concatenate([s, e]).astype(np.float64) for (s, e), _ in spans]
+        pts += [np.concatenate([s, e]).astype(np.float64) for s, e in spans]
         bp = np.unique(np.concatenate(pts))
-        slope = np.full(bp.size, float(rate))
         mid = (bp[:-1] + bp[1:]) / 2 if bp.size > 1 else bp
-        for (s, e), r in spans:
+        inside: list[Optional[np.ndarray]] = []
+        for s, e in spans:
             if s.size == 0:
+                inside.append(None)
                 continue
             k = np.searchsorted(s, mid, side="right") - 1
-            inside = (k >= 0) & (mid < e[np.clip(k, 0, None)])
-            slope[:-1][inside] = np.minimum(slope[:-1][inside], r)
-        if self.overhead_ns > 0 and self.density.size:
-            bp, slope = self._without_overhead(bp, slope)
-        cum = np.concatenate([[0.0], np.cumsum(np.diff(bp) * slope[:-1])])
-        lumps_t = self.loader[0].astype(np.float64) if fix.loader_ready else np.zeros(0)
-        if lumps_t.size and self.loader_waited:  # a loader wait's own cost is counted at the call
-            lumps_t = lumps_t[~np.isin(lumps_t, self.s_ts[self.s_group == "loader"])]
-        lumps_c = np.concatenate([[0.0], np.cumsum(np.full(lumps_t.size, float(LOADER_READY_NS)))])
-        return cum, bp, slope, lumps_t, lumps_c
+            inside.append((k >= 0) & (mid < e[np.clip(k, 0, None)]))
+        g = _Geometry(bp, inside, kinds, bp)
+        if with_cost:  # the clock's slopes change per bin of event density too
+            g.pts = np.unique(np.concatenate([bp, self.bins]))
+            g.slope_at = np.clip(np.searchsorted(bp, g.pts, side="right") - 1, 0, bp.size - 1)
+            g.bin_at = np.clip(np.searchsorted(self.bins, g.pts, side="right") - 1, 0, self.density.size - 1)
+        g.step = np.diff(g.pts)
+        g.lumps_t = self.loader[0].astype(np.float64) if loader_ready else np.zeros(0)
+        if g.lumps_t.size and self.loader_waited:  # a loader wait's own cost is counted at the call
+            g.lumps_t = g.lumps_t[~np.isin(g.lumps_t, self.s_ts[self.s_group == "loader"])]
+        g.lumps_c = np.concatenate([[0.0], np.cumsum(np.full(g.lumps_t.size, float(LOADER_READY_NS)))])
+        times = {
+            "launch": self.launch,
+            "s_ts": self.s_ts,
+            "s_te": self.s_te,
+            "w0": np.array([float(self.w0)]),
+            "marks": self.marks.astype(np.float64),
+        }
+        for name, t in times.items():
+            k = np.clip(np.searchsorted(g.pts, t, side="right") - 1, 0, g.pts.size - 1)
+            g.at[name] = (k, t - g.pts[k], g.lumps_c[np.searchsorted(g.lumps_t, t, side="left")])
+        return g
 
-    def _without_overhead(self, bp: np.ndarray, slope: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The clock's slopes with the profiler's cost per event taken out: each bin runs at 1 - cost x its
-        event density (never below 0) of the rate it had."""
-        pts = np.unique(np.concatenate([bp, self.bins]))
-        k = np.clip(np.searchsorted(bp, pts, side="right") - 1, 0, bp.size - 1)
-        j = np.clip(np.searchsorted(self.bins, pts, side="right") - 1, 0, self.density.size - 1)
-        return pts, slope[k] * np.clip(1.0 - self.overhead_ns * self.density[j], 0.0, 1.0)
+    def _clock(self, g: _Geometry, fix: Fix, rate: float) -> Callable[[str], np.ndarray]:
+        """Piecewise-linear replayed host time as a function of recorded host time (blocking calls excluded):
+        name of the recorded times (the geometry's) -> their replayed times."""
+        rates = [0.0] + ([0.0] if fix.loader_ready else []) + [fix.host_rate[k] * rate for k in g.kinds]
+        slope = np.full(g.bp.size, float(rate))
+        for inside, r in zip(g.inside, rates):
+            if inside is not None:
+                slope[:-1][inside] = np.minimum(slope[:-1][inside], r)
+        # the profiler's cost per event taken out: each bin runs at 1 - cost x its density
+        if g.slope_at is not None:
+            w = self._weighted_density()[g.bin_at]
+            slope = slope[g.slope_at] * np.clip(1.0 - self.overhead_ns * w, 0.0, 1.0)
+        cum = np.concatenate([[0.0], np.cumsum(g.step * slope[:-1])])
+
+        def clock(name: str) -> np.ndarray:
+            k, off, lump = g.at[name]
+            return cum[k] + off * slope[k] + lump
+
+        return clock
 
     def sync_set(self) -> iv.Set:
         return iv.union(self.s_ts.astype(np.int64), self.s_te.astype(np.int64))
@@ -469,6 +600,39 @@ def _last_done(
         if cand.size:
             out[k] = cand[-1]
     return out
+
+
+EVENT_KINDS = ("python_function", "cpu_op", "runtime", "user_annotation", "other")
+
+
+def event_kinds(ctx: _Context, x: np.ndarray) -> np.ndarray:
+    """Each host event's kind for the profiler's cost model: Python frames (with_stack), ops, CUDA runtime and
+    driver calls, user annotations, the rest."""
+    return np.array(EVENT_KINDS, dtype=object)[kind_codes(ctx)[x]]
+
+
+def kind_codes(ctx: _Context) -> np.ndarray:
+    """Every event's kind as its index in EVENT_KINDS (a later kind wins where sets overlap)."""
+    out = np.full(ctx.ev.ts.size, EVENT_KINDS.index("other"), np.int8)
+    for k, idx in (
+        ("python_function", ctx.python),
+        ("cpu_op", ctx.cpu_ops),
+        ("runtime", ctx.runtime),
+        ("user_annotation", ctx.annotations),
+    ):
+        out[idx] = EVENT_KINDS.index(k)
+    return out
+
+
+def _kind_histogram(ts: np.ndarray, kind: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Events per kind and bin: np.histogram's counts (last edge inclusive) for every kind in one pass."""
+    nb = edges.size - 1
+    t = ts.astype(np.float64)
+    b = np.searchsorted(edges, t, side="right") - 1
+    b[t == edges[-1]] = nb - 1
+    ok = (b >= 0) & (b < nb)
+    flat = np.bincount(kind[ok].astype(np.int64) * nb + b[ok], minlength=len(EVENT_KINDS) * max(nb, 0))
+    return flat.reshape(len(EVENT_KINDS), max(nb, 0))
 
 
 def _clip(a: iv.Set, lo: int, hi: int) -> iv.Set:

@@ -12,7 +12,7 @@ from typing import Optional
 
 from ..analysis import Analysis
 from . import copies, cudnn, dataloader, frameworks, host, launch, memory, precision, sync
-from ._finding import DEFAULT, Finding, Thresholds, grade
+from ._finding import DEFAULT, Finding, Thresholds, clears_bar, grade
 from ._predict import predict, replay_fix
 from ._registry import (
     CAUSES,
@@ -54,7 +54,7 @@ def diagnose(a: Analysis, thresholds: Optional[Thresholds] = None) -> list[Findi
         if r.refine is not None and not r.skip(a):
             found = r.refine(a, found)
     out = [g for g in (grade(f, t) for f in found) if g is not None]
-    out.sort(key=lambda f: (f.kind == Kind.RISK, -f.recoverable_ms))
+    out.sort(key=lambda f: (f.kind == Kind.RISK, -f.range_ms[0], -f.recoverable_ms))  # by the range's low end
     return out
 
 
@@ -73,6 +73,7 @@ __all__ = [
     "Rule",
     "Severity",
     "Thresholds",
+    "clears_bar",
     "diagnose",
     "replay_fix",
 ]

@@ -50,10 +50,22 @@ class Finding:
     kind: str = Kind.IDLE  # IDLE: explains idle time; SLOW: slow GPU work; RISK: no time lost yet
     details: dict[str, Any] = field(default_factory=dict)
     basis_ms: Optional[float] = None  # for "slow" findings: the measured time the estimate is taken from
+    # The replay's range over the correction's and the fix constants' uncertainty (docs/metrics.md, Intervals);
+    # None: no replay, the point figure is both ends.
+    recoverable_range_ms: Optional[tuple[float, float]] = None
+    share_range: Optional[tuple[float, float]] = None
 
     @property
     def share(self) -> float:
         return self.recoverable_ms / self.step_ms if self.step_ms > 0 else 0.0
+
+    @property
+    def range_ms(self) -> tuple[float, float]:
+        return self.recoverable_range_ms or (self.recoverable_ms, self.recoverable_ms)
+
+    @property
+    def share_ends(self) -> tuple[float, float]:
+        return self.share_range or (self.share, self.share)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -63,6 +75,8 @@ class Finding:
             "kind": str(self.kind),
             "recoverable_ms_per_step": round(self.recoverable_ms, 4),
             "recoverable_share_of_step": round(self.share, 4),
+            "recoverable_ms_range": [round(x, 4) for x in self.range_ms],
+            "recoverable_share_range": [round(x, 4) for x in self.share_ends],
             "location": self.location.to_json() if self.location else None,
             "evidence": self.evidence,
             "fix": self.fix,
@@ -88,6 +102,12 @@ def grade(f: Finding, t: Thresholds) -> Optional[Finding]:
         else Severity.LOW
     )
     return f
+
+
+def clears_bar(f: Finding, t: Thresholds) -> bool:
+    """Whether the low end of the finding's range clears its reporting bar: a headline may name its fix."""
+    bar = t.framework_min_share if f.details.get("framework") else t.min_share
+    return f.kind != Kind.RISK and f.share_ends[0] >= bar and f.range_ms[0] >= t.min_ms
 
 
 def ms(a: Analysis, ns: float) -> float:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import reduce
 from typing import Any, Optional
 
-from ..analysis import ALL_FIXES, FIXES, Analysis, Fix
+from ..analysis import ALL_FIXES, FIXES, Analysis, Fix, fix_constant_ranges, make_fixes, overhead_at
 from ._finding import Finding
 from ._registry import Cause, Kind
 
@@ -21,14 +22,28 @@ def replay_keys(a: Analysis) -> dict[str, str]:
     return {s.cause: s.replay for s in SETTINGS if s.replay and who and s.framework == who[0]}
 
 
-def replay_fix(a: Analysis, causes: list[str], keys: Optional[dict[str, str]] = None) -> Fix:
-    """The replay's change for fixing these causes as the findings say to (replay_keys)."""
+def replay_fix(
+    a: Analysis,
+    causes: list[str],
+    keys: Optional[dict[str, str]] = None,
+    fixes: Optional[dict[str, Fix]] = None,
+) -> Fix:
+    """The replay's change for fixing these causes as the findings say to (replay_keys); `fixes`: ALL_FIXES at
+    other constants (an interval's end)."""
     keys = replay_keys(a) if keys is None else keys
-    return reduce(Fix.merged, (ALL_FIXES[keys.get(c, c)] for c in causes), Fix())
+    table = ALL_FIXES if fixes is None else fixes
+    return reduce(Fix.merged, (table[keys.get(c, c)] for c in causes), Fix())
+
+
+def _ends() -> tuple[dict[str, Fix], dict[str, Fix]]:
+    """The fixes at the constants that give the least and the most gain (data/profiler_cost.json)."""
+    r = fix_constant_ranges()
+    return make_fixes({k: v[0] for k, v in r.items()}), make_fixes({k: v[1] for k, v in r.items()})
 
 
 def predict(a: Analysis, found: list[Finding]) -> dict[str, Any]:
-    """Set each finding's recoverable time to its replayed gain on the (unprofiled) step; return the stack."""
+    """Set each finding's recoverable time to its replayed gain on the (unprofiled) step, with its range; return
+    the stack."""
     rp = a.replay
     if rp is None:
         return {}
@@ -46,32 +61,90 @@ def predict(a: Analysis, found: list[Finding]) -> dict[str, Any]:
         (str(c) for c, g in alone.items() if g > 0), key=lambda c: -alone[c]
     )  # plain strings for JSON
     all_ns = step(stack)
-    for f in fixable:
+    ranges = _ranges(a, [[f.cause] for f in fixable] + [stack], keys, rate)
+    for f, r in zip(fixable, ranges):
         others = [c for c in stack if c != f.cause]
         on_top = step(others) - step(others + [f.cause])
-        _apply(f, base, alone[f.cause], on_top, bool(others))
+        _apply(f, base, alone[f.cause], on_top, bool(others), r)
+    stack_r = ranges[-1]
     return {
         "step_ms": base / 1e6,
         "host_rate": rate,
         "stack": stack,
         "stack_step_ms": all_ns / 1e6,
         "stack_gain_ms": (base - all_ns) / 1e6,
+        "stack_step_range_ms": [stack_r.step_lo / 1e6, stack_r.step_hi / 1e6],
+        "stack_gain_range_ms": [stack_r.gain_lo / 1e6, stack_r.gain_hi / 1e6],
     }
 
 
-def _apply(f: Finding, base: float, gain: float, on_top: float, has_others: bool) -> None:
+@dataclass
+class Range:
+    """A prediction's ends over the correction's range and the fix constants' ranges (docs/metrics.md)."""
+
+    gain_lo: float = float("inf")  # ns per step
+    gain_hi: float = float("-inf")
+    share_lo: float = float("inf")  # of the replayed step at the same correction
+    share_hi: float = float("-inf")
+    step_lo: float = float("inf")  # the replayed step with the fix
+    step_hi: float = float("-inf")
+
+    def add(self, base: float, fixed: float) -> None:
+        g = max(base - fixed, 0.0)
+        self.gain_lo, self.gain_hi = min(self.gain_lo, g), max(self.gain_hi, g)
+        s = g / base if base > 0 else 0.0
+        self.share_lo, self.share_hi = min(self.share_lo, s), max(self.share_hi, s)
+        self.step_lo, self.step_hi = min(self.step_lo, fixed), max(self.step_hi, fixed)
+
+
+def gain_range(a: Analysis, causes: list[str]) -> tuple[float, float, float]:
+    """The predicted gain of fixing these causes together as a share of the step: point, low, high."""
+    rp = a.replay
+    assert rp is not None
+    rate = float(a.observer.get("host_rate", 1.0))
+    keys = replay_keys(a)
+    base = rp.play(rate=rate).step_ns
+    point = (base - rp.play(replay_fix(a, causes, keys), rate).step_ns) / base if base > 0 else 0.0
+    (r,) = _ranges(a, [causes], keys, rate)
+    return point, min(r.share_lo, point), max(r.share_hi, point)
+
+
+def _ranges(a: Analysis, sets: list[list[str]], keys: dict[str, str], rate: float) -> list[Range]:
+    """Each set of causes' gain at every corner: the correction's low, fitted and high cost per event, times the
+    fix constants at their point, least-gain and most-gain values."""
+    rp = a.replay
+    assert rp is not None
+    lo, hi = a.observer.get("overhead_range_ns", (rp.overhead_ns, rp.overhead_ns))
+    least, most = _ends()
+    out = [Range() for _ in sets]
+    for ns in dict.fromkeys((float(lo), rp.overhead_ns, float(hi))):
+        with overhead_at(rp, ns):
+            base = rp.play(rate=rate).step_ns
+            for table in (None, least, most):
+                for r, causes in zip(out, sets):
+                    r.add(base, rp.play(replay_fix(a, causes, keys, table), rate).step_ns)
+    return out
+
+
+def _apply(f: Finding, base: float, gain: float, on_top: float, has_others: bool, r: Range) -> None:
     gain = max(gain, 0.0)
     f.recoverable_ms, f.step_ms = gain / 1e6, base / 1e6
+    f.recoverable_range_ms = (min(r.gain_lo, gain) / 1e6, max(r.gain_hi, gain) / 1e6)
+    share = gain / base if base > 0 else 0.0
+    f.share_range = (min(r.share_lo, share), max(r.share_hi, share))
     if f.cause != Cause.CUDNN_BENCHMARK:  # its 10% of convolution time is a guess the replay cannot check
         f.basis_ms = None
     f.details["replay"] = {
         "predicted_step_ms": (base - gain) / 1e6,
+        "predicted_step_range_ms": [r.step_lo / 1e6, r.step_hi / 1e6],
         "gain_ms": gain / 1e6,
         "gain_with_other_fixes_ms": max(on_top, 0.0) / 1e6,
     }
+    lo, hi = f.share_range
     line = (
         f"replay: removing this cause alone takes the step from {base / 1e6:.2f} to "
-        f"{(base - gain) / 1e6:.2f} ms"
+        f"{(base - gain) / 1e6:.2f} ms ({100 * lo:.1f}-{100 * hi:.1f}% of the step over the correction's and the "
+        "fix's uncertainty)"
     )
     if has_others:
         more = max(on_top, 0.0) / 1e6

@@ -12,13 +12,21 @@ from typing import Any, Literal, Optional
 from .._version import __version__
 from ..analysis import Analysis, IdleLine, SourceLoc, unprofiled_step
 from ..analysis import Step as StepInfo
-from ..diagnose import IDLE_CAUSE_DEFINITIONS, IDLE_CAUSE_INFO, IDLE_CAUSE_LABELS, Finding, IdleCause
+from ..diagnose import (
+    DEFAULT,
+    IDLE_CAUSE_DEFINITIONS,
+    IDLE_CAUSE_INFO,
+    IDLE_CAUSE_LABELS,
+    Finding,
+    IdleCause,
+    clears_bar,
+)
 from ..metrics import MAX_COPY_GBPS, MAX_STEP_MS, METRICS, status
 from . import model as m
 from .model import as_data, encode, rnd
 
 SCHEMA: Literal["idlehound/analysis"] = "idlehound/analysis"
-SCHEMA_VERSION: Literal[1] = 1
+SCHEMA_VERSION: Literal[2] = 2
 
 
 def r(x: Optional[float], nd: int = 3) -> Optional[float]:
@@ -162,6 +170,8 @@ def finding_model(f: Finding) -> m.Finding:
         kind=f.kind,
         recoverable_ms_per_step=rnd(f.recoverable_ms, m.SHARE),
         recoverable_share_of_step=rnd(f.share, m.SHARE),
+        recoverable_ms_range=_pair(f.range_ms, m.SHARE),
+        recoverable_share_range=_pair(f.share_ends, m.SHARE),
         location=_loc(f.location),
         evidence=f.evidence,
         fix=f.fix,
@@ -295,15 +305,21 @@ def headline(a: Analysis, findings: list[Finding]) -> str:
         return f"CPU-only trace: a step took {step} ms{_unprofiled_words(a)}; no GPU to keep busy."
     busy = a.gpu_busy_pct or 0.0
     idle_ms = _ms(a.per_step_ms(a.window_ns - a.busy_ns))
-    top = next((f for f in findings if f.kind != "risk"), None)  # ranked by the replay's predicted gain
+    # ranked by the low end of the replay's predicted gain; named only when that low end clears the bar
+    top = next((f for f in findings if clears_bar(f, DEFAULT)), None)
     if top is None:
         if busy >= (METRICS["gpu_util"].ideal or 0.0):
             return f"GPU busy {busy:.1f}% of each {step} ms step: no significant idle time."
         cause = max(a.idle_ns, key=lambda c: a.idle_ns[c])  # the idle table's largest row
+        unsure = any(f.kind != "risk" for f in findings)  # findings whose range reaches below the bar
         return (
             f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms), mostly "
             f"{IDLE_CAUSE_INFO[IdleCause(cause)].during} ({_ms(a.per_step_ms(a.idle_ns[cause]))} ms), yet the replay predicts no single "
-            "fix gives back 5% of the step: the host's own work sets the pace."
+            + (
+                "fix surely gives back 5% of the step (the low end of each range is below it): see the findings."
+                if unsure
+                else "fix gives back 5% of the step: the host's own work sets the pace."
+            )
         )
     where = f" at {top.location}" if top.location else ""
     # the finding's share is of the replayed step, fitted to the unprofiled one where run.json has it
@@ -342,7 +358,33 @@ def _replay(a: Analysis) -> Optional[m.Replay]:
         best_stack_step_ms=rnd(pred.get("stack_step_ms")),
         best_stack_gain_ms=rnd(pred.get("stack_gain_ms")),
         overhead_us=rnd(obs.get("overhead_us")),
+        correction=obs.get("correction", "none"),
+        overhead_us_range=_pair([x / 1e3 for x in obs["overhead_range_ns"]])
+        if "overhead_range_ns" in obs
+        else None,
+        fit_not_used=obs.get("fit_not_used"),
+        predicted_step_range_ms=_pair(obs["predicted_range_ms"]) if "predicted_range_ms" in obs else None,
+        best_stack_step_range_ms=_pair(pred["stack_step_range_ms"])
+        if "stack_step_range_ms" in pred
+        else None,
+        best_stack_gain_range_ms=_pair(pred["stack_gain_range_ms"])
+        if "stack_gain_range_ms" in pred
+        else None,
     )
+
+
+def _pair(x: Any, digits: int = 3) -> tuple[float, float]:
+    lo, hi = (float(v) for v in x)
+    return rnd(lo, digits), rnd(hi, digits)
+
+
+def range_text(f: dict[str, Any]) -> str:
+    """A finding's range as every renderer prints it after its share (docs/metrics.md, Intervals); none in a
+    document of version 1."""
+    if not f.get("recoverable_ms_range") or not f.get("recoverable_share_range"):
+        return ""
+    (lo, hi), (slo, shi) = f["recoverable_ms_range"], f["recoverable_share_range"]
+    return f"; range {lo:.3f}-{hi:.3f} ms, {100 * slo:.1f}-{100 * shi:.1f}%"
 
 
 def not_checked_by_need(doc: dict[str, Any]) -> dict[str, list[str]]:
@@ -446,7 +488,14 @@ def check_document(doc: dict[str, Any]) -> list[str]:
             0.0,
             1.0001 if f["kind"] == "idle" else None,
         )
-    if re.search(r"\b0\.00 of 0\.00 ms|\bnan\b|\binf\b", doc["headline"], re.IGNORECASE):
+        for key, point in (
+            ("recoverable_ms_range", "recoverable_ms_per_step"),
+            ("recoverable_share_range", "recoverable_share_of_step"),
+        ):
+            if f.get(key):  # the point figure lies inside its range (rounded to 4 decimals)
+                _within(out, f"findings.{f['cause']}.{point}", f[point], f[key][0] - 1e-4, f[key][1] + 1e-4)
+    # a figure printed as nan/inf (not words: the HF Trainer's "NaN/Inf loss check" is a title)
+    if re.search(r"\b0\.00 of 0\.00 ms|\b(nan|inf)( ms|%)", doc["headline"], re.IGNORECASE):
         out.append(f"headline: {doc['headline']!r}")
     return out
 

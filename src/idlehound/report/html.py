@@ -17,7 +17,7 @@ from ..analysis import location_text
 from ..diagnose import IDLE_CAUSE_DEFINITIONS
 from ..metrics import BREAKDOWN_DEFINITION, METRICS
 from ._curve import svg_values
-from ._data import CAUSE_WORDS, IDLE_LINES_NOTE
+from ._data import CAUSE_WORDS, IDLE_LINES_NOTE, range_text
 from ._escape import html_pre, html_value
 from ._format import metric_text, num
 from .compare import finding_lines
@@ -265,6 +265,7 @@ def _findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
             else {
                 "ms": f"{f['recoverable_ms_per_step']:.3f}",
                 "share": f"{100 * f['recoverable_share_of_step']:.1f}",
+                "range": range_text(f),
             }
         )
         out.append(

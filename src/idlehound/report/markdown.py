@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis import NO_USER_FRAME, location_text
-from ._data import CAUSE_WORDS, IDLE_LINES_NOTE, not_checked_by_need
+from ._data import CAUSE_WORDS, IDLE_LINES_NOTE, not_checked_by_need, range_text
 from ._escape import md_code, md_fence, md_text
 from ._format import metric_text
 
@@ -90,7 +90,7 @@ def _finding(i: int, f: dict[str, Any]) -> list[str]:
     if f["kind"] != "risk":
         out.append(
             f"Up to **{f['recoverable_ms_per_step']:.3f} ms per step** "
-            f"({100 * f['recoverable_share_of_step']:.1f}% of the step)."
+            f"({100 * f['recoverable_share_of_step']:.1f}% of the step{range_text(f)})."
         )
     out += ["", *[f"- {md_text(e)}" for e in f["evidence"]], "", f"**Fix:** {md_text(f['fix'])}", ""]
     if f["code"]:

@@ -187,6 +187,9 @@ class Finding(_Doc):
     fix: str
     code: str
     details: dict[str, Any]
+    # report version 2 (optional in ranks documents): low-high over the correction's uncertainty
+    recoverable_ms_range: Optional[tuple[float, float]] = None
+    recoverable_share_range: Optional[tuple[float, float]] = None
 
 
 class Replay(_Doc):
@@ -200,6 +203,13 @@ class Replay(_Doc):
     best_stack_step_ms: Optional[float]
     best_stack_gain_ms: Optional[float]
     overhead_us: Optional[float] = None  # the profiler's cost per host event the observer fit took out
+    # version 2: which correction ("fitted on this run" / "prior from N calibration loops" / "none"), its range
+    correction: str = "none"
+    overhead_us_range: Optional[tuple[float, float]] = None
+    fit_not_used: Optional[str] = None  # why the run's unprofiled timing was not fitted to
+    predicted_step_range_ms: Optional[tuple[float, float]] = None
+    best_stack_step_range_ms: Optional[tuple[float, float]] = None
+    best_stack_gain_range_ms: Optional[tuple[float, float]] = None
 
 
 class NotChecked(_Doc):
@@ -215,7 +225,7 @@ class Report(_Doc):
     """`idlehound analyze --json` and every run folder's report.json (docs/json-schema.md)."""
 
     schema: Literal["idlehound/analysis"]
-    schema_version: Literal[1]
+    schema_version: Literal[2]
     tool: Tool
     headline: str
     trace: TraceInfo

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis import location_text
-from ._data import CAUSE_WORDS, IDLE_LINES_NOTE, not_checked_by_need
+from ._data import CAUSE_WORDS, IDLE_LINES_NOTE, not_checked_by_need, range_text
 from ._escape import inert
 from ._format import metric_text
 
@@ -130,7 +130,7 @@ def _findings(c: Console, findings: list[dict[str, Any]]) -> None:
         if f["kind"] != "risk":
             head.append(
                 f" — up to {f['recoverable_ms_per_step']:.3f} ms per step "
-                f"({100 * f['recoverable_share_of_step']:.1f}% of the step)"
+                f"({100 * f['recoverable_share_of_step']:.1f}% of the step{range_text(f)})"
             )
         parts: list[Any] = [head]
         if f["location"]:

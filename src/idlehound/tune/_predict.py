@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from functools import reduce
 from typing import Any, Optional
 
-from ..analysis import ALL_FIXES, Fix
+from ..analysis import ALL_FIXES, Fix, fix_constant_ranges, make_fixes, overhead_at
 from ._candidates import Candidate
 
 
@@ -19,13 +19,16 @@ class Predictor:
         self.replay = getattr(analysis, "replay", None)
         observer = getattr(analysis, "observer", None) or {}
         self.rate = float(observer.get("host_rate", 1.0))
+        self.correction = str(observer.get("correction", "none"))
+        self.overhead_ns = tuple(observer.get("overhead_range_ns") or ())  # the correction's range, if any
 
     @property
     def available(self) -> bool:
         return self.replay is not None and bool(self.replay.steps)
 
-    def _step_ns(self, causes: Sequence[str]) -> float:
-        fix = reduce(Fix.merged, (ALL_FIXES[c] for c in dict.fromkeys(causes)), Fix())
+    def _step_ns(self, causes: Sequence[str], table: Optional[dict[str, Fix]] = None) -> float:
+        t = ALL_FIXES if table is None else table
+        fix = reduce(Fix.merged, (t[c] for c in dict.fromkeys(causes)), Fix())
         assert self.replay is not None  # callers check `available` first
         return self.replay.play(fix, self.rate).step_ns
 
@@ -36,6 +39,27 @@ class Predictor:
         ref, new = self._step_ns(below), self._step_ns((*below, *fixes))
         return round(ref / new, 3) if new > 0 and ref > 0 else None
 
+    def speedup_range(self, fixes: Sequence[str], below: Sequence[str] = ()) -> Optional[tuple[float, float]]:
+        """The speed-up's low and high ends over the correction's range and the fix constants' ranges
+        (docs/metrics.md, Intervals), or None without a prediction."""
+        if self.speedup(fixes, below) is None:
+            return None
+        assert self.replay is not None
+        r = fix_constant_ranges()
+        tables = [
+            None,
+            make_fixes({k: v[0] for k, v in r.items()}),
+            make_fixes({k: v[1] for k, v in r.items()}),
+        ]
+        out = []
+        for ns in dict.fromkeys((*self.overhead_ns, self.replay.overhead_ns)):
+            with overhead_at(self.replay, float(ns)):
+                for t in tables:
+                    ref, new = self._step_ns(below, t), self._step_ns((*below, *fixes), t)
+                    if new > 0 and ref > 0:
+                        out.append(ref / new)
+        return (round(min(out), 3), round(max(out), 3)) if out else None
+
     def ordered(self, cands: list[Candidate], below: Sequence[str] = ()) -> list[Candidate]:
         """Largest predicted gain (on top of the fixes `below`) first; candidates without a prediction after, in
         their own order."""
@@ -45,4 +69,9 @@ class Predictor:
     def summary(self) -> dict[str, Any]:
         if not self.available:
             return {"available": False}
-        return {"available": True, "step_ms": round(self._step_ns(()) / 1e6, 3), "host_rate": self.rate}
+        return {
+            "available": True,
+            "step_ms": round(self._step_ns(()) / 1e6, 3),
+            "host_rate": self.rate,
+            "correction": self.correction,
+        }
