@@ -34,7 +34,7 @@ METRICS: dict[str, Metric] = {
             "Step time of the same run outside the profiled window, where the run folder's run.json has it: the "
             "mean of the steady unprofiled steps (all but the run's first 3 and the first after the window), else "
             "run.json's median. The profiler slows the host, so on a host-bound or CPU-only run it can be far "
-            "shorter than the profiled Step time; the findings' figures are per profiled step.",
+            "shorter than the profiled Step time; the findings' figures are shares of the replayed step (Replay, 'Which correction').",
             higher_is_better=False,
         ),
         Metric(

@@ -17,12 +17,14 @@ from ._model import (
     StrEnum,
     SyncSite,
 )
+from ._observer import FITTED as FITTED_CORRECTION
 from ._observer import OBSERVER_RATE, fix_constant_ranges, overhead_at, unprofiled_step
 from ._replay import ALL_FIXES, CONV_GAIN, FIXES, FP32_SPEEDUP, PAGEABLE_SPEEDUP, Fix, make_fixes
 from ._source import NO_USER_FRAME, SourceLoc, SourceMap, load_sidecar, location_text, parse_frame
 
 __all__ = [
     "unprofiled_step",
+    "FITTED_CORRECTION",
     "BREAKDOWN",
     "CONV_GAIN",
     "ALL_FIXES",

@@ -31,7 +31,7 @@ BIMODAL_GAP = 0.25  # a gap this share of the median between two groups of steps
 BIMODAL_SIDE = 0.2  # ...each group holding at least this share of the steps
 T975 = {3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36, 9: 2.31, 10: 2.26, 12: 2.20, 15: 2.14, 20: 2.09}
 
-FITTED = "fitted on this run"
+FITTED = "fitted on this run"  # the correction names (docs/metrics.md, "Which correction")
 NONE = "none"
 
 

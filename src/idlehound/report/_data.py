@@ -10,7 +10,7 @@ import re
 from typing import Any, Literal, Optional
 
 from .._version import __version__
-from ..analysis import Analysis, IdleLine, SourceLoc, unprofiled_step
+from ..analysis import FITTED_CORRECTION, Analysis, IdleLine, SourceLoc, unprofiled_step
 from ..analysis import Step as StepInfo
 from ..diagnose import (
     DEFAULT,
@@ -322,8 +322,9 @@ def headline(a: Analysis, findings: list[Finding]) -> str:
             )
         )
     where = f" at {top.location}" if top.location else ""
-    # the finding's share is of the replayed step, fitted to the unprofiled one where run.json has it
-    which = "unprofiled step" if a.observer.get("unprofiled_ms") is not None else "step"
+    # the finding's share is of the replayed step: the measured unprofiled one only where the fit to it was used
+    fitted = a.observer.get("correction") == FITTED_CORRECTION
+    which = "unprofiled step" if fitted else "replayed step"
     return (
         f"GPU idle {100 - busy:.1f}% of each step ({idle_ms} of {step} ms); top fix: "
         f"{top.title.lower()} ({_ms(top.recoverable_ms)} ms per step recoverable, {100 * top.share:.0f}% of "
