@@ -20,7 +20,9 @@ def test_compare_deltas_and_changed_findings(run_cli, tmp_path):
     # both loaders copy from pageable memory; what is new in B is what A's findings lack, in B's order
     was = {f["cause"] for f in a["findings"]}
     assert "pageable_copy" in {f["cause"] for f in b["findings"]}
-    assert [f["cause"] for f in c["findings_new"]] == [f["cause"] for f in b["findings"] if f["cause"] not in was]
+    assert [f["cause"] for f in c["findings_new"]] == [
+        f["cause"] for f in b["findings"] if f["cause"] not in was
+    ]
     assert c["findings_kept"][0]["cause"] == "data_loading"
     dl = next(r for r in c["breakdown_ms"] if r["label"] == "DataLoader")
     assert dl["delta"] < 0
