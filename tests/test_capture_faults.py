@@ -209,7 +209,7 @@ def test_sigterm_is_handled_like_ctrl_c(zygote, tmp_path):
             later = subprocess.run(
                 [sys.executable, "-m", "idlehound", "analyze", str(run)], capture_output=True, text=True
             )
-            assert later.returncode == 0 and "step(s) from" in later.stdout, later.stderr
+            assert later.returncode == 0 and "step(s) analysed" in later.stdout, later.stderr
 
 
 def test_no_step_hint_names_the_reason(zygote, tmp_path):

@@ -93,11 +93,15 @@ def test_a_task_lost_for_good_is_one_line(cluster):
 def test_ctrl_c_cancels_and_exits_130(cluster, tmp_path):
     run, _ = many_ranks.generate(tmp_path, 192)
     cmd = [sys.executable, "-m", "idlehound", "analyze", "--ranks", str(run), "--engine", "ray"]
-    p = subprocess.Popen(
-        [*cmd, "--address", cluster.address], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    time.sleep(8)
-    assert p.poll() is None, "finished before the interrupt: give it more ranks"
+    cmd += ["--address", cluster.address]
+    t0 = (
+        time.monotonic()
+    )  # a whole run first: the interrupt then lands half-way, on a busy machine or a calm one
+    subprocess.run(cmd, capture_output=True, timeout=600, check=True)
+    whole = time.monotonic() - t0
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(whole / 2)
+    assert p.poll() is None, "finished before the interrupt"
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=120)
     assert p.returncode == 130, err[-2000:]

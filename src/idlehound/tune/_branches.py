@@ -22,8 +22,23 @@ from pathlib import Path
 from typing import Any
 
 
-class _Iterated(Exception):
-    """The script started iterating a loader: the loaders of this branch are built."""
+class _Iterated(BaseException):
+    """The script started iterating a loader: the loaders of this branch are built.
+
+    A BaseException, as KeyboardInterrupt is, so that a framework's `except Exception` around its own iter()
+    (Lightning's CombinedLoader) lets it through rather than failing later with an error of its own."""
+
+
+def _after_iterating(e: BaseException) -> bool:
+    """True when e was raised while handling (or because of) the stop at the first iteration."""
+    seen: set[int] = set()
+    x: BaseException | None = e
+    while x is not None and id(x) not in seen:
+        if isinstance(x, _Iterated):
+            return True
+        seen.add(id(x))
+        x = x.__cause__ or x.__context__
+    return False
 
 
 def loader_lines(source: str) -> set[int]:
@@ -106,6 +121,9 @@ def check(script: str, args: list[str], accel: bool) -> dict[str, Any]:
     except SystemExit as e:
         out["stopped"] = f"exit {e.code}"
     except BaseException as e:  # noqa: BLE001 - the script's own error is the finding
+        if _after_iterating(e):
+            out["stopped"] = "first loader iterated"
+            return out
         line = _where(e, script)
         what = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         in_loader = (
