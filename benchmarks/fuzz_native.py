@@ -29,7 +29,9 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "src")]
+sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+
+from tests.fuzzing import flip_bytes  # noqa: E402
 
 from idlehound.trace import _parallel, _table  # noqa: E402
 
@@ -105,17 +107,7 @@ def make_piece(events: list[dict], rng: random.Random, serial: list[int]) -> tup
         text = "}, {".join(parts)
     b = bytearray(text.encode("utf-8", "surrogatepass"))
     if kind == "bytes":
-        for _ in range(rng.randint(1, 3)):
-            i = rng.randrange(len(b))
-            op = rng.randrange(4)
-            if op == 0:
-                b[i] = rng.choice(b'"\\{}[],:0123456789-+.eEtfnu \x00\x1f\x7f\x80\xc3\xed\xff')
-            elif op == 1:
-                del b[i]
-            elif op == 2:
-                b[i:i] = b[i : i + rng.randint(1, 8)]
-            else:
-                b[i] ^= 1 << rng.randrange(8)
+        flip_bytes(b, rng)
     return kind, bytes(b)
 
 

@@ -175,6 +175,21 @@ class Case:
         return path
 
 
+def flip_bytes(b: bytearray, rng: random.Random) -> None:
+    """1-3 byte-level mutations in place: a JSON-significant or invalid byte, a deletion, a repeat, a bit flip."""
+    for _ in range(rng.randint(1, 3)):
+        i = rng.randrange(len(b))
+        op = rng.randrange(4)
+        if op == 0:
+            b[i] = rng.choice(b'"\\{}[],:0123456789-+.eEtfnu \x00\x1f\x7f\x80\xc3\xed\xff')
+        elif op == 1:
+            del b[i]
+        elif op == 2:
+            b[i:i] = b[i : i + rng.randint(1, 8)]
+        else:
+            b[i] ^= 1 << rng.randrange(8)
+
+
 def encode(obj: Any) -> bytes:
     """JSON as Python writes it (NaN and Infinity literals allowed), with BIGINT markers made huge."""
     text = json.dumps(obj, allow_nan=True)

@@ -343,17 +343,7 @@ def _mutants(seed: int, n: int) -> list[bytes]:
     for _ in range(n):
         k = rng.randrange(len(events) - 4)
         b = bytearray(",".join(events[k : k + 4]).encode())
-        for _ in range(rng.randint(1, 3)):
-            i = rng.randrange(len(b))
-            op = rng.randrange(4)
-            if op == 0:
-                b[i] = rng.choice(b'"\\{}[],:0123456789-+.eEtfnu \x00\x1f\x7f\x80\xc3\xed\xff')
-            elif op == 1:
-                del b[i]
-            elif op == 2:
-                b[i:i] = b[i : i + rng.randint(1, 8)]
-            else:
-                b[i] ^= 1 << rng.randrange(8)
+        fuzzing.flip_bytes(b, rng)
         out.append(bytes(b))
     return out
 
