@@ -188,3 +188,21 @@ def test_python_api_profile_auto_and_manual_steps(tmp_path):
             q.step()
     assert [s.number for s in q.result.analysis.steps] == [2, 3, 4]
     assert q.run_dir != p.run_dir
+
+
+def test_steps_after_the_window_are_timed_up_to_a_bound(tmp_path):
+    """A job of days must not grow run.json (read within 64 MiB) or memory with every step."""
+    import idlehound
+    from idlehound.capture._session import MAX_TIMED_AFTER_WINDOW
+
+    model = torch.nn.Linear(8, 1)
+    with idlehound.profile(
+        logdir=tmp_path, run_name="long", skip=1, warmup=1, active=2, print_report=False, progress=False
+    ) as p:
+        for _ in range(MAX_TIMED_AFTER_WINDOW + 300):
+            model(torch.randn(4, 8)).sum().backward()
+            p.step()
+    info = json.loads((p.run_dir / "run.json").read_text())
+    assert info["steps_seen"] == MAX_TIMED_AFTER_WINDOW + 300
+    assert MAX_TIMED_AFTER_WINDOW - 10 <= len(info["step_ms_after_window"]) < MAX_TIMED_AFTER_WINDOW
+    assert info["window"]["steps_recorded"] == 2

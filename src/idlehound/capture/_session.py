@@ -63,7 +63,8 @@ class CaptureOptions:
     watch: Optional[WatchOptions] = None  # later windows on demand or on a slowdown (capture/_watch.py)
 
 
-MAX_TIMED_AFTER_WINDOW = 500  # CUDA events kept per run: enough for the medians, bounded for long jobs
+MAX_TIMED_AFTER_WINDOW = 500  # steps timed after the window (CUDA events and host clock): enough for the
+# means, bounded for long jobs (run.json and memory would otherwise grow with every step)
 
 
 class StopRun(SystemExit):
@@ -95,7 +96,8 @@ class Session:
         self.traces: list[str] = []
         self.loaders: list[dict[str, Any]] = []
         self.step_num = 0
-        self.step_times: list[tuple[float, str]] = []
+        self.step_times: list[tuple[float, str]] = []  # host clock of each step, as many as CUDA events are kept
+        self._recorded = 0  # steps the profiler recorded (also past the timed steps: --watch's later windows)
         self.window: list[float] = []
         self.manual = opts.step_on == "manual"
         self._undo: list[Callable[[], None]] = []
@@ -187,8 +189,12 @@ class Session:
         """One training step ended."""
         now = time.monotonic()
         action = self._action(self.step_num)
-        self.step_times.append((now, action))
-        if self._cuda and self.step_num < self.window_end + MAX_TIMED_AFTER_WINDOW:
+        if action in ("RECORD", "RECORD_AND_SAVE"):
+            self._recorded += 1
+        timed = self.step_num < self.window_end + MAX_TIMED_AFTER_WINDOW  # bounded for jobs of days
+        if timed:
+            self.step_times.append((now, action))
+        if self._cuda and timed:
             ev = self._torch.cuda.Event(enable_timing=True)
             ev.record()  # asynchronous: times the GPU's pace without a sync
             self.gpu_marks.append((ev, action))
@@ -277,7 +283,7 @@ class Session:
         }
 
     def _recorded_steps(self) -> int:
-        return sum(1 for _, a in self.step_times if a in ("RECORD", "RECORD_AND_SAVE"))
+        return self._recorded
 
     def _say(self, msg: str) -> None:
         if self.opts.progress:
