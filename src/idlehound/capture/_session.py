@@ -96,9 +96,8 @@ class Session:
         self.traces: list[str] = []
         self.loaders: list[dict[str, Any]] = []
         self.step_num = 0
-        self.step_times: list[
-            tuple[float, str]
-        ] = []  # host clock of each step, as many as CUDA events are kept
+        # the host clock of each step, for as many steps as CUDA events are kept
+        self.step_times: list[tuple[float, str]] = []
         self._recorded = 0  # steps the profiler recorded (also past the timed steps: --watch's later windows)
         self.window: list[float] = []
         self.manual = opts.step_on == "manual"
