@@ -52,14 +52,10 @@ def analyze(
     if isinstance(source, Trace):
         return diagnose_trace(source, step, thresholds, sidecar, run_info).diagnosed()
     if isinstance(source, (str, os.PathLike)):
-        source = Path(os.fspath(source))
-        if sidecar is None and run_info is None:
-            return analyze_path(source, run=run, worker=worker, step=step, thresholds=thresholds).diagnosed()
-        from ._limits import small_pages
-
-        with small_pages():
-            trace = load_trace(source, run=run, worker=worker)
-            return diagnose_trace(trace, step, thresholds, sidecar, run_info).diagnosed()
+        path = Path(os.fspath(source))
+        return analyze_path(
+            path, run, worker, step, thresholds, sidecar=sidecar, run_info=run_info
+        ).diagnosed()
     raise TypeError(
         "idlehound.analyze() takes a path (str or pathlib.Path: a .pt.trace.json[.gz] file, a run folder or a "
         f"log dir) or a Trace from idlehound.load_trace(), not {type(source).__name__}"

@@ -34,14 +34,17 @@ def analyze_path(
     step: Optional[int] = None,
     thresholds: Optional[Thresholds] = None,
     max_bytes: Optional[int] = None,
+    sidecar: Optional[dict] = None,
+    run_info: Optional[dict] = None,
 ) -> Result:
-    """Load, analyse and diagnose a trace file or log dir; uses the capture sidecar and run.json if present.
+    """Load, analyse and diagnose a trace file or log dir; uses the capture sidecar and run.json if present
+    (`sidecar` / `run_info` given here take their place).
 
     max_bytes caps the trace's uncompressed JSON (default: $IDLEHOUND_MAX_TRACE_BYTES, else 4 GiB).
     """
     with small_pages():
         trace = load_trace(path, run=run, worker=worker, max_bytes=max_bytes)
-        return diagnose_trace(trace, step=step, thresholds=thresholds)
+        return diagnose_trace(trace, step, thresholds, sidecar, run_info)
 
 
 def diagnose_trace(
