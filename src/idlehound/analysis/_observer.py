@@ -150,18 +150,10 @@ def correct(rp: Replay, run: dict[str, Any]) -> dict[str, Any]:
         "correction": NONE,
     }
     steps = steady_steps(run)
+    out.update(unprofiled_step(run))  # shown as measured, fitted to or not
     why = unusable(steps, run)
     if why is None:
-        out.update(
-            unprofiled_ms=float(np.mean(steps)), unprofiled_steps=len(steps), source="mean of steady steps"
-        )
         why = _fit(rp, out, mean_interval(steps))
-    elif len(steps) >= MIN_STEADY_STEPS:
-        out.update(
-            unprofiled_ms=float(np.mean(steps)), unprofiled_steps=len(steps), source="mean of steady steps"
-        )
-    elif isinstance(run.get("unprofiled_step_ms"), (int, float)):
-        out.update(unprofiled_ms=float(run["unprofiled_step_ms"]), unprofiled_steps=None, source="median")
     if why is not None:
         _use_prior(rp, out, why)
     out["predicted_ms"] = rp.play(rate=out["host_rate"]).step_ns / 1e6
