@@ -1,6 +1,6 @@
 """Ctrl-C landing inside torch's C++ while it calls back into Python, under `idlehound run` (issue 31, item 9).
 
-    python benchmarks/stress_sigint_callbacks.py [--trials 40] [--max-delay 1.5] [--seed 1] [--memory]
+    python benchmarks/stress_sigint_callbacks.py [--trials 40] [--max-delay 1.5] [--seed 1] [--memory] [--cuda]
 
 An earlier session once saw `idlehound run` abort on Ctrl-C with `terminate called after throwing an instance of
 'pybind11::error_already_set'` (exit -6): a KeyboardInterrupt raised in Python code that C++ called, where the
@@ -31,11 +31,12 @@ from collections import Counter
 from pathlib import Path
 
 WORKLOAD = r"""
-import sys, time
+import os, sys, time
 from pathlib import Path
 import torch
 
 torch.set_num_threads(1)
+dev = torch.device(os.environ.get("STRESS_DEVICE", "cpu"))  # --cuda: the same hooks around GPU work
 
 class Square(torch.autograd.Function):
     @staticmethod
@@ -54,7 +55,7 @@ def busy(n=200):  # Python work inside each callback, so that a signal often lan
         s += i
     return s
 
-model = torch.nn.Sequential(*[torch.nn.Linear(16, 16) for _ in range(6)])
+model = torch.nn.Sequential(*[torch.nn.Linear(16, 16) for _ in range(6)]).to(dev)
 for m in model:
     m.register_forward_pre_hook(lambda mod, inp: busy() and None)
     m.register_forward_hook(lambda mod, inp, out: busy() and None)
@@ -65,7 +66,7 @@ t0 = time.monotonic()
 step = 0
 while time.monotonic() - t0 < 60:
     with torch.autograd.profiler.record_function("step_body"):
-        x = torch.randn(8, 16, requires_grad=True)
+        x = torch.randn(8, 16, device=dev, requires_grad=True)
         x.register_hook(lambda g: busy() and None)  # run by the engine (C++) during backward
         y = Square.apply(model(x)).sum()
         opt.zero_grad()
@@ -124,7 +125,12 @@ def main() -> None:
     ap.add_argument("--max-delay", type=float, default=1.5)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--memory", action="store_true", help="also record memory allocations")
+    ap.add_argument(
+        "--cuda", action="store_true", help="the workload's tensors on the GPU (CUPTI's callbacks too)"
+    )
     a = ap.parse_args()
+    if a.cuda:
+        os.environ["STRESS_DEVICE"] = "cuda"  # the trials' children inherit it
     rng = random.Random(a.seed)
     tally: Counter = Counter()
     odd: list[str] = []
@@ -146,6 +152,7 @@ def main() -> None:
             tally["signalled from the start" if from_start else "signalled in the loop"] += 1
             tally[f"exit {r['code']}"] += 1
             tally[f"run.json {r['run_json']}"] += 1
+            print(f"trial {i}: exit {r['code']}, run.json {r['run_json']}, at {r['at']:.1f} s", flush=True)
             tally["terminate called"] += r["terminate"]
             tally["traceback"] += r["traceback"]
             if r["code"] != 130 or r["terminate"] or r["run_json"] in ("running", "none"):

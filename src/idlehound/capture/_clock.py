@@ -8,8 +8,10 @@ Always on, so it must cost next to nothing outside a window:
   every two rows merged into one, and later rows each hold twice as many steps (bounded for week-long jobs).
 
 A row of steps.jsonl (after one header object): [first_step, steps, mean_ms, max_ms, loader_ms, mem_mib, t_s]
-where loader_ms is the mean wait in DataLoader.__next__ per step, mem_mib the memory PyTorch had allocated at the
-bin's last step (null without CUDA) and t_s the seconds since the clock started at the bin's end.
+where loader_ms is the mean wait in DataLoader.__next__ per step, mem_mib the memory PyTorch had allocated when last
+sampled before the bin's last step (null without CUDA; sampled at most once per flush interval, since
+torch.cuda.memory_allocated() builds the allocator's whole statistics dict: ~100 us, a twentieth of a 2 ms step)
+and t_s the seconds since the clock started at the bin's end.
 """
 
 from __future__ import annotations
@@ -40,11 +42,14 @@ class StepClock:
         self._t0: Optional[float] = None  # the first step's end
         self._t_prev: Optional[float] = None
         self._t_flush = 0.0
+        self._t_mem = -1e18  # when memory was last sampled
+        self._mem: Optional[float] = None
         self._loader_s = 0.0
         self._buffer: list[list[Any]] = []
         self._bin: Optional[list[Any]] = None  # [first, n, sum_ms, max_ms, loader_ms_sum, mem, t]
         self._pending: collections.deque[tuple[int, Any, float, Optional[float], float]] = collections.deque()
         self._torch: Any = None
+        self._free: list[Any] = []  # events already read, recorded again (no create/destroy per step)
         self.listeners: list[Callable[[int, float, float], None]] = []  # (step, ms, loader_ms) as known
         if cuda:
             import torch
@@ -80,9 +85,11 @@ class StepClock:
         host_ms = (now - self._t_prev) * 1e3 if self._t_prev is not None else None
         self._t_prev = now
         if self._torch is not None:
-            ev = self._torch.cuda.Event(enable_timing=True)
+            ev = self._free.pop() if self._free else self._torch.cuda.Event(enable_timing=True)
             ev.record()  # asynchronous; read later, once the GPU has passed it
-            self._pending.append((step, ev, loader_ms, self._memory_mib(), now))
+            if now - self._t_mem >= self.flush_s:
+                self._t_mem, self._mem = now, self._memory_mib()
+            self._pending.append((step, ev, loader_ms, self._mem, now))
             self._drain()
         elif host_ms is not None:
             self._add(step, host_ms, loader_ms, None, now)
@@ -111,6 +118,7 @@ class StepClock:
             _, e0, _, _, _ = p.popleft()
             step, e1, loader_ms, mem, now = p[0]
             self._add(step, float(e0.elapsed_time(e1)), loader_ms, mem, now)
+            self._free.append(e0)
 
     def _memory_mib(self) -> Optional[float]:
         try:

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# One device call for issues 31, 32, 34 and 35 (2026-12-05). Usage (repo root, GPU machine, wheels in .whl and a
+# trimmed Ray in .raypkg as the device README says): bash tests/device/round_h200.sh OUTDIR PART
+#   PART watch: issue 34's slowdown/on-demand windows and the step clock's cost, issue 31's Ctrl-C stress on the
+#               GPU, issue 32's SIGTERM save time;  PART watch2: the clock's parts, its cost, the windows and
+#               the Ctrl-C stress again after the first call's fixes;  PART ranks: issue 35's scaling curve, local pool vs Ray.
+# Everything lands in OUTDIR/summary.txt and OUTDIR/results.tgz (the device returns at most 8 files).
+set -u
+OUT_DIR=${1:?outdir}; PART=${2:?part}
+RES=/tmp/idlehound-round; rm -rf "$RES"; mkdir -p "$RES" "$OUT_DIR"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+export PYTHONPATH="$PWD/src:/tmp/site" PYTHONUNBUFFERED=1 COLUMNS=170
+log() { echo "$(date +%T) $*" | tee -a "$OUT_DIR/summary.txt"; }
+log "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader) cores=$(nproc) load=$(cut -d' ' -f1-3 /proc/loadavg)"
+log "$(python3 -c 'import torch, msgspec; print("torch", torch.__version__, "msgspec", msgspec.__version__)')"
+step() {  # step NAME LIMIT CMD...: run with a time limit, output to RES/NAME.txt, its tail into the summary
+  local name=$1 limit=$2; shift 2; local t0=$(date +%s)
+  timeout "$limit" "$@" > "$RES/$name.txt" 2>&1; local rc=$?
+  log "$name rc=$rc wall=$(( $(date +%s) - t0 ))s"; tail -n "${TAILN:-12}" "$RES/$name.txt" >> "$OUT_DIR/summary.txt"
+}
+if [ "$PART" = watch ]; then
+  step watch 170 python3 tests/device/watch_h200.py "$RES/watch"
+  cp "$RES/watch/log.txt" "$RES/watch.log.txt" 2>/dev/null
+  step clock_small 70 python3 benchmarks/bench_step_clock.py --kind small --rounds 15 --block 200 --out "$RES/clock_small.json"
+  step clock_resnet 110 python3 benchmarks/bench_step_clock.py --kind resnet --rounds 9 --block 40 --warmup 20 --out "$RES/clock_resnet.json"
+  step sigint_cuda 130 python3 benchmarks/stress_sigint_callbacks.py --cuda --trials 20 --seed 7
+  step sigterm_save 90 python3 benchmarks/bench_startup_signals.py --sigterm-save 10 20
+elif [ "$PART" = watch2 ]; then  # after the clock's memory sampling was made once a second
+  step clock_parts 60 python3 tests/device/clock_parts.py
+  step clock_small 70 python3 benchmarks/bench_step_clock.py --kind small --rounds 15 --block 200 --out "$RES/clock_small.json"
+  step watch 170 python3 tests/device/watch_h200.py "$RES/watch"
+  cp "$RES/watch/log.txt" "$RES/watch.log.txt" 2>/dev/null
+  TAILN=16 step sigint_cuda 200 python3 benchmarks/stress_sigint_callbacks.py --cuda --trials 12 --seed 7
+else
+  mkdir -p /tmp/raysite && tar -xJf .raypkg/ray-trim.tar.xz -C /tmp/raysite && export PYTHONPATH="$PYTHONPATH:/tmp/raysite"
+  log "$(python3 -c 'import ray; print("ray", ray.__version__)' 2>&1 | tail -1)"
+  TAILN=20 step ranks_nodes1 330 python3 benchmarks/bench_ranks_scaling.py --nodes 1 --out /tmp/ir1
+  rm -rf /tmp/ir1
+  TAILN=20 step ranks_nodes4 200 python3 benchmarks/bench_ranks_scaling.py --nodes 4 --ranks 64,256 --out /tmp/ir4
+fi
+tar -czf "$OUT_DIR/results.tgz" -C "$RES" .
