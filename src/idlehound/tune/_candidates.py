@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..diagnose.dataloader import worker_sweep
-
-FUSED_OPTIMIZERS = ("Adam", "AdamW", "SGD")  # torch.optim classes that take fused=True (CUDA)
+from ._changes import FUSED_OPTIMIZERS as FUSED_OPTIMIZERS  # one constant, owned by the optimizer change
+from ._changes import no_op
 
 
 @dataclass(frozen=True)
@@ -300,8 +300,6 @@ FRAMEWORK_FACTS = {
 def not_applicable(cand: Candidate, facts: dict[str, Any]) -> str:
     """Why cand would change nothing in this script as it runs (from the baseline's facts), or "": each change
     of the registry (_changes) it makes says for itself."""
-    from ._changes import no_op
-
     return no_op(cand.settings, facts)
 
 

@@ -1,0 +1,36 @@
+"""What a change of tune is: the settings key it owns, and with it how the child injects it at start-up, when
+it would do nothing in this script, and how the diff makes it in the script's source."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._source import SourceEdits
+
+
+class Change:
+    """One kind of change, keyed by the settings key it owns (the value is what the candidate asks for)."""
+
+    key = ""
+    order = 0  # where the child injects it and the diff makes it among all the changes, lowest first
+
+    def inject(self, value: Any, rec: Any) -> None:
+        """Apply the change in the child before the script runs (rec: the child's Recorder)."""
+        raise NotImplementedError
+
+    def no_op(self, value: Any, facts: dict[str, Any]) -> str:
+        """Why the change would do nothing in this script as it runs (from the baseline's facts), or ""."""
+        return ""
+
+    def edit(self, value: Any, src: SourceEdits) -> None:
+        """Make the change in the script's source (or add a snippet saying where)."""
+        raise NotImplementedError
+
+
+REGISTERED: list[Change] = []  # every change, as its module defines it (_changes orders them)
+
+
+def change(cls: type[Change]) -> type[Change]:
+    """Register a change (a class decorator): one instance of it, under its settings key."""
+    REGISTERED.append(cls())
+    return cls
