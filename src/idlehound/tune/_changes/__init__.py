@@ -3,20 +3,27 @@ threads), graphs (channels_last, CUDA graphs, torch.compile), precision (cudnn.b
 optimizer (fused / foreach) and frameworks (the Trainer arguments of transformers and Lightning, Lightning's
 per-step logging). Each change (a `Change` registered with `@change`) owns one settings key: its injection in
 the child (_child.apply), its no-op test (_candidates.not_applicable) and its edit for the diff
-(_diff.changed_source), which look it up here and never name a family.
+(_diff.changed_source), which look it up here and never name a family. A new family is a new module here.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Any
 
-from . import frameworks, graphs, loader, optimizer, precision
 from ._base import REGISTERED, Change, change
 from .frameworks import step_prog_bar_logs
 from .graphs import COMPILE_BACKEND_ENV, compile_kwargs
 from .optimizer import FUSED_OPTIMIZERS
 
-FAMILIES = (loader, graphs, precision, optimizer, frameworks)  # each registers its changes as it is imported
+# Every module of this package but _base: each registers its changes as it is imported, so a new family is a
+# new module here and nothing else.
+FAMILIES = tuple(
+    importlib.import_module(f"{__name__}.{m.name}")
+    for m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
+    if not m.name.startswith("_")
+)
 
 # In the order the child injects them and the diff makes them (Change.order): autocast is entered before
 # channels_last and the graphs (a graph recorded under autocast replays its casts), and the header lines of

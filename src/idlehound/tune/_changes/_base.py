@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._recorder import Recorder
 from .._source import SourceEdits
 
 
@@ -14,7 +15,7 @@ class Change:
     key = ""
     order = 0  # where the child injects it and the diff makes it among all the changes, lowest first
 
-    def inject(self, value: Any, rec: Any) -> None:
+    def inject(self, value: Any, rec: Recorder) -> None:
         """Apply the change in the child before the script runs (rec: the child's Recorder)."""
         raise NotImplementedError
 
@@ -31,6 +32,10 @@ REGISTERED: list[Change] = []  # every change, as its module defines it (_change
 
 
 def change(cls: type[Change]) -> type[Change]:
-    """Register a change (a class decorator): one instance of it, under its settings key."""
-    REGISTERED.append(cls())
+    """Register a change (a class decorator): one instance of it. Two changes cannot share a key or an order."""
+    new = cls()
+    taken = next((c for c in REGISTERED if c.key == new.key or c.order == new.order), None)
+    if taken is not None:
+        raise TypeError(f"{cls.__name__}: key {new.key!r} or order {new.order} is {type(taken).__name__}'s")
+    REGISTERED.append(new)
     return cls

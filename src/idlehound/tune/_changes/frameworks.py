@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from .._recorder import Recorder
 from .._source import SourceEdits, keywords_edit, rewrite_call
 from ._base import Change, change
 
@@ -17,7 +18,7 @@ class _TrainerArgs(Change):
     what = ""
     fact = ""
 
-    def inject(self, value: Any, rec: Any) -> None:
+    def inject(self, value: Any, rec: Recorder) -> None:
         rec.overrides[self.key] = dict(value)
 
     def no_op(self, value: Any, facts: dict[str, Any]) -> str:
@@ -111,7 +112,7 @@ class LightningLogPerEpoch(Change):
     key = "pl_log_epoch"
     order = 120
 
-    def inject(self, value: Any, rec: Any) -> None:
+    def inject(self, value: Any, rec: Recorder) -> None:
         rec.overrides[self.key] = True  # applied by the child's LightningModule.log watcher
 
     def no_op(self, value: Any, facts: dict[str, Any]) -> str:

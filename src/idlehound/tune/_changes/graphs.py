@@ -35,7 +35,7 @@ class ChannelsLast(Change):
     key = "channels_last"
     order = 80
 
-    def inject(self, value: Any, rec: Any) -> None:
+    def inject(self, value: Any, rec: Recorder) -> None:
         import torch
 
         # before the graphs are recorded, so they record the new layout
@@ -55,7 +55,7 @@ class CudaGraphs(Change):
     key = "cuda_graphs"
     order = 90
 
-    def inject(self, value: Any, rec: Any) -> None:
+    def inject(self, value: Any, rec: Recorder) -> None:
         graph_first_model(rec)
 
     def no_op(self, value: Any, facts: dict[str, Any]) -> str:
@@ -97,7 +97,7 @@ class CompileModel(Change):
     key = "compile"
     order = 100
 
-    def inject(self, value: Any, rec: Any) -> None:
+    def inject(self, value: Any, rec: Recorder) -> None:
         def compile_it(module, args) -> None:
             with rec.ours():
                 module.compile(**compile_kwargs())
@@ -127,7 +127,7 @@ class CompileLightningModule(Change):
     key = "pl_compile"
     order = 110
 
-    def inject(self, value: Any, rec: Any) -> None:
+    def inject(self, value: Any, rec: Recorder) -> None:
         def patch(module) -> None:
             cls = getattr(module, "Trainer", None)
             if cls is None or getattr(cls.fit, "_idlehound", False):

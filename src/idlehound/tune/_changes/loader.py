@@ -7,6 +7,7 @@ import ast
 import weakref
 from typing import Any
 
+from .._recorder import Recorder
 from .._source import SourceEdits, calls, keywords_edit, rewrite_call
 from ._base import Change, change
 
@@ -18,7 +19,7 @@ class Loader(Change):
     key = "loader"
     order = 10
 
-    def inject(self, value: Any, rec: Any) -> None:
+    def inject(self, value: Any, rec: Recorder) -> None:
         rec.overrides["loader"] = dict(value)  # applied by the child's DataLoader watcher
 
     def no_op(self, value: Any, facts: dict[str, Any]) -> str:
@@ -40,7 +41,7 @@ class NonBlocking(Change):
     key = "non_blocking"
     order = 20
 
-    def inject(self, value: Any, rec: Any) -> None:
+    def inject(self, value: Any, rec: Recorder) -> None:
         async_batch_copies()
 
     def edit(self, value: Any, src: SourceEdits) -> None:
@@ -57,7 +58,7 @@ class HostThreads(Change):
     key = "threads"
     order = 140
 
-    def inject(self, value: Any, rec: Any) -> None:
+    def inject(self, value: Any, rec: Recorder) -> None:
         import torch
 
         torch.set_num_threads(int(value))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._recorder import Recorder
 from .._source import SourceEdits, calls, rewrite_call
 from ._base import Change, change
 
@@ -15,7 +16,7 @@ class FusedOptimizer(Change):
     key = "fused_optimizer"
     order = 130
 
-    def inject(self, value: Any, rec: Any) -> None:
+    def inject(self, value: Any, rec: Recorder) -> None:
         fused_optimizers()
 
     def no_op(self, value: Any, facts: dict[str, Any]) -> str:

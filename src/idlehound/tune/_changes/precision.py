@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._hooks import model_in_this_process
+from .._recorder import Recorder
 from .._source import SourceEdits
 from ._base import Change, change
 
@@ -15,7 +16,7 @@ class CudnnBenchmark(Change):
     key = "cudnn_benchmark"
     order = 50
 
-    def inject(self, value: Any, rec: Any) -> None:
+    def inject(self, value: Any, rec: Recorder) -> None:
         import torch
 
         torch.backends.cudnn.benchmark = True
@@ -34,7 +35,7 @@ class TF32(Change):
     key = "tf32"
     order = 60
 
-    def inject(self, value: Any, rec: Any) -> None:
+    def inject(self, value: Any, rec: Recorder) -> None:
         import torch
 
         torch.backends.cuda.matmul.allow_tf32 = True
@@ -59,7 +60,7 @@ class Autocast(Change):
     key = "autocast"
     order = 70
 
-    def inject(self, value: Any, rec: Any) -> None:
+    def inject(self, value: Any, rec: Recorder) -> None:
         import torch
 
         autocast_outer_forward(getattr(torch, value), cache=not rec.settings.get("cuda_graphs"))
