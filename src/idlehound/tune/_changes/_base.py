@@ -3,7 +3,7 @@ it would do nothing in this script, and how the diff makes it in the script's so
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from .._recorder import Recorder
 from .._source import SourceEdits
@@ -12,7 +12,7 @@ from .._source import SourceEdits
 class Change:
     """One kind of change, keyed by the settings key it owns (the value is what the candidate asks for)."""
 
-    key = ""
+    key = ""  # set by @change
     order = 0  # where the child injects it and the diff makes it among all the changes, lowest first
 
     def inject(self, value: Any, rec: Recorder) -> None:
@@ -31,11 +31,16 @@ class Change:
 REGISTERED: list[Change] = []  # every change, as its module defines it (_changes orders them)
 
 
-def change(cls: type[Change]) -> type[Change]:
-    """Register a change (a class decorator): one instance of it. Two changes cannot share a key or an order."""
-    new = cls()
-    taken = next((c for c in REGISTERED if c.key == new.key or c.order == new.order), None)
-    if taken is not None:
-        raise TypeError(f"{cls.__name__}: key {new.key!r} or order {new.order} is {type(taken).__name__}'s")
-    REGISTERED.append(new)
-    return cls
+def change(key: str, order: int) -> Callable[[type[Change]], type[Change]]:
+    """Register a change class (a decorator: `@change("tf32", order=60)`): the settings key it owns and where
+    the child injects it and the diff makes it among the others. Two changes cannot share a key or an order."""
+
+    def register(cls: type[Change]) -> type[Change]:
+        taken = next((c for c in REGISTERED if c.key == key or c.order == order), None)
+        if taken is not None:
+            raise TypeError(f"{cls.__name__}: key {key!r} or order {order} is {type(taken).__name__}'s")
+        cls.key, cls.order = key, order
+        REGISTERED.append(cls())
+        return cls
+
+    return register

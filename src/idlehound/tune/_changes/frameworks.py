@@ -33,15 +33,13 @@ class _TrainerArgs(Change):
         keywords_edit(src, self.calls, self.what, value)
 
 
-@change
+@change("hf_args", order=30)
 class TrainingArgs(_TrainerArgs):
-    key, calls, what, fact = (
-        "hf_args",
+    calls, what, fact = (
         ("TrainingArguments", "Seq2SeqTrainingArguments"),
         "TrainingArguments",
         "transformers_args",
     )
-    order = 30
 
     def no_op(self, value: Any, facts: dict[str, Any]) -> str:
         why = super().no_op(value, facts)
@@ -57,10 +55,9 @@ class TrainingArgs(_TrainerArgs):
         return f"{share:.1%} of the tokens are padding: grouping by length could save no more than that"
 
 
-@change
+@change("pl_args", order=40)
 class LightningTrainerArgs(_TrainerArgs):
-    key, calls, what, fact = "pl_args", ("Trainer",), "Trainer", "lightning_args"
-    order = 40
+    calls, what, fact = ("Trainer",), "Trainer", "lightning_args"
 
     def no_op(self, value: Any, facts: dict[str, Any]) -> str:
         why = super().no_op(value, facts)
@@ -103,14 +100,11 @@ def step_prog_bar_logs(tree: ast.AST) -> list[ast.Call]:
     return sorted(found.values(), key=lambda c: (c.lineno, c.col_offset))
 
 
-@change
+@change("pl_log_epoch", order=120)
 class LightningLogPerEpoch(Change):
     """Lightning: a tensor logged with prog_bar=True per step is logged per epoch instead (on_step=False,
     on_epoch=True): Lightning keeps its running mean on the device, and the progress bar no longer reads it
     on the host every batch. The training math is the script's."""
-
-    key = "pl_log_epoch"
-    order = 120
 
     def inject(self, value: Any, rec: Recorder) -> None:
         rec.overrides[self.key] = True  # applied by the child's LightningModule.log watcher

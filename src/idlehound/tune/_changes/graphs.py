@@ -30,11 +30,8 @@ def _model_lines(src: SourceEdits) -> None:
         src.snippets.append(snippet.rstrip("\n"))
 
 
-@change
+@change("channels_last", order=80)
 class ChannelsLast(Change):
-    key = "channels_last"
-    order = 80
-
     def inject(self, value: Any, rec: Recorder) -> None:
         import torch
 
@@ -50,11 +47,8 @@ class ChannelsLast(Change):
         _model_lines(src)
 
 
-@change
+@change("cuda_graphs", order=90)
 class CudaGraphs(Change):
-    key = "cuda_graphs"
-    order = 90
-
     def inject(self, value: Any, rec: Recorder) -> None:
         graph_first_model(rec)
 
@@ -89,13 +83,10 @@ def _ensure_torch_import(src: SourceEdits) -> None:
         src.header.insert(0, "import torch")
 
 
-@change
+@change("compile", order=100)
 class CompileModel(Change):
     """torch.compile of a plain loop's model, in place (model.compile(): the state_dict keys stay the same),
     at its first training call; the compile cache lives in the tune folder, so later runs reuse it."""
-
-    key = "compile"
-    order = 100
 
     def inject(self, value: Any, rec: Recorder) -> None:
         def compile_it(module, args) -> None:
@@ -120,12 +111,9 @@ class CompileModel(Change):
         src.edits.append((at, at, " " * stmt.col_offset + line.format(model=model)))
 
 
-@change
+@change("pl_compile", order=110)
 class CompileLightningModule(Change):
     """Lightning: trainer.fit(torch.compile(module), ...), as Lightning documents it."""
-
-    key = "pl_compile"
-    order = 110
 
     def inject(self, value: Any, rec: Recorder) -> None:
         def patch(module) -> None:

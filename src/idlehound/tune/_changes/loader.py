@@ -12,12 +12,9 @@ from .._source import SourceEdits, calls, keywords_edit, rewrite_call
 from ._base import Change, change
 
 
-@change
+@change("loader", order=10)
 class Loader(Change):
     """DataLoader keywords (workers, persistent, pinned, prefetch), set where the script builds its loaders."""
-
-    key = "loader"
-    order = 10
 
     def inject(self, value: Any, rec: Recorder) -> None:
         rec.overrides["loader"] = dict(value)  # applied by the child's DataLoader watcher
@@ -34,12 +31,9 @@ class Loader(Change):
         keywords_edit(src, ("DataLoader",), "DataLoader", loader)
 
 
-@change
+@change("non_blocking", order=20)
 class NonBlocking(Change):
     """non_blocking=True on the copies of pinned loader batches to the GPU."""
-
-    key = "non_blocking"
-    order = 20
 
     def inject(self, value: Any, rec: Recorder) -> None:
         async_batch_copies()
@@ -53,11 +47,8 @@ class NonBlocking(Change):
             )
 
 
-@change
+@change("threads", order=140)
 class HostThreads(Change):
-    key = "threads"
-    order = 140
-
     def inject(self, value: Any, rec: Recorder) -> None:
         import torch
 

@@ -11,11 +11,8 @@ from ._base import Change, change
 FUSED_OPTIMIZERS = ("Adam", "AdamW", "SGD")  # torch.optim classes that take fused=True (CUDA)
 
 
-@change
+@change("fused_optimizer", order=130)
 class FusedOptimizer(Change):
-    key = "fused_optimizer"
-    order = 130
-
     def inject(self, value: Any, rec: Recorder) -> None:
         fused_optimizers()
 

@@ -11,11 +11,8 @@ from .._source import SourceEdits
 from ._base import Change, change
 
 
-@change
+@change("cudnn_benchmark", order=50)
 class CudnnBenchmark(Change):
-    key = "cudnn_benchmark"
-    order = 50
-
     def inject(self, value: Any, rec: Recorder) -> None:
         import torch
 
@@ -30,11 +27,8 @@ class CudnnBenchmark(Change):
         src.header.append("torch.backends.cudnn.benchmark = True")
 
 
-@change
+@change("tf32", order=60)
 class TF32(Change):
-    key = "tf32"
-    order = 60
-
     def inject(self, value: Any, rec: Recorder) -> None:
         import torch
 
@@ -52,13 +46,10 @@ class TF32(Change):
         ]
 
 
-@change
+@change("autocast", order=70)
 class Autocast(Change):
     """Autocast around the outermost module call (registered before channels_last and the graphs: a graph
     recorded under autocast replays its casts)."""
-
-    key = "autocast"
-    order = 70
 
     def inject(self, value: Any, rec: Recorder) -> None:
         import torch
