@@ -11,8 +11,6 @@ from typing import Any
 class Done(SystemExit):
     """Raised at the last timed step: the script has run what the tune needs."""
 
-    pass
-
 
 class Recorder:
     def __init__(self, skip: int, steps: int) -> None:
