@@ -12,7 +12,7 @@ import importlib
 import pkgutil
 from typing import Any
 
-from ._base import REGISTERED, Change, change
+from ._base import CHANGES, Change, change
 from .frameworks import step_prog_bar_logs
 from .graphs import COMPILE_BACKEND_ENV, compile_kwargs
 from .optimizer import FUSED_OPTIMIZERS
@@ -24,11 +24,6 @@ FAMILIES = tuple(
     for m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
     if not m.name.startswith("_")
 )
-
-# In the order the child injects them and the diff makes them (Change.order): autocast is entered before
-# channels_last and the graphs (a graph recorded under autocast replays its casts), and the header lines of
-# the diff keep one order.
-CHANGES: dict[str, Change] = {c.key: c for c in sorted(REGISTERED, key=lambda c: c.order)}
 
 
 def no_op(settings: dict[str, Any], facts: dict[str, Any]) -> str:

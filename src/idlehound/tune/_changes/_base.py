@@ -28,7 +28,10 @@ class Change:
         raise NotImplementedError
 
 
-REGISTERED: list[Change] = []  # every change, as its module defines it (_changes orders them)
+# The registry, by settings key in the order the child injects them and the diff makes them (Change.order):
+# autocast is entered before channels_last and the graphs (a graph recorded under autocast replays its casts),
+# and the header lines of the diff keep one order.
+CHANGES: dict[str, Change] = {}
 
 
 def change(key: str, order: int) -> Callable[[type[Change]], type[Change]]:
@@ -36,11 +39,13 @@ def change(key: str, order: int) -> Callable[[type[Change]], type[Change]]:
     the child injects it and the diff makes it among the others. Two changes cannot share a key or an order."""
 
     def register(cls: type[Change]) -> type[Change]:
-        taken = next((c for c in REGISTERED if c.key == key or c.order == order), None)
+        taken = next((c for c in CHANGES.values() if c.key == key or c.order == order), None)
         if taken is not None:
             raise TypeError(f"{cls.__name__}: key {key!r} or order {order} is {type(taken).__name__}'s")
         cls.key, cls.order = key, order
-        REGISTERED.append(cls())
+        ordered = sorted([*CHANGES.values(), cls()], key=lambda c: c.order)
+        CHANGES.clear()
+        CHANGES.update((c.key, c) for c in ordered)
         return cls
 
     return register
