@@ -79,6 +79,7 @@ def test_a_change_cannot_take_a_key_or_an_order_already_registered(registered):
 
 @pytest.mark.slow  # a process that imports torch
 def test_the_child_injects_a_new_change_it_never_names():
+    pytest.importorskip("torch")
     probe = SET_TO_NONE + textwrap.dedent(
         """
         from idlehound.tune._child import Recorder, apply
