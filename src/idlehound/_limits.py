@@ -24,6 +24,7 @@ from typing import Any, BinaryIO, Optional, Union
 
 import numpy as np
 
+from . import settings
 from .errors import TraceError
 
 
@@ -47,8 +48,7 @@ def _fastest_zlib() -> types.ModuleType:
 _zlib = _fastest_zlib()
 GZIP_ERRORS = (zlib.error, _zlib.error)  # isal's error is not a zlib.error
 
-ENV_MAX_BYTES = "IDLEHOUND_MAX_TRACE_BYTES"
-ENV_MAX_RATIO = "IDLEHOUND_MAX_GZIP_RATIO"
+ENV_MAX_BYTES = settings.MAX_TRACE_BYTES.name
 MAX_GZIP_RATIO = 200  # decompressed / compressed bytes read; Kineto's JSON: 12-28x, a gzip bomb: ~1000x ...
 RATIO_FLOOR = 32 * 2**20  # ... past this many decompressed bytes (small files always pass)
 FREE_MARGIN = 256 * 2**20  # free space left on the temporary folder's file system after the copy
@@ -76,30 +76,12 @@ def max_trace_bytes(override: Optional[int] = None) -> int:
                 ENV_MAX_BYTES, f"the trace size limit must be a positive number of bytes, not {override}"
             )
         return int(override)
-    env = os.environ.get(ENV_MAX_BYTES, "").strip()
-    if not env:
-        return DEFAULT_MAX_BYTES
-    try:
-        value = int(float(env.replace("_", "")))
-    except (ValueError, OverflowError):
-        value = 0
-    if value <= 0:
-        raise TraceError(ENV_MAX_BYTES, f"must be a positive number of bytes, not {env[:40]!r}")
-    return value
+    return settings.MAX_TRACE_BYTES.get() or DEFAULT_MAX_BYTES
 
 
 def max_gzip_ratio() -> float:
     """The decompressed/compressed limit: $IDLEHOUND_MAX_GZIP_RATIO, else MAX_GZIP_RATIO."""
-    env = os.environ.get(ENV_MAX_RATIO, "").strip()
-    if not env:
-        return MAX_GZIP_RATIO
-    try:
-        value = float(env)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise TraceError(ENV_MAX_RATIO, f"must be a positive number, not {env[:40]!r}")
-    return value
+    return settings.MAX_GZIP_RATIO.get() or MAX_GZIP_RATIO
 
 
 def table_budget(json_bytes: int) -> int:
@@ -210,7 +192,7 @@ def _bomb(path: Path, ratio: float) -> TraceError:
     return TraceError(
         path,
         f"the decompressed trace is over {ratio:g}x its compressed size, the limit for a trace (a gzip bomb? "
-        f"Kineto's JSON compresses about 20x; set {ENV_MAX_RATIO} to raise it)",
+        f"Kineto's JSON compresses about 20x; set {settings.MAX_GZIP_RATIO.name} to raise it)",
     )
 
 

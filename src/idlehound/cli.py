@@ -7,14 +7,13 @@ Exit codes: 0 ok, 1 gate failed, 2 bad input."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
 
 import click
 
-from . import _startup, app
+from . import _startup, app, settings
 from ._version import __version__
 from .errors import IdlehoundError
 
@@ -41,7 +40,7 @@ def _guard(fn):
         except KeyboardInterrupt:
             _fail("interrupted", 130)
         except Exception as e:  # a bug: say so in one line unless debugging
-            if os.environ.get("IDLEHOUND_DEBUG"):
+            if settings.DEBUG.get():
                 raise
             _fail(f"internal error: {type(e).__name__}: {e} (set IDLEHOUND_DEBUG=1 for the traceback)", 3)
 
@@ -59,7 +58,10 @@ class _Group(click.Group):
         """A Ctrl-C anywhere in a command exits 130, as a shell expects, not click's "Aborted!" and 1."""
         try:
             _startup.restore()
+            settings.check_all()  # a bad IDLEHOUND_* value: one line naming it, exit 2, before any work
             return super().invoke(ctx)
+        except IdlehoundError as e:
+            _fail(str(e))
         except KeyboardInterrupt:
             _fail("interrupted", 130)
 
@@ -67,7 +69,9 @@ class _Group(click.Group):
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="idlehound")
 def main() -> None:
-    """Catch a GPU slacking during PyTorch training, name why, and point at the line."""
+    """Catch a GPU slacking during PyTorch training, name why, and point at the line.
+
+    Environment variables (IDLEHOUND_JOBS, IDLEHOUND_MAX_TRACE_BYTES, ...): docs/environment.md."""
 
 
 @main.command()

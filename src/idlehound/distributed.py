@@ -18,6 +18,7 @@ from typing import Any, Optional, Union
 import msgspec
 import numpy as np
 
+from . import settings
 from .analysis import location_text, roles
 from .errors import IdlehoundError
 from .report import model as m
@@ -135,7 +136,7 @@ def _fit_memory(n: int, paths: list[Path]) -> int:
 
 
 def _set_jobs(n: int) -> None:
-    os.environ["IDLEHOUND_JOBS"] = str(n)
+    os.environ[settings.JOBS.name] = str(n)
 
 
 ENGINES = ("local", "ray")
@@ -475,7 +476,7 @@ def _ray_list(path: str, base: str) -> tuple[str, list[tuple[str, str, str, tupl
 
 def _ray_summary(path: str, base: str) -> dict[str, Any]:
     """On the node that holds path: the rank's summary, or {"error": one line} (a bad trace is not retried)."""
-    os.environ["IDLEHOUND_JOBS"] = "1"  # one core per task: Ray runs a task per core
+    os.environ[settings.JOBS.name] = "1"  # one core per task: Ray runs a task per core
     _ray_in(base)
     return _one(path)
 

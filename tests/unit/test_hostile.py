@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from idlehound import TraceError, analyze, diagnose, load_trace
+from idlehound import SettingError, TraceError, analyze, diagnose, load_trace
 from idlehound.pipeline import analyze_path
 from idlehound.report._data import build, check_document, to_json
 from idlehound.trace import _limits, parse_trace_bytes
@@ -54,7 +54,7 @@ def test_gzip_bomb_stops_at_the_limit_from_the_api_and_the_environment(tmp_path,
     with pytest.raises(TraceError, match="over the 1 MiB limit"):
         load_trace(bomb)
     monkeypatch.setenv("IDLEHOUND_MAX_TRACE_BYTES", "lots")
-    with pytest.raises(TraceError, match="IDLEHOUND_MAX_TRACE_BYTES: must be a positive number"):
+    with pytest.raises(SettingError, match="IDLEHOUND_MAX_TRACE_BYTES: must be a positive number"):
         load_trace(bomb)
 
 

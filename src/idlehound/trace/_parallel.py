@@ -24,6 +24,7 @@ from typing import Optional, Union
 import msgspec
 import numpy as np
 
+from .. import settings
 from . import _decode, _limits
 from ._table import Refused, TableBuilder
 
@@ -54,9 +55,9 @@ class TooDeep(Exception):
 def jobs() -> int:
     """Worker processes to use: IDLEHOUND_JOBS, else the cores this process may run on. (`--ranks` sets
     IDLEHOUND_JOBS in its rank processes so that ranks times pieces stays within the cores.)"""
-    env = os.environ.get("IDLEHOUND_JOBS", "")
-    if env.isdigit() and int(env) > 0:
-        return int(env)
+    asked = settings.JOBS.get()
+    if asked is not None:
+        return asked
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import operator
-import os
 import sys
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
@@ -12,6 +11,7 @@ from typing import Any, Callable, NamedTuple, Optional
 import msgspec
 import numpy as np
 
+from .. import settings
 from .._limits import TABLE_RATIO, size_text, trim
 from ._decode import NAN, NO_ARGS, NO_ID, Args
 
@@ -764,12 +764,12 @@ def _as_float(v) -> float:
 _STR = msgspec.json.Decoder(str).decode
 _ANY = msgspec.json.Decoder().decode
 _OWN = object()  # an input-type list that cannot be shared (nested lists)
-ENV_NATIVE = "IDLEHOUND_NATIVE"  # "0": decode every piece the msgspec way (tests compare the two)
+ENV_NATIVE = settings.NATIVE.name  # "0": decode every piece the msgspec way (tests compare the two)
 
 
 def native_available() -> bool:
     """Whether pieces are decoded by the C decoder here (built, and not turned off by IDLEHOUND_NATIVE=0)."""
-    return _native is not None and os.environ.get(ENV_NATIVE, "1") != "0"
+    return _native is not None and settings.NATIVE.get()
 
 
 def _new_decoder() -> Optional[Any]:
