@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Generic, Optional, TypeVar
+from typing import Callable, Generic, TypeVar
 
 from .errors import SettingError
 
@@ -28,7 +28,6 @@ class Setting(Generic[T]):
     name: str
     parse: Callable[[str], T]
     default: T
-    what: str
     internal: bool = False
 
     def get(self) -> T:
@@ -87,57 +86,17 @@ def _timestamp(text: str) -> float:
         raise ValueError("must be a time in seconds since the epoch") from None
 
 
-DEBUG = Setting("IDLEHOUND_DEBUG", _flag, False, "1: an internal error shows its traceback (exit code 3)")
-JOBS = Setting[Optional[int]](
-    "IDLEHOUND_JOBS",
-    _positive_int,
-    None,
-    "worker processes for reading a large trace (default: the cores this process may use; 1: one process)",
-)
-NATIVE = Setting(
-    "IDLEHOUND_NATIVE",
-    _flag,
-    True,
-    "0: decode traces the msgspec way, not with the C decoder (to compare them)",
-)
-MAX_TRACE_BYTES = Setting[Optional[int]](
-    "IDLEHOUND_MAX_TRACE_BYTES",
-    _bytes,
-    None,
-    "the largest uncompressed trace JSON read, in bytes (`2e9` works; default 4 GiB; docs/security.md)",
-)
-MAX_GZIP_RATIO = Setting[Optional[float]](
-    "IDLEHOUND_MAX_GZIP_RATIO",
-    _positive_float,
-    None,
-    "the largest decompressed / compressed size of a .gz trace (default 200; docs/security.md)",
-)
-CACHE = Setting[Optional[str]](
-    "IDLEHOUND_CACHE",
-    _text,
-    None,
-    "the folder for the demo's and tune's data sets (default ~/.cache/idlehound)",
-)
-TUNE_COMPILE_BACKEND = Setting[Optional[str]](
-    "IDLEHOUND_TUNE_COMPILE_BACKEND",
-    _text,
-    None,
-    "the torch.compile backend tune's compile candidate uses (e.g. `eager`: no compiler, for CPU machines)",
-)
-TUNE_SCRIPT_DIR = Setting[Optional[str]](
-    "IDLEHOUND_TUNE_SCRIPT_DIR",
-    _text,
-    None,
-    "the folder of the user's script, for a changed copy run from tune's folder (its modules still import)",
-    internal=True,
-)
-TUNE_LAUNCHED = Setting[Optional[float]](
-    "IDLEHOUND_TUNE_LAUNCHED",
-    _timestamp,
-    None,
-    "when tune launched a variant's process (time.time()), for its start-up time",
-    internal=True,
-)
+# What each does, its values and defaults: docs/environment.md (a test holds that page and this list together).
+DEBUG = Setting("IDLEHOUND_DEBUG", _flag, False)  # 1: an internal error shows its traceback (exit code 3)
+JOBS = Setting("IDLEHOUND_JOBS", _positive_int, None)  # worker processes reading a trace (default: the cores)
+NATIVE = Setting("IDLEHOUND_NATIVE", _flag, True)  # 0: decode the msgspec way, not with the C decoder
+MAX_TRACE_BYTES = Setting("IDLEHOUND_MAX_TRACE_BYTES", _bytes, None)  # the largest JSON read (default 4 GiB)
+MAX_GZIP_RATIO = Setting("IDLEHOUND_MAX_GZIP_RATIO", _positive_float, None)  # gzip bombs (default 200)
+CACHE = Setting("IDLEHOUND_CACHE", _text, None)  # the data sets' folder (default ~/.cache/idlehound)
+TUNE_COMPILE_BACKEND = Setting("IDLEHOUND_TUNE_COMPILE_BACKEND", _text, None)  # e.g. eager: no compiler
+# set by tune for its own child processes
+TUNE_SCRIPT_DIR = Setting("IDLEHOUND_TUNE_SCRIPT_DIR", _text, None, internal=True)  # the script's folder
+TUNE_LAUNCHED = Setting("IDLEHOUND_TUNE_LAUNCHED", _timestamp, None, internal=True)  # time.time() at launch
 
 ALL: tuple[Setting, ...] = (
     DEBUG,
