@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Union
 
-from ._session import CaptureOptions, Session
+from ._options import CaptureOptions
+from ._session import Session
 from ._signals import EXIT_SIGTERM, Terminated
 from ._watch import WatchOptions
 
