@@ -15,6 +15,7 @@ import click
 
 from . import _startup, app, settings
 from ._version import __version__
+from .capture import CaptureOptions
 from .errors import IdlehoundError
 
 
@@ -119,7 +120,7 @@ def analyze(**options: Any) -> None:
 @click.option(
     "--logdir",
     type=click.Path(path_type=Path),
-    default=Path("log"),
+    default=CaptureOptions.logdir,
     show_default=True,
     help="Folder for run folders (TensorBoard layout).",
 )
@@ -127,17 +128,21 @@ def analyze(**options: Any) -> None:
 @click.option(
     "--skip",
     type=int,
-    default=10,
+    default=CaptureOptions.skip,
     show_default=True,
     help="Steps to run before profiling (warm-up, compile).",
 )
 @click.option(
-    "--warmup", type=int, default=2, show_default=True, help="Profiler warm-up steps (recorded, discarded)."
+    "--warmup",
+    type=int,
+    default=CaptureOptions.warmup,
+    show_default=True,
+    help="Profiler warm-up steps (recorded, discarded).",
 )
-@click.option("--active", type=int, default=5, show_default=True, help="Steps to record.")
+@click.option("--active", type=int, default=CaptureOptions.active, show_default=True, help="Steps to record.")
 @click.option(
     "--step-on",
-    default="optimizer",
+    default=CaptureOptions.step_on,
     show_default=True,
     help="What ends a step: optimizer, dataloader, or a function name.",
 )
@@ -155,14 +160,14 @@ def analyze(**options: Any) -> None:
 @click.option(
     "--max-window-seconds",
     type=float,
-    default=120.0,
+    default=CaptureOptions.max_window_seconds,
     show_default=True,
     help="Cut the profiled window when it records longer than this (0: no limit).",
 )
 @click.option(
     "--max-window-mb",
     type=float,
-    default=512.0,
+    default=CaptureOptions.max_window_mb,
     show_default=True,
     help="Cut the profiled window when the process grows by more than this while recording (0: no limit).",
 )

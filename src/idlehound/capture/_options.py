@@ -11,7 +11,10 @@ from ._watch import WatchOptions
 
 @dataclass
 class CaptureOptions:
-    """How to profile. The window is steps [skip + warmup, skip + warmup + active) of the run."""
+    """How to profile. The window is steps [skip + warmup, skip + warmup + active) of the run.
+
+    Its defaults are the only copy: `idlehound run`'s options, idlehound.profile() and the framework callbacks
+    show them by reading the class (CaptureOptions.skip is 10)."""
 
     logdir: Path = Path("log")
     run_name: Optional[str] = None
