@@ -113,21 +113,11 @@ def capture_options(o: RunOptions) -> CaptureOptions:
     """The capture `idlehound run` was asked for. IdlehoundError on a bad --watch option."""
     from ..capture import CaptureOptions
 
-    return CaptureOptions(
-        logdir=o.logdir,
-        run_name=o.run_name,
-        skip=o.skip,
-        warmup=o.warmup,
-        active=o.active,
-        step_on=o.step_on,
-        stop_after=o.stop_after,
-        with_stack=not o.no_stack,
-        profile_memory=o.profile_memory,
-        run_dir=o.run_dir,
-        max_window_seconds=o.max_window_seconds,
-        max_window_mb=o.max_window_mb,
-        watch=watch_options(o),
-    )
+    opts = CaptureOptions(logdir=o.logdir, run_name=o.run_name, run_dir=o.run_dir, watch=watch_options(o))
+    opts.skip, opts.warmup, opts.active, opts.step_on = o.skip, o.warmup, o.active, o.step_on  # the window
+    opts.stop_after, opts.with_stack, opts.profile_memory = o.stop_after, not o.no_stack, o.profile_memory
+    opts.max_window_seconds, opts.max_window_mb = o.max_window_seconds, o.max_window_mb  # its budgets
+    return opts
 
 
 def _inner_flags(o: RunOptions) -> list[str]:
