@@ -77,3 +77,21 @@ def test_jobs_and_sizes_refuse_what_is_not_a_positive_count(monkeypatch, text):
             SettingError, match="IDLEHOUND_MAX_TRACE_BYTES: must be a positive number of bytes"
         ):
             settings.MAX_TRACE_BYTES.get()
+
+
+def test_no_module_but_settings_names_an_idlehound_variable():
+    """A new variable goes through idlehound.settings (and so into docs/environment.md): every other module
+    reads one only as settings.NAME.get() and sets one under settings.NAME.name."""
+    import ast
+
+    src = ROOT / "src" / "idlehound"
+    found = [
+        f"{p.relative_to(src)}:{n.lineno}: {n.value}"
+        for p in sorted(src.rglob("*.py"))
+        if p.name != "settings.py"
+        for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        if isinstance(n, ast.Constant)
+        and isinstance(n.value, str)
+        and re.fullmatch(r"IDLEHOUND_[A-Z_]+", n.value)
+    ]
+    assert [f for f in found if not f.endswith(": IDLEHOUND_SYNTHETIC")] == []  # that one names a marker file

@@ -24,6 +24,7 @@ from typing import Any, Callable, Optional
 from ..diagnose.dataloader import suggested_workers
 from ..errors import IdlehoundError
 from ..report.model import encode
+from ..settings import TUNE_LAUNCHED, TUNE_SCRIPT_DIR
 from ._candidates import (
     FRAMEWORK_FACTS,
     Candidate,
@@ -493,9 +494,9 @@ def _run_child(
         *args,
     ]
     launched = time.time()
-    env = {**os.environ, **compile_cache_env(out.parent), "IDLEHOUND_TUNE_LAUNCHED": repr(launched)}
+    env = {**os.environ, **compile_cache_env(out.parent), TUNE_LAUNCHED.name: repr(launched)}
     if script_dir:
-        env["IDLEHOUND_TUNE_SCRIPT_DIR"] = script_dir
+        env[TUNE_SCRIPT_DIR.name] = script_dir
     try:  # no stdin: a script that reads it would wait for ever
         r = subprocess.run(
             cmd, capture_output=True, text=True, timeout=opts.timeout_s, stdin=subprocess.DEVNULL, env=env
@@ -903,7 +904,7 @@ def _other_branches(
     for branch in ("cpu", "accel"):
         out = run_dir / f"changed_check_{branch}.json"
         cmd = [sys.executable, "-m", "idlehound.tune._branches", str(out), branch, copy, *args]
-        env = {**os.environ, "IDLEHOUND_TUNE_SCRIPT_DIR": script_dir}
+        env = {**os.environ, TUNE_SCRIPT_DIR.name: script_dir}
         try:
             subprocess.run(
                 cmd,

@@ -8,15 +8,13 @@ Adding a change is one class here (registered with @change) and its candidate(s)
 from __future__ import annotations
 
 import ast
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..settings import TUNE_COMPILE_BACKEND
 from ._candidates import FUSED_OPTIMIZERS
 
-COMPILE_BACKEND_ENV = (
-    "IDLEHOUND_TUNE_COMPILE_BACKEND"  # e.g. "eager": no compiler needed (tests, CPU machines)
-)
+COMPILE_BACKEND_ENV = TUNE_COMPILE_BACKEND.name  # e.g. "eager": no compiler needed (tests, CPU)
 
 
 @dataclass
@@ -302,7 +300,7 @@ class CudaGraphs(Change):
 
 
 def compile_kwargs() -> dict[str, Any]:
-    backend = os.environ.get(COMPILE_BACKEND_ENV)
+    backend = TUNE_COMPILE_BACKEND.get()
     return {"backend": backend} if backend else {}
 
 
