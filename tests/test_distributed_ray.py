@@ -14,8 +14,7 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[ray]')")
 
-from idlehound import distributed  # noqa: E402
-from idlehound.distributed import analyze_ranks  # noqa: E402
+from idlehound.distributed import _ray, analyze_ranks  # noqa: E402
 from idlehound.report import render_ranks_html  # noqa: E402
 from idlehound.report.model import encode  # noqa: E402
 
@@ -84,7 +83,7 @@ def test_a_task_lost_for_good_is_one_line(cluster):
         ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
     task = ray.remote(max_retries=0)(_dies)
     ref = task.remote("x")
-    (got,) = distributed._ray_gather(ray, {ref: "run/rank5.pt.trace.json"})
+    (got,) = _ray._ray_gather(ray, {ref: "run/rank5.pt.trace.json"})
     assert got["error"].startswith("run/rank5.pt.trace.json: Ray task failed: ")
     assert "\n" not in got["error"]
     ray.shutdown()

@@ -9,8 +9,7 @@ import sys
 import msgspec
 import pytest
 
-from idlehound import distributed
-from idlehound.distributed import analyze_ranks, compare_ranks, rank_summary, rank_traces
+from idlehound.distributed import _ray, analyze_ranks, compare_ranks, rank_summary, rank_traces
 from idlehound.errors import IdlehoundError
 from idlehound.pipeline import analyze_path
 from idlehound.report import render_ranks_html
@@ -119,7 +118,7 @@ def test_ray_engine_without_ray_is_one_clear_error(monkeypatch):
 )
 def test_an_address_where_no_ray_listens_is_refused_at_once(address, says):
     with pytest.raises(IdlehoundError, match=says):
-        distributed._reachable(address)
+        _ray._reachable(address)
 
 
 def test_an_unknown_engine_is_refused():
