@@ -4,6 +4,7 @@ whose size follows the k stragglers and not the rank count, a failing rank as on
 """
 
 import importlib.util
+import socket
 import sys
 
 import msgspec
@@ -119,6 +120,15 @@ def test_ray_engine_without_ray_is_one_clear_error(monkeypatch):
 def test_an_address_where_no_ray_listens_is_refused_at_once(address, says):
     with pytest.raises(IdlehoundError, match=says):
         _ray._reachable(address)
+
+
+def test_a_silent_listener_is_not_taken_for_a_ray_cluster(monkeypatch):
+    """Something accepts the connection but never answers gRPC's opening: refused after the timeout."""
+    monkeypatch.setattr(_ray, "CONNECT_TIMEOUT_S", 0.3)
+    with socket.create_server(("127.0.0.1", 0)) as sock:
+        address = f"127.0.0.1:{sock.getsockname()[1]}"
+        with pytest.raises(IdlehoundError, match=f"{address} answers, but not as a Ray cluster"):
+            _ray._reachable(address)
 
 
 def test_an_unknown_engine_is_refused():

@@ -14,6 +14,7 @@ imports this module only for engine "ray".
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -51,18 +52,18 @@ def _ray_connect(ray: Any, address: Optional[str]) -> bool:
         return False
     where = address or os.environ.get("RAY_ADDRESS") or "a new local Ray instance"
     if address or os.environ.get("RAY_ADDRESS"):
-        _reachable(where)  # Ray itself retries an address that does not answer for minutes
+        _reachable(where)  # Ray itself retries, for minutes, an address that does not answer as Ray
     try:
         ray.init(address=address, logging_level="ERROR", log_to_driver=False, configure_logging=True)
     except Exception as e:  # ConnectionError, RuntimeError (version mismatch), ValueError (bad address)
-        raise IdlehoundError(
-            f"--engine ray: cannot join the Ray cluster at {where}: {_first_line(e)}"
-        ) from None
+        ray.shutdown()  # not left half-joined (the version check comes after the connection)
+        raise IdlehoundError(f"--engine ray: cannot join the Ray cluster at {where}: {_why_not(e)}") from None
     return True
 
 
 def _reachable(address: str) -> None:
-    """Refuse at once an address where nothing listens ("auto" and "local" are Ray's to resolve)."""
+    """Refuse at once an address where nothing listens, or where what listens is not a gRPC server as a Ray
+    head's GCS and Ray Client's server are ("auto" and "local" are Ray's to resolve)."""
     import socket
 
     if address in ("auto", "local"):
@@ -74,11 +75,51 @@ def _reachable(address: str) -> None:
             f"--engine ray: the address {address!r} is not HOST:PORT (or ray://HOST:PORT, auto)"
         )
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+        sock = socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S)
     except OSError as e:
         raise IdlehoundError(
             f"--engine ray: no Ray cluster answers at {address} ({e.strerror or e})"
         ) from None
+    with sock:
+        if not _speaks_grpc(sock):
+            raise IdlehoundError(
+                f"--engine ray: {address} answers, but not as a Ray cluster (no gRPC reply; a Ray head's "
+                "address is HEAD_IP:6379 by default, Ray Client's ray://HEAD_IP:10001)"
+            )
+
+
+# HTTP/2's client preface and an empty SETTINGS frame; a gRPC server's first frame back is its SETTINGS (type 4).
+_H2_HELLO = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def _speaks_grpc(sock: Any) -> bool:
+    """True when the server answers HTTP/2's preface with a SETTINGS frame (or when the cluster uses TLS,
+    which this plain probe cannot speak: Ray decides then)."""
+    if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+        return True
+    head = b""
+    try:
+        sock.sendall(_H2_HELLO)
+        while len(head) < 9:
+            got = sock.recv(9 - len(head))
+            if not got:
+                break
+            head += got
+    except OSError:  # no answer within CONNECT_TIMEOUT_S, or the connection reset
+        return False
+    return len(head) == 9 and head[3] == 4
+
+
+def _why_not(e: BaseException) -> str:
+    """Ray's reason on one line; its version mismatch (several lines) as the two versions side by side."""
+    found = re.findall(r"Ray: (\S+)\s+Python: (\S+)", str(e))
+    if str(e).startswith("Version mismatch") and len(found) == 2:
+        (ray_there, py_there), (ray_here, py_here) = found
+        return (
+            f"version mismatch: the cluster runs Ray {ray_there} on Python {py_there}, this process Ray "
+            f"{ray_here} on Python {py_here} (the driver needs the cluster's versions)"
+        )
+    return _first_line(e)
 
 
 def _first_line(e: BaseException) -> str:
