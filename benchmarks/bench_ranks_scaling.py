@@ -4,7 +4,8 @@ For each rank count: a synthetic run (benchmarks/many_ranks.py: perturbed copies
 planted straggler), then the end-to-end analysis by each engine, timed; whether the planted straggler is the one
 named; whether both engines wrote the same JSON and HTML. Ray runs on a local Ray instance started once (its start
 is printed apart) or on the cluster at --address. Then the peak memory of a Ray task: the growth of its worker's
-resident set (VmHWM after the task, reset before it, minus VmRSS before it) over the largest rank file.
+resident set (VmHWM after the task, reset before it, minus VmRSS before it) over the largest rank file, the measure
+of issue 35's target (docs/measurements/ranks-scaling.md says why), and its peak live heap beside it.
 
     python benchmarks/bench_ranks_scaling.py [--ranks 2,8,64,256,1024] [--out /tmp/idlehound-ranks]
         [--address ADDR | --nodes N]
