@@ -13,6 +13,7 @@ imports this module only for engine "ray".
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
@@ -56,7 +57,8 @@ def _ray_connect(ray: Any, address: Optional[str]) -> bool:
     try:
         ray.init(address=address, logging_level="ERROR", log_to_driver=False, configure_logging=True)
     except Exception as e:  # ConnectionError, RuntimeError (version mismatch), ValueError (bad address)
-        ray.shutdown()  # not left half-joined (the version check comes after the connection)
+        with contextlib.suppress(Exception):
+            ray.shutdown()  # not left half-joined (the version check follows the connection)
         raise IdlehoundError(f"--engine ray: cannot join the Ray cluster at {where}: {_why_not(e)}") from None
     return True
 
