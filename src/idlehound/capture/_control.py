@@ -68,11 +68,21 @@ def read_request(run_dir: Path) -> Optional[dict[str, Any]]:
 
 
 def retire_request(run_dir: Path, request_id: str) -> None:
-    """Move a finished request aside so the next one can be made (only the request with this id)."""
+    """Move a finished request aside so the next one can be made (only the request with this id).
+
+    Several ranks (and `idlehound capture`) may retire the same request at once: linking done.<id>.json
+    succeeds for one of them only, and only that one removes request.json, so a newer request written in
+    between is never moved aside in the old one's name."""
     req = read_request(run_dir)
-    if req is not None and req["id"] == request_id:
-        with contextlib.suppress(OSError):
-            os.replace(control_dir(run_dir) / REQUEST, control_dir(run_dir) / f"done.{request_id}.json")
+    if req is None or req["id"] != request_id:
+        return
+    folder = control_dir(run_dir)
+    try:
+        os.link(folder / REQUEST, folder / f"done.{request_id}.json")
+    except OSError:  # another retired it first (or the disk is full: the asker's wait says so)
+        return
+    with contextlib.suppress(OSError):
+        os.unlink(folder / REQUEST)
 
 
 def write_ack(run_dir: Path, request_id: str, rank: Optional[int], **state: Any) -> None:
