@@ -211,6 +211,24 @@ def test_torchrun_a_slowdown_on_one_rank_opens_the_same_window_on_both(tmp_path,
     assert len(ms) == 2 and ms[1] > 3 * ms[0]  # rank 1's steps were 5x slower in the window
 
 
+def test_torchrun_capture_every_opens_at_the_same_step_on_ranks_at_different_paces(tmp_path, run_cli):
+    # rank 1 is 5x slower throughout; rank 0 runs up to 10 steps ahead between meetings
+    env = {"STEPS": "240", "SLOW_AFTER": "0", "SLOW_RANK": "1"}
+    r = run_cli(
+        "run", "--logdir", tmp_path, "--nproc", "2", "--watch", "--capture-every", "100", "--no-report",
+        WATCH / "rank_slows.py", env=env, timeout=400,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    run = the_run(tmp_path)
+    (folder,) = run.glob("windows/step*")
+    assert folder.name == "step102"  # step 100 ended: one profiler warm-up step, then the window
+    for rank in (0, 1):
+        w = json.loads((folder / f"window.rank{rank}.json").read_text())
+        assert w["status"] == "saved" and w["reason"] == "every 100 steps"
+        (trace,) = folder.glob(f"rank{rank}_*.pt.trace.json.gz")
+        assert profiler_steps(trace) == list(range(102, 107))
+
+
 @pytest.mark.parametrize("script", ["lightning_watch.py", "hf_watch.py"])
 def test_callbacks_open_later_windows(tmp_path, script):
     pytest.importorskip("lightning" if script.startswith("lightning") else "transformers")

@@ -70,7 +70,9 @@ class Watcher:
             else None
         )
         self.poller = Poller(session.run_dir) if opts else None
-        self.planned: Optional[Planned] = None
+        self.planned: list[
+            Planned
+        ] = []  # in step order; each opens when its step comes and no window is open
         self.open: Optional[Planned] = None
         self.windows: list[dict[str, Any]] = []
         self.children: list[subprocess.Popen] = []
@@ -111,9 +113,13 @@ class Watcher:
         req = self.poller.poll(now) if self.poller else None
         if req is not None:
             self._plan_request(req)
-        p = self.planned
         free = self.open is None and not self._first_window_pending()
-        if p is not None and free and s.step_num >= p.at_step - self.opts.warmup:
+        if self.planned and free and s.step_num >= self.planned[0].at_step - self.opts.warmup:
+            p = self.planned.pop(0)
+            if (
+                s.step_num > p.at_step - self.opts.warmup
+            ):  # its steps fell inside an earlier window: the next ones
+                p.at_step = s.step_num + self.opts.warmup  # (the same step on every rank: windows end alike)
             self._open(p)
 
     def _feed(self, step: int, ms: float, loader_ms: float) -> None:
@@ -177,20 +183,13 @@ class Watcher:
         write_ack(s.run_dir, req["id"], self.rank, state="planned", at_step=at, late=late)
 
     def _plan(self, p: Planned) -> None:
-        busy_until = self._busy_until()
-        if busy_until is not None and p.at_step <= busy_until:
-            p.at_step = busy_until + 1 + (self.opts.warmup if self.opts else 0)
-        if self.planned is not None and self.planned.request_id is not None and p.request_id is None:
-            return  # an asked-for window is planned already; it serves the trigger too
-        self.planned = p
-
-    def _busy_until(self) -> Optional[int]:
-        s = self.session
-        if self.open is not None:
-            return self.open.at_step + self.open.steps
-        if self._root is None and not (s._profiled and s._prof is None):
-            return s.opts.skip + s.opts.warmup + s.opts.active
-        return None
+        """Keep p with the other planned windows, in step order. Every kind is kept (none replaces another), so
+        which of two plans a rank learned first (a request is polled by time, not by step) cannot make ranks
+        differ; only a slowdown of a single process is served by an asked-for window already planned."""
+        if p.request_id is None and p.reason.startswith("slower") and any(q.request_id for q in self.planned):
+            return
+        self.planned.append(p)
+        self.planned.sort(key=lambda q: q.at_step)
 
     def _lead_steps(self) -> int:
         """About LEAD_S seconds of steps at the present pace (the slowed one: the steady pace would overshoot)."""
@@ -202,7 +201,6 @@ class Watcher:
     def _open(self, p: Planned) -> None:
         s, o = self.session, self.opts
         assert o is not None
-        self.planned = None
         refused = self._refusal()
         if refused:
             self._note(p, "refused", refused)
@@ -328,9 +326,9 @@ class Watcher:
         """After the session saved a window still open: say how it ended; flush the clock; undo the timer."""
         if self.open is not None:
             self._finish(ended_by)
-        if self.planned is not None:
-            self._note(self.planned, "not reached", "the job ended before this window's first step")
-            self.planned = None
+        for p in self.planned:
+            self._note(p, "not reached", "the job ended before this window's first step")
+        self.planned = []
         self.clock.close()
         if self._undo is not None:
             self._undo()
