@@ -70,9 +70,8 @@ class Watcher:
             else None
         )
         self.poller = Poller(session.run_dir) if opts else None
-        self.planned: list[
-            Planned
-        ] = []  # in step order; each opens when its step comes and no window is open
+        # in step order; each opens when its step comes and no window is open
+        self.planned: list[Planned] = []
         self.open: Optional[Planned] = None
         self.windows: list[dict[str, Any]] = []
         self.children: list[subprocess.Popen] = []
@@ -116,10 +115,9 @@ class Watcher:
         free = self.open is None and not self._first_window_pending()
         if self.planned and free and s.step_num >= self.planned[0].at_step - self.opts.warmup:
             p = self.planned.pop(0)
-            if (
-                s.step_num > p.at_step - self.opts.warmup
-            ):  # its steps fell inside an earlier window: the next ones
-                p.at_step = s.step_num + self.opts.warmup  # (the same step on every rank: windows end alike)
+            # Its steps fell inside an earlier window: it takes the next ones (the same on every rank, since
+            # every rank's windows end at the same step).
+            p.at_step = max(p.at_step, s.step_num + self.opts.warmup)
             self._open(p)
 
     def _feed(self, step: int, ms: float, loader_ms: float) -> None:
