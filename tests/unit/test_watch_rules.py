@@ -166,6 +166,12 @@ def test_a_malformed_request_is_never_acted_on(tmp_path):
     (tmp_path / "control").mkdir()
     (tmp_path / "control" / "request.json").write_text('{"id": "x", "at_step": "soon"}')
     assert read_request(tmp_path) is None and Poller(tmp_path).poll(1.0) is None
+    big = {"id": "x", "at_step": 100, "steps": 3, "by": "x" * 70_000}  # the training process never reads it
+    (tmp_path / "control" / "request.json").write_text(json.dumps(big))
+    assert read_request(tmp_path) is None and Poller(tmp_path).poll(2.0) is None
+    big["by"] = "x" * 60_000
+    (tmp_path / "control" / "request.json").write_text(json.dumps(big))
+    assert read_request(tmp_path) == big
 
 
 def running_folder(tmp_path, **changes):
