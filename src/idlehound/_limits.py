@@ -150,6 +150,7 @@ def read_limited(f: io.BufferedIOBase, path: Path, limit: int, gz: bool) -> Buff
             _copy(f, spool, path, size)
         else:
             size = _gunzip(f, path, limit, spool, room)
+        spool.flush()  # the last piece may still be in the file object's buffer, which the mapping cannot see
         if size:
             with contextlib.suppress(OSError, ValueError):
                 return mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ)
