@@ -417,9 +417,28 @@ def test_many_distinct_names_or_input_types_get_the_same_verdict_on_both_paths(s
     else:
         events = [_ev(i, args={"Input type": ["float", "c10::Half", f"T{i}"]}) for i in range(20_000)]
     out = assert_same(_doc(events), monkeypatch)  # one verdict (and table) for both paths
-    # The names take about the JSON's size; the lists, held as text, ~1.3x (as lists of their own: ~3x, refused).
+    # The names take about the JSON's size; the lists, held as text, less (as lists of their own: ~3x, refused).
     assert out[0] == "trace" and out[-1] == len(events), out[:1]
     if shape == "inputs":
         table = pickle.loads(out[1])
         assert table.extra["input_type"][7] == ["float", "c10::Half", "T7"]
         assert table.input_types(np.array([19_999, 20_000])) == [["float", "c10::Half", "T19999"], ()]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_input_types_follow_their_events_when_others_are_dropped(jobs, monkeypatch):
+    """Events on the other clock (epoch µs among relative times) are dropped at build(); the lists held as text
+    (InputTypes) move with the events they belong to, on one process or merged from two."""
+    monkeypatch.setattr(_parallel, "PIECE_BYTES", 2048)
+    monkeypatch.setattr(_parallel, "PARALLEL_MIN", 0)
+    monkeypatch.setenv("IDLEHOUND_JOBS", jobs)
+    events = [
+        _ev(i, ts=1.7e15 + i if i % 5 == 0 else 10.0 + i, args={"Input type": ["float", f"t{i % 7}"]})
+        for i in range(300)
+    ]
+    out = assert_same(_doc(events), monkeypatch)
+    table = pickle.loads(out[1])
+    kept = [i for i in range(300) if i % 5]
+    assert len(table) == len(kept)
+    assert [table.extra["input_type"][j] for j in range(len(kept))] == [["float", f"t{i % 7}"] for i in kept]
+    assert table.input_types(np.arange(len(kept) + 1))[-1] == ()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 import os
 import sys
+from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
@@ -363,7 +364,11 @@ class TableBuilder:
         types = a[_A["input_type"]]
         if types.count(None) < n:
             at = list(compress(range(n), types))  # the lists that are not empty
-            ids = list(map(self._inputs.__getitem__, map(_JSON, map(types.__getitem__, at))))
+            texts = list(map(_JSON, map(types.__getitem__, at)))
+            first = dict.fromkeys(texts)  # this slice's distinct lists, in the order of their first use
+            for t in first:
+                first[t] = self._inputs.id_of(t)
+            ids = list(map(first.__getitem__, texts))
             self._add_inputs(np.array(at, np.int64) + n0, np.array(ids, np.int32))
         allocated = a[_A["total_allocated"]]
         if allocated.count(None) < n:
@@ -443,7 +448,7 @@ class TableBuilder:
         self._big = len(c["ts"])
         for key, d in extra.items():
             if isinstance(d, InputTypes):  # its texts renumbered as this builder first sees them
-                ids = np.array([self._inputs[t] for t in d.texts()], np.int32)
+                ids = np.array([self._inputs.id_of(t) for t in d.texts()], np.int32)
                 self._add_inputs(d.rows + self.n, ids[d.ids] if ids.size else d.ids)
                 self._in_big = len(self._in_rows)
             else:
@@ -455,15 +460,9 @@ class TableBuilder:
 
     def _input_types(self) -> InputTypes:
         """The input-type lists so far as an InputTypes (one buffer of their distinct texts)."""
-        texts = self._inputs
-        ends = np.zeros(len(texts) + 1, np.int64)
-        np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)), out=ends[1:])
-        # Copied one by one: bytes.join takes an 80-byte buffer view per part while it works (0.4x this JSON here).
-        data, at = bytearray(int(ends[-1])), 0  # (and no list of offsets as Python ints: 0.4x more)
-        for t in texts:
-            data[at : at + len(t)] = t
-            at += len(t)
-        return InputTypes(_join(self._in_rows, np.int64), _join(self._in_ids, np.int32), data, ends)
+        t = self._inputs
+        ends = np.frombuffer(t.ends, np.int64).copy()
+        return InputTypes(_join(self._in_rows, np.int64), _join(self._in_ids, np.int32), t.data, ends)
 
     def _remap_str_ids(self, col: np.ndarray, str_ids: list[str]) -> np.ndarray:
         new = np.array([-2 - self._str_ix.setdefault(s, len(self._str_ix)) for s in str_ids], dtype=np.int64)
@@ -472,7 +471,7 @@ class TableBuilder:
         return np.where(is_str, new[np.where(is_str, local, 0)], col)
 
     def build(self) -> EventTable:
-        types = self._input_types()  # first: its map of texts is dropped before the columns are joined
+        types = self._input_types()
         self._inputs = _InputTexts()
         self._native, self._native_kinds, self._native_inputs = None, _TextKinds(), _TextInputs()
         cols = {}
@@ -567,16 +566,53 @@ class _Kinds(dict):
         return self._columns()[2][kind]
 
 
-class _InputTexts(dict):
-    """Input-type list as JSON text (msgspec's encoding, one for each list) -> its id, numbered in the order
-    events first use them. Held as text, not lists: a trace of distinct lists held 2.7x its JSON as lists."""
+class _InputTexts:
+    """Input-type list as JSON text (msgspec's encoding, one for each list) -> its id, numbered in the order events
+    first use them. The texts are kept in one growing buffer and found again through an open-addressing table of
+    their hashes: a dict of the texts took ~190 bytes a list besides the text (0.9x the JSON of a trace whose every
+    list differs), this takes 24. Held as text, not lists: as lists such a trace took 2.7x its JSON."""
 
-    nbytes = 0  # the texts and their slots, roughly
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.ends = array("q", [0])  # text k is data[ends[k]:ends[k + 1]]
+        self._hashes = array("q")
+        self._slots = array("i", [-1]) * 8  # an id, or -1; at most half full
+        self._mask = 7
 
-    def __missing__(self, key: bytes) -> int:
-        self.nbytes += len(key) + ENTRY_BYTES
-        v = self[key] = len(self)
-        return v
+    def __len__(self) -> int:
+        return len(self._hashes)
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.data) + 16 * len(self._hashes) + 4 * len(self._slots)
+
+    def id_of(self, text: bytes) -> int:
+        h = hash(text)
+        i = h & self._mask
+        slots, hashes, ends, data = self._slots, self._hashes, self.ends, self.data
+        k = slots[i]
+        while k >= 0:
+            if hashes[k] == h and data[ends[k] : ends[k + 1]] == text:
+                return k
+            i = (i + 1) & self._mask
+            k = slots[i]
+        k = slots[i] = len(hashes)
+        hashes.append(h)
+        data += text
+        ends.append(len(data))
+        if 2 * len(hashes) > len(slots):
+            self._grow()
+        return k
+
+    def _grow(self) -> None:
+        mask = 2 * len(self._slots) - 1
+        slots = array("i", [-1]) * (mask + 1)
+        for k, h in enumerate(self._hashes):
+            i = h & mask
+            while slots[i] >= 0:
+                i = (i + 1) & mask
+            slots[i] = k
+        self._slots, self._mask = slots, mask
 
 
 class _IdCodes(dict):
@@ -963,7 +999,7 @@ class _TextInputs:
                 text = self.texts[k]
                 assert text is not None
                 v = _ANY(text)
-                self.map[k] = inputs[_JSON(v)] if v else -2
+                self.map[k] = inputs.id_of(_JSON(v)) if v else -2
                 self.texts[k] = None
                 self.nbytes -= len(text)
         return self.map[ids]
