@@ -15,6 +15,7 @@ import importlib
 import io
 import mmap
 import os
+import stat
 import tempfile
 import types
 import zlib
@@ -131,6 +132,7 @@ def read_limited(f: io.BufferedIOBase, path: Path, limit: int, gz: bool) -> Buff
             _copy(f, spool, path, size)
         else:
             size = _gunzip(f, path, limit, spool, room)
+        spool.flush()  # the last piece may still be in the file object's buffer, which the mapping cannot see
         if size:
             with contextlib.suppress(OSError, ValueError):
                 return mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ)
@@ -251,6 +253,16 @@ def small_pages() -> Iterator[None]:
         setter(was)
 
 
+def _read_bytes(f: io.BufferedIOBase) -> int:
+    """Reads of a small file ask for its size, not _READ_BYTES: read(n) first allocates n bytes (a 3 KB sidecar
+    would cost 1 MB at the peak of every rank's analysis)."""
+    try:
+        st = os.fstat(f.fileno())
+    except (OSError, AttributeError, io.UnsupportedOperation):  # not a file (a BytesIO)
+        return _READ_BYTES
+    return max(4096, min(_READ_BYTES, st.st_size)) if stat.S_ISREG(st.st_mode) else _READ_BYTES
+
+
 def _gunzip(f: io.BufferedIOBase, path: Path, limit: int, out: Any, room: float = float("inf")) -> Any:
     """Decompress into out (a bytearray, returned; or a file, returns the size). Stops past `limit` bytes, past
     `room` (the free space where out is written), and when the output outgrows the compressed bytes it came
@@ -258,7 +270,8 @@ def _gunzip(f: io.BufferedIOBase, path: Path, limit: int, out: Any, room: float 
     size = 0
     ratio = max_gzip_ratio()
     d, fed = _zlib.decompressobj(16 + zlib.MAX_WBITS), False
-    data = f.read(_READ_BYTES)
+    chunk = _read_bytes(f)
+    data = f.read(chunk)
     read = len(data)
     while data:
         piece = d.decompress(data, _READ_BYTES)
@@ -276,14 +289,14 @@ def _gunzip(f: io.BufferedIOBase, path: Path, limit: int, out: Any, room: float 
         fed = True
         data = d.unconsumed_tail
         if d.eof:  # a .gz file may hold several members; zero padding after the last one is ignored
-            more = b"" if d.unused_data else f.read(_READ_BYTES)
+            more = b"" if d.unused_data else f.read(chunk)
             read += len(more)
             data = d.unused_data + more
             if not data.strip(b"\x00"):
                 return out if isinstance(out, bytearray) else size
             d, fed = _zlib.decompressobj(16 + zlib.MAX_WBITS), False
         if not data:
-            data = f.read(_READ_BYTES)
+            data = f.read(chunk)
             read += len(data)
     if fed:
         raise EOFError("compressed file ended before the end-of-stream marker was reached")

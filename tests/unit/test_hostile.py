@@ -77,6 +77,20 @@ def test_multi_member_and_truncated_gzip(tmp_path):
         load_trace(p)
 
 
+def test_a_gzip_trace_just_over_a_read_piece_is_read_whole(tmp_path):
+    # The gunzipped bytes go to a temporary file that is then mapped: a last piece still in the file object's
+    # buffer (here the 680 bytes past 1 MiB, like a 1,049,256-byte torchrun trace) was cut off, and the trace
+    # refused as "invalid or truncated JSON".
+    head, tail = b'{"traceEvents":[', b'{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":1,"dur":1}]}'
+    pad = b'{"ph":"i","name":"m","pid":1,"tid":1,"ts":0,"s":"t"},'
+    n = (2**20 + 680 - len(head) - len(tail)) // len(pad)
+    data = head + pad * n + b" " * (2**20 + 680 - len(head) - len(tail) - n * len(pad)) + tail
+    assert len(data) == 2**20 + 680
+    p = tmp_path / "over.pt.trace.json.gz"
+    p.write_bytes(gzip.compress(data))
+    assert len(load_trace(p).events) == len(parse_trace_bytes(data).events)
+
+
 # --- nesting, and the scanner that cuts the events into slices -------------------------------------------------
 
 
