@@ -10,8 +10,10 @@ Per round, in a rotating order, one block of `--block` steps of each:
   session  the step under a whole idlehound capture session with --watch whose first window is never reached
            (the session's own step bookkeeping, the clock, the control poll), one fresh session per block.
 Each block is timed from a device sync to a device sync; the figures are medians over rounds of the mean step time
-per block, and cost = median(mode) / median(plain) - 1. Target (H200): <= 1% for `clock` on `small` (a
-launch-bound MLP, ~1 ms a step) and on `resnet` (ResNet-18, bf16, batch 256: the demo's model at its tuned size).
+per block, and cost = median(mode) / median(plain) - 1; cost_pct_paired is the median over rounds of each round's
+mode/plain ratio (its blocks run back to back, so slow drift of the machine cancels: use many short blocks).
+Target (H200): <= 1% for `clock` on `small` (a launch-bound MLP, ~1 ms a step) and on `resnet` (ResNet-18, bf16,
+batch 256: the demo's model at its tuned size).
 """
 
 from __future__ import annotations
@@ -79,8 +81,10 @@ def sync(dev: torch.device) -> None:
 def block(mode: str, step, n: int, dev: torch.device, tmp: Path) -> float:
     """Mean ms per step of n steps in this mode."""
     session = clock = poller = None
-    if mode == "clock":
-        clock = StepClock(tmp / f"steps-{time.monotonic_ns()}.jsonl", cuda=dev.type == "cuda")
+    if mode in ("clock", "tick", "host"):
+        cuda = dev.type == "cuda" and mode != "host"
+        clock = StepClock(tmp / f"steps-{time.monotonic_ns()}.jsonl", cuda=cuda)
+    if mode in ("clock", "poll"):
         poller = Poller(tmp)
     elif mode == "session":
         opts = CaptureOptions(
@@ -91,12 +95,14 @@ def block(mode: str, step, n: int, dev: torch.device, tmp: Path) -> float:
     t0 = time.perf_counter()
     for i in range(n):
         step()
-        if clock is not None:
-            now = time.monotonic()
-            clock.tick(i, now)
-            poller.poll(now)  # type: ignore[union-attr]  # made with the clock
-        elif session is not None:
+        if session is not None:
             session.step()
+            continue
+        now = time.monotonic()
+        if clock is not None:
+            clock.tick(i, now)
+        if poller is not None:
+            poller.poll(now)
     sync(dev)
     ms = (time.perf_counter() - t0) * 1e3 / n
     if clock is not None:
@@ -127,10 +133,16 @@ def main() -> None:
     ap.add_argument("--block", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--out", default="")
+    ap.add_argument(
+        "--modes",
+        default="plain,clock,session",
+        help="plain first; also: plain2 (plain again: the method's own bias), tick (the clock alone), "
+        "poll (the control poll alone), host (the clock on the host clock, no CUDA events)",
+    )
     a = ap.parse_args()
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     step = workload(a.kind, dev)
-    modes = ["plain", "clock", "session"]
+    modes = a.modes.split(",")
     times: dict[str, list[float]] = {m: [] for m in modes}
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -139,7 +151,8 @@ def main() -> None:
         for _ in range(a.warmup):
             step()
         for r in range(a.rounds):
-            for m in modes[r % 3 :] + modes[: r % 3]:  # rotate the order: no mode always runs first
+            k = r % len(modes)
+            for m in modes[k:] + modes[:k]:  # rotate the order: no mode always runs first
                 times[m].append(block(m, step, a.block, dev, tmp))
     med = {m: statistics.median(v) for m, v in times.items()}
     out = {
@@ -152,6 +165,11 @@ def main() -> None:
         "tick_us": round(per_tick_us, 2),
         "median_step_ms": {m: round(v, 4) for m, v in med.items()},
         "cost_pct": {m: round(100 * (med[m] / med["plain"] - 1), 2) for m in modes[1:]},
+        # the same round's blocks run back to back: their ratio cancels the drift between rounds (10-40% here)
+        "cost_pct_paired": {
+            m: round(100 * (statistics.median(a / b for a, b in zip(times[m], times["plain"])) - 1), 2)
+            for m in modes[1:]
+        },
         "spread_pct_plain": round(100 * (max(times["plain"]) - min(times["plain"])) / med["plain"], 1),
     }
     print(json.dumps(out, indent=2))

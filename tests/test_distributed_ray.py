@@ -4,18 +4,21 @@ same document as the local engine, traces on each node's own folder, a lost task
 import importlib.util
 import json
 import os
+import platform
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[ray]')")
 
-from idlehound import distributed  # noqa: E402
-from idlehound.distributed import analyze_ranks  # noqa: E402
+from idlehound.distributed import _ray, analyze_ranks  # noqa: E402
+from idlehound.errors import IdlehoundError  # noqa: E402
 from idlehound.report import render_ranks_html  # noqa: E402
 from idlehound.report.model import encode  # noqa: E402
 
@@ -84,7 +87,7 @@ def test_a_task_lost_for_good_is_one_line(cluster):
         ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
     task = ray.remote(max_retries=0)(_dies)
     ref = task.remote("x")
-    (got,) = distributed._ray_gather(ray, {ref: "run/rank5.pt.trace.json"})
+    (got,) = _ray._ray_gather(ray, {ref: "run/rank5.pt.trace.json"})
     assert got["error"].startswith("run/rank5.pt.trace.json: Ray task failed: ")
     assert "\n" not in got["error"]
     ray.shutdown()
@@ -122,6 +125,76 @@ def test_an_address_where_nothing_listens_is_one_line_exit_2(run_cli, tmp_path):
         r.stderr.strip()
         == "idlehound: --engine ray: the address 'bogus' is not HOST:PORT (or ray://HOST:PORT, auto)"
     )
+
+
+# This process says it runs Ray 2.9.0 on Python 3.9.18: ray.init's own check, against the versions the cluster
+# recorded when it started, then fails as when the driver's environment is not the cluster's.
+OTHER = ("2.9.0", "3.9.18")
+MISMATCH = (
+    "import sys, ray._private.utils as u; u.compute_version_info = lambda: ('2.9.0', '3.9.18'); "
+    "from idlehound.cli import main; sys.argv[0] = 'idlehound'; main()"
+)
+
+
+def _mismatch_line(address):
+    return (
+        f"--engine ray: cannot join the Ray cluster at {address}: version mismatch: the cluster runs Ray "
+        f"{ray.__version__} on Python {platform.python_version()}, this process Ray 2.9.0 on Python 3.9.18 "
+        "(the driver needs the cluster's versions)"
+    )
+
+
+def test_another_ray_or_python_version_is_one_error(cluster, tmp_path, monkeypatch):
+    import ray._private.utils as ray_utils
+
+    run, _ = many_ranks.generate(tmp_path, 2)
+    if ray.is_initialized():
+        ray.shutdown()
+    monkeypatch.setattr(ray_utils, "compute_version_info", lambda: OTHER)
+    with pytest.raises(IdlehoundError) as got:
+        analyze_ranks(run, engine="ray", address=cluster.address)
+    assert str(got.value) == _mismatch_line(cluster.address)
+    monkeypatch.undo()  # this process's own versions again: it was not left half-joined, the next call joins
+    assert analyze_ranks(run, engine="ray", address=cluster.address)["ranks_compared"] == 2
+
+
+def test_another_version_from_the_cli_is_one_line_exit_2(cluster, tmp_path):
+    run, _ = many_ranks.generate(tmp_path, 2)
+    cmd = [sys.executable, "-c", MISMATCH, "analyze", "--ranks", str(run), "--engine", "ray"]
+    r = subprocess.run(cmd + ["--address", cluster.address], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert r.stderr.strip() == "idlehound: " + _mismatch_line(cluster.address)
+
+
+def _not_ray(sock):
+    """A server on the port that is not Ray's: it answers HTTP/1.1 to whatever comes."""
+    while True:
+        try:
+            conn, _ = sock.accept()
+        except OSError:  # closed: the test is over
+            return
+        with conn:
+            conn.recv(1024)
+            conn.sendall(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")
+
+
+def test_an_address_that_is_not_ray_is_one_line_exit_2(run_cli, tmp_path):
+    """Something listens there, but not Ray: refused at once (Ray itself retries such an address for minutes)."""
+    run, _ = many_ranks.generate(tmp_path, 2)
+    sock = socket.create_server(("127.0.0.1", 0))
+    threading.Thread(target=_not_ray, args=(sock,), daemon=True).start()
+    address = f"127.0.0.1:{sock.getsockname()[1]}"
+    try:
+        t0 = time.monotonic()
+        r = run_cli("analyze", "--ranks", run, "--engine", "ray", "--address", address, timeout=120)
+    finally:
+        sock.close()
+    assert r.returncode == 2
+    assert r.stderr.strip() == (
+        f"idlehound: --engine ray: {address} answers, but not as a Ray cluster (no gRPC reply; a Ray head's "
+        "address is HEAD_IP:6379 by default, Ray Client's ray://HEAD_IP:10001)"
+    )
+    assert time.monotonic() - t0 < 60
 
 
 def test_the_cli_writes_the_ray_document(cluster, run_cli, tmp_path):

@@ -4,13 +4,13 @@ whose size follows the k stragglers and not the rank count, a failing rank as on
 """
 
 import importlib.util
+import socket
 import sys
 
 import msgspec
 import pytest
 
-from idlehound import distributed
-from idlehound.distributed import analyze_ranks, compare_ranks, rank_summary, rank_traces
+from idlehound.distributed import _ray, analyze_ranks, compare_ranks, rank_summary, rank_traces
 from idlehound.errors import IdlehoundError
 from idlehound.pipeline import analyze_path
 from idlehound.report import render_ranks_html
@@ -119,7 +119,16 @@ def test_ray_engine_without_ray_is_one_clear_error(monkeypatch):
 )
 def test_an_address_where_no_ray_listens_is_refused_at_once(address, says):
     with pytest.raises(IdlehoundError, match=says):
-        distributed._reachable(address)
+        _ray._reachable(address)
+
+
+def test_a_silent_listener_is_not_taken_for_a_ray_cluster(monkeypatch):
+    """Something accepts the connection but never answers gRPC's opening: refused after the timeout."""
+    monkeypatch.setattr(_ray, "CONNECT_TIMEOUT_S", 0.3)
+    with socket.create_server(("127.0.0.1", 0)) as sock:
+        address = f"127.0.0.1:{sock.getsockname()[1]}"
+        with pytest.raises(IdlehoundError, match=f"{address} answers, but not as a Ray cluster"):
+            _ray._reachable(address)
 
 
 def test_an_unknown_engine_is_refused():

@@ -12,7 +12,7 @@ SRC = ROOT / "src" / "idlehound"
 RENDERERS = [
     *sorted((SRC / "report").glob("*.py")),
     SRC / "tune" / "report.py",
-    SRC / "distributed.py",
+    *sorted((SRC / "distributed").glob("*.py")),
     SRC / "ladder.py",
     SRC / "compare.py",
 ]

@@ -13,6 +13,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 # its own layer's other packages or above: packages that share a layer stand beside each other.
 LAYERS: list[tuple[str, set[str]]] = [
     ("base", {"errors", "_version", "metrics", "_startup"}),
+    ("settings", {"settings"}),  # the IDLEHOUND_* environment variables, read and checked in one place
     ("base helpers", {"_paths", "_limits", "sampler"}),
     ("run folder", {"runfolder"}),
     ("trace", {"trace"}),

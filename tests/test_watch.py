@@ -4,6 +4,7 @@ from another process, under torchrun too and from the framework callbacks; fault
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -176,6 +177,56 @@ def test_torchrun_two_ranks_record_the_same_steps(tmp_path, run_cli):
     assert (
         profiler_steps(traces[0]) == profiler_steps(traces[1]) == [start_step, start_step + 1, start_step + 2]
     )
+
+
+def test_torchrun_a_slowdown_on_one_rank_opens_the_same_window_on_both(tmp_path, run_cli):
+    # rank_slows.py: only rank 1 slows (5x after step 100); rank 0 waits for it once every 10 steps, so its
+    # median step time stays steady and its own trigger never fires. Rank 1 asks for both.
+    env = {"STEPS": "300", "SLOW_AFTER": "100", "SLOW_RANK": "1"}
+    r = run_cli(
+        "run", "--logdir", tmp_path, "--nproc", "2", "--watch", "--capture-when", "slower=1.3", "--no-report",
+        WATCH / "rank_slows.py", env=env, timeout=400,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "rank 1 saw the job slow down" in r.stderr and "rank 0 saw" not in r.stderr
+    run = the_run(tmp_path)
+    (folder,) = run.glob("windows/step*")
+    start_step = int(folder.name[4:])
+    assert start_step > 100
+    for rank in (0, 1):
+        w = json.loads((folder / f"window.rank{rank}.json").read_text())
+        assert w["rank"] == rank and w["status"] == "saved" and w["start_step"] == start_step
+        assert w["reason"].startswith("slower") and w["request"]
+        (trace,) = folder.glob(f"rank{rank}_*.pt.trace.json.gz")
+        assert profiler_steps(trace) == list(range(start_step, start_step + 5))
+        rep = json.loads((folder / f"report.rank{rank}.json").read_text())  # each rank analysed its own
+        assert rep["trace"]["worker"].startswith(f"rank{rank}_")
+    assert not (run / "control" / "request.json").exists()  # retired: the next window can be asked for
+    out = run_cli("report", run, "--worker", trace.name.split(".")[0], "-o", tmp_path / "r.md")
+    assert out.returncode == 0, out.stderr
+    (vs,) = [ln for ln in out.stdout.splitlines() if ln.startswith(f"window at step {start_step:,} vs")]
+    (by_rank,) = [ln for ln in out.stdout.splitlines() if "step time by rank" in ln]
+    assert "(rank 1)" in vs
+    ms = [float(x) for x in re.findall(r"rank \d ([\d.]+) ms", by_rank)]
+    assert len(ms) == 2 and ms[1] > 3 * ms[0]  # rank 1's steps were 5x slower in the window
+
+
+def test_torchrun_capture_every_opens_at_the_same_step_on_ranks_at_different_paces(tmp_path, run_cli):
+    # rank 1 is 5x slower throughout; rank 0 runs up to 10 steps ahead between meetings
+    env = {"STEPS": "240", "SLOW_AFTER": "0", "SLOW_RANK": "1"}
+    r = run_cli(
+        "run", "--logdir", tmp_path, "--nproc", "2", "--watch", "--capture-every", "100", "--no-report",
+        WATCH / "rank_slows.py", env=env, timeout=400,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    run = the_run(tmp_path)
+    (folder,) = run.glob("windows/step*")
+    assert folder.name == "step102"  # step 100 ended: one profiler warm-up step, then the window
+    for rank in (0, 1):
+        w = json.loads((folder / f"window.rank{rank}.json").read_text())
+        assert w["status"] == "saved" and w["reason"] == "every 100 steps"
+        (trace,) = folder.glob(f"rank{rank}_*.pt.trace.json.gz")
+        assert profiler_steps(trace) == list(range(102, 107))
 
 
 @pytest.mark.parametrize("script", ["lightning_watch.py", "hf_watch.py"])

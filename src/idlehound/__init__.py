@@ -25,7 +25,7 @@ from typing import Optional, Union  # noqa: E402
 from ._version import __version__  # noqa: E402
 from .analysis import Analysis  # noqa: E402
 from .diagnose import Finding, Thresholds, diagnose  # noqa: E402
-from .errors import CaptureError, IdlehoundError, TraceError  # noqa: E402
+from .errors import CaptureError, IdlehoundError, SettingError, TraceError  # noqa: E402
 from .result import Result  # noqa: E402
 from .trace import Trace, load_trace  # noqa: E402
 
@@ -82,6 +82,7 @@ __all__ = [
     "Finding",
     "IdlehoundError",
     "Result",
+    "SettingError",
     "Thresholds",
     "Trace",
     "TraceError",

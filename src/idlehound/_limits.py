@@ -15,6 +15,7 @@ import importlib
 import io
 import mmap
 import os
+import stat
 import tempfile
 import types
 import zlib
@@ -24,6 +25,7 @@ from typing import Any, BinaryIO, Optional, Union
 
 import numpy as np
 
+from . import settings
 from .errors import TraceError
 
 
@@ -47,8 +49,7 @@ def _fastest_zlib() -> types.ModuleType:
 _zlib = _fastest_zlib()
 GZIP_ERRORS = (zlib.error, _zlib.error)  # isal's error is not a zlib.error
 
-ENV_MAX_BYTES = "IDLEHOUND_MAX_TRACE_BYTES"
-ENV_MAX_RATIO = "IDLEHOUND_MAX_GZIP_RATIO"
+ENV_MAX_BYTES = settings.MAX_TRACE_BYTES.name
 MAX_GZIP_RATIO = 200  # decompressed / compressed bytes read; Kineto's JSON: 12-28x, a gzip bomb: ~1000x ...
 RATIO_FLOOR = 32 * 2**20  # ... past this many decompressed bytes (small files always pass)
 FREE_MARGIN = 256 * 2**20  # free space left on the temporary folder's file system after the copy
@@ -76,30 +77,12 @@ def max_trace_bytes(override: Optional[int] = None) -> int:
                 ENV_MAX_BYTES, f"the trace size limit must be a positive number of bytes, not {override}"
             )
         return int(override)
-    env = os.environ.get(ENV_MAX_BYTES, "").strip()
-    if not env:
-        return DEFAULT_MAX_BYTES
-    try:
-        value = int(float(env.replace("_", "")))
-    except (ValueError, OverflowError):
-        value = 0
-    if value <= 0:
-        raise TraceError(ENV_MAX_BYTES, f"must be a positive number of bytes, not {env[:40]!r}")
-    return value
+    return settings.MAX_TRACE_BYTES.get() or DEFAULT_MAX_BYTES
 
 
 def max_gzip_ratio() -> float:
     """The decompressed/compressed limit: $IDLEHOUND_MAX_GZIP_RATIO, else MAX_GZIP_RATIO."""
-    env = os.environ.get(ENV_MAX_RATIO, "").strip()
-    if not env:
-        return MAX_GZIP_RATIO
-    try:
-        value = float(env)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise TraceError(ENV_MAX_RATIO, f"must be a positive number, not {env[:40]!r}")
-    return value
+    return settings.MAX_GZIP_RATIO.get() or MAX_GZIP_RATIO
 
 
 def table_budget(json_bytes: int) -> int:
@@ -149,6 +132,7 @@ def read_limited(f: io.BufferedIOBase, path: Path, limit: int, gz: bool) -> Buff
             _copy(f, spool, path, size)
         else:
             size = _gunzip(f, path, limit, spool, room)
+        spool.flush()  # the last piece may still be in the file object's buffer, which the mapping cannot see
         if size:
             with contextlib.suppress(OSError, ValueError):
                 return mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ)
@@ -210,7 +194,7 @@ def _bomb(path: Path, ratio: float) -> TraceError:
     return TraceError(
         path,
         f"the decompressed trace is over {ratio:g}x its compressed size, the limit for a trace (a gzip bomb? "
-        f"Kineto's JSON compresses about 20x; set {ENV_MAX_RATIO} to raise it)",
+        f"Kineto's JSON compresses about 20x; set {settings.MAX_GZIP_RATIO.name} to raise it)",
     )
 
 
@@ -269,6 +253,16 @@ def small_pages() -> Iterator[None]:
         setter(was)
 
 
+def _read_bytes(f: io.BufferedIOBase) -> int:
+    """Reads of a small file ask for its size, not _READ_BYTES: read(n) first allocates n bytes (a 3 KB sidecar
+    would cost 1 MB at the peak of every rank's analysis)."""
+    try:
+        st = os.fstat(f.fileno())
+    except (OSError, AttributeError, io.UnsupportedOperation):  # not a file (a BytesIO)
+        return _READ_BYTES
+    return max(4096, min(_READ_BYTES, st.st_size)) if stat.S_ISREG(st.st_mode) else _READ_BYTES
+
+
 def _gunzip(f: io.BufferedIOBase, path: Path, limit: int, out: Any, room: float = float("inf")) -> Any:
     """Decompress into out (a bytearray, returned; or a file, returns the size). Stops past `limit` bytes, past
     `room` (the free space where out is written), and when the output outgrows the compressed bytes it came
@@ -276,7 +270,8 @@ def _gunzip(f: io.BufferedIOBase, path: Path, limit: int, out: Any, room: float 
     size = 0
     ratio = max_gzip_ratio()
     d, fed = _zlib.decompressobj(16 + zlib.MAX_WBITS), False
-    data = f.read(_READ_BYTES)
+    chunk = _read_bytes(f)
+    data = f.read(chunk)
     read = len(data)
     while data:
         piece = d.decompress(data, _READ_BYTES)
@@ -294,14 +289,14 @@ def _gunzip(f: io.BufferedIOBase, path: Path, limit: int, out: Any, room: float 
         fed = True
         data = d.unconsumed_tail
         if d.eof:  # a .gz file may hold several members; zero padding after the last one is ignored
-            more = b"" if d.unused_data else f.read(_READ_BYTES)
+            more = b"" if d.unused_data else f.read(chunk)
             read += len(more)
             data = d.unused_data + more
             if not data.strip(b"\x00"):
                 return out if isinstance(out, bytearray) else size
             d, fed = _zlib.decompressobj(16 + zlib.MAX_WBITS), False
         if not data:
-            data = f.read(_READ_BYTES)
+            data = f.read(chunk)
             read += len(data)
     if fed:
         raise EOFError("compressed file ended before the end-of-stream marker was reached")

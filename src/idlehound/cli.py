@@ -7,15 +7,15 @@ Exit codes: 0 ok, 1 gate failed, 2 bad input."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
 
 import click
 
-from . import _startup, app
+from . import _startup, app, settings
 from ._version import __version__
+from .capture import CaptureOptions
 from .errors import IdlehoundError
 
 
@@ -41,7 +41,7 @@ def _guard(fn):
         except KeyboardInterrupt:
             _fail("interrupted", 130)
         except Exception as e:  # a bug: say so in one line unless debugging
-            if os.environ.get("IDLEHOUND_DEBUG"):
+            if settings.DEBUG.get():
                 raise
             _fail(f"internal error: {type(e).__name__}: {e} (set IDLEHOUND_DEBUG=1 for the traceback)", 3)
 
@@ -59,7 +59,10 @@ class _Group(click.Group):
         """A Ctrl-C anywhere in a command exits 130, as a shell expects, not click's "Aborted!" and 1."""
         try:
             _startup.restore()
+            settings.check_all()  # a bad IDLEHOUND_* value: one line naming it, exit 2, before any work
             return super().invoke(ctx)
+        except IdlehoundError as e:
+            _fail(str(e))
         except KeyboardInterrupt:
             _fail("interrupted", 130)
 
@@ -67,7 +70,9 @@ class _Group(click.Group):
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="idlehound")
 def main() -> None:
-    """Catch a GPU slacking during PyTorch training, name why, and point at the line."""
+    """Catch a GPU slacking during PyTorch training, name why, and point at the line.
+
+    Environment variables (IDLEHOUND_JOBS, IDLEHOUND_MAX_TRACE_BYTES, ...): docs/environment.md."""
 
 
 @main.command()
@@ -115,7 +120,7 @@ def analyze(**options: Any) -> None:
 @click.option(
     "--logdir",
     type=click.Path(path_type=Path),
-    default=Path("log"),
+    default=CaptureOptions.logdir,
     show_default=True,
     help="Folder for run folders (TensorBoard layout).",
 )
@@ -123,17 +128,21 @@ def analyze(**options: Any) -> None:
 @click.option(
     "--skip",
     type=int,
-    default=10,
+    default=CaptureOptions.skip,
     show_default=True,
     help="Steps to run before profiling (warm-up, compile).",
 )
 @click.option(
-    "--warmup", type=int, default=2, show_default=True, help="Profiler warm-up steps (recorded, discarded)."
+    "--warmup",
+    type=int,
+    default=CaptureOptions.warmup,
+    show_default=True,
+    help="Profiler warm-up steps (recorded, discarded).",
 )
-@click.option("--active", type=int, default=5, show_default=True, help="Steps to record.")
+@click.option("--active", type=int, default=CaptureOptions.active, show_default=True, help="Steps to record.")
 @click.option(
     "--step-on",
-    default="optimizer",
+    default=CaptureOptions.step_on,
     show_default=True,
     help="What ends a step: optimizer, dataloader, or a function name.",
 )
@@ -151,14 +160,14 @@ def analyze(**options: Any) -> None:
 @click.option(
     "--max-window-seconds",
     type=float,
-    default=120.0,
+    default=CaptureOptions.max_window_seconds,
     show_default=True,
     help="Cut the profiled window when it records longer than this (0: no limit).",
 )
 @click.option(
     "--max-window-mb",
     type=float,
-    default=512.0,
+    default=CaptureOptions.max_window_mb,
     show_default=True,
     help="Cut the profiled window when the process grows by more than this while recording (0: no limit).",
 )

@@ -21,3 +21,15 @@ class TraceError(IdlehoundError):
 
 class CaptureError(IdlehoundError):
     """The profiler could not be run on the user's script."""
+
+
+class SettingError(IdlehoundError):
+    """An IDLEHOUND_* environment variable has a value idlehound cannot use (idlehound.settings)."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        self.name = name
+        self.problem = problem
+        super().__init__(f"{name}: {problem}")
+
+    def __reduce__(self):  # pickle by (name, problem), so the error can cross a process boundary
+        return (type(self), (self.name, self.problem))

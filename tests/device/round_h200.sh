@@ -3,7 +3,8 @@
 # trimmed Ray in .raypkg as the device README says): bash tests/device/round_h200.sh OUTDIR PART
 #   PART watch: issue 34's slowdown/on-demand windows and the step clock's cost, issue 31's Ctrl-C stress on the
 #               GPU, issue 32's SIGTERM save time;  PART watch2: the clock's parts, its cost, the windows and
-#               the Ctrl-C stress again after the first call's fixes;  PART ranks: issue 35's scaling curve, local pool vs Ray.
+#               the Ctrl-C stress again after the first call's fixes;  PART watch3: the same after the clock's
+#               grouping of short steps;  PART ranks: issue 35's scaling curve, local pool vs Ray.
 # Everything lands in OUTDIR/summary.txt and OUTDIR/results.tgz (the device returns at most 8 files).
 set -u
 OUT_DIR=${1:?outdir}; PART=${2:?part}
@@ -31,6 +32,12 @@ elif [ "$PART" = watch2 ]; then  # after the clock's memory sampling was made on
   step watch 170 python3 tests/device/watch_h200.py "$RES/watch"
   cp "$RES/watch/log.txt" "$RES/watch.log.txt" 2>/dev/null
   TAILN=16 step sigint_cuda 200 python3 benchmarks/stress_sigint_callbacks.py --cuda --trials 12 --seed 7
+elif [ "$PART" = watch3 ]; then  # after the clock groups short steps under one CUDA event
+  step clock_parts 60 python3 tests/device/clock_parts.py
+  step clock_small 150 python3 benchmarks/bench_step_clock.py --kind small --rounds 300 --block 20 --out "$RES/clock_small.json"
+  step clock_resnet 100 python3 benchmarks/bench_step_clock.py --kind resnet --rounds 40 --block 10 --warmup 20 --out "$RES/clock_resnet.json"
+  step watch 170 python3 tests/device/watch_h200.py "$RES/watch"
+  cp "$RES/watch/log.txt" "$RES/watch.log.txt" 2>/dev/null
 else
   mkdir -p /tmp/raysite && tar -xJf .raypkg/ray-trim.tar.xz -C /tmp/raysite && export PYTHONPATH="$PYTHONPATH:/tmp/raysite"
   log "$(python3 -c 'import ray; print("ray", ray.__version__)' 2>&1 | tail -1)"

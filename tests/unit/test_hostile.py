@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from idlehound import TraceError, analyze, diagnose, load_trace
+from idlehound import SettingError, TraceError, analyze, diagnose, load_trace
 from idlehound.pipeline import analyze_path
 from idlehound.report._data import build, check_document, to_json
 from idlehound.trace import _limits, parse_trace_bytes
@@ -54,7 +54,7 @@ def test_gzip_bomb_stops_at_the_limit_from_the_api_and_the_environment(tmp_path,
     with pytest.raises(TraceError, match="over the 1 MiB limit"):
         load_trace(bomb)
     monkeypatch.setenv("IDLEHOUND_MAX_TRACE_BYTES", "lots")
-    with pytest.raises(TraceError, match="IDLEHOUND_MAX_TRACE_BYTES: must be a positive number"):
+    with pytest.raises(SettingError, match="IDLEHOUND_MAX_TRACE_BYTES: must be a positive number"):
         load_trace(bomb)
 
 
@@ -75,6 +75,20 @@ def test_multi_member_and_truncated_gzip(tmp_path):
     p.write_bytes(gzip.compress(data)[:-30])
     with pytest.raises(TraceError, match="truncated gzip file"):
         load_trace(p)
+
+
+def test_a_gzip_trace_just_over_a_read_piece_is_read_whole(tmp_path):
+    # The gunzipped bytes go to a temporary file that is then mapped: a last piece still in the file object's
+    # buffer (here the 680 bytes past 1 MiB, like a 1,049,256-byte torchrun trace) was cut off, and the trace
+    # refused as "invalid or truncated JSON".
+    head, tail = b'{"traceEvents":[', b'{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":1,"dur":1}]}'
+    pad = b'{"ph":"i","name":"m","pid":1,"tid":1,"ts":0,"s":"t"},'
+    n = (2**20 + 680 - len(head) - len(tail)) // len(pad)
+    data = head + pad * n + b" " * (2**20 + 680 - len(head) - len(tail) - n * len(pad)) + tail
+    assert len(data) == 2**20 + 680
+    p = tmp_path / "over.pt.trace.json.gz"
+    p.write_bytes(gzip.compress(data))
+    assert len(load_trace(p).events) == len(parse_trace_bytes(data).events)
 
 
 # --- nesting, and the scanner that cuts the events into slices -------------------------------------------------

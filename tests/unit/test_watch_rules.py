@@ -4,15 +4,18 @@ and its bound, the control file, `idlehound capture`'s refusals, and the curve's
 import errno
 import json
 import os
+import shutil
 
 import pytest
 from click.testing import CliRunner
 
 from idlehound.capture._clock import StepClock, merge_pairs, read_clock
-from idlehound.capture._control import Poller, RequestExists, read_request, write_request
+from idlehound.capture._control import Poller, RequestExists, read_request, retire_request, write_request
 from idlehound.capture._trigger import Trigger, TriggerRule, parse_when
 from idlehound.cli import main
 from idlehound.report._curve import sparkline, svg_values
+
+from ..conftest import TRACES
 
 
 def feed(trigger, times, start=0):
@@ -54,9 +57,26 @@ def test_it_rearms_after_recovery_and_honours_the_cooldown():
     assert feed(t2, times[40:], start=40) == []
 
 
-def test_every_n_steps():
+def test_every_n_steps_counts_steps_not_times():
     t = Trigger(TriggerRule(every=100, cooldown=0))
-    assert feed(t, [5.0] * 350) == [100, 200, 300]
+    assert [s for s in range(350) if t.every_due(s)] == [100, 200, 300]
+    assert feed(t, [5.0] * 350) == []  # step times never decide it (on CUDA they arrive late, rank by rank)
+    t2 = Trigger(TriggerRule(every=100, cooldown=150))
+    t2.window_ended(105)
+    assert [s for s in range(500) if t2.every_due(s)] == [300, 400]  # not within 150 steps after the window
+
+
+def test_a_slowdown_window_asked_by_another_rank_serves_this_ranks_rise():
+    # Rank 1 saw the slowdown first and asked; its window ended at step 140 while this rank's rolling median was
+    # over the line too: this rank must not ask for a second window for the same rise once its cool-down ends.
+    t = Trigger(TriggerRule(slower=1.3, k=5, baseline=10, cooldown=20))
+    assert feed(t, [10.0] * 20 + [30.0] * 6) == []  # over the line, not yet for K steps
+    t.window_ended(26, slowdown=True)
+    assert feed(t, [30.0] * 100, start=26) == []
+    # back to normal, then a new rise: that one is caught
+    assert feed(t, [10.0] * 10 + [30.0] * 20, start=126) == [
+        126 + 10 + 2 + 5 - 1
+    ]  # the 3rd slow step tips the median of 5; then K steps
 
 
 @pytest.mark.parametrize("text", ["faster=2", "slower=1", "slower=0.5", "slower=x", "slower=nan", "slower"])
@@ -129,10 +149,29 @@ def test_one_request_at_a_time_and_each_is_seen_once(tmp_path):
     assert poller.poll(101.0) is None
 
 
+def test_a_request_is_retired_once_even_by_several_ranks_at_once(tmp_path):
+    (tmp_path / "control").mkdir()
+    old = write_request(tmp_path, 120, 3, by="test")
+    retire_request(tmp_path, old["id"])  # the last rank to answer
+    assert read_request(tmp_path) is None and (tmp_path / "control" / f"done.{old['id']}.json").is_file()
+    new = write_request(tmp_path, 300, 3, by="idlehound capture")
+    retire_request(tmp_path, old["id"])  # a slower rank retiring the old one again: the new request stays
+    assert read_request(tmp_path) == new
+    (tmp_path / "control" / f"done.{new['id']}.json").write_text("{}")  # as if another rank linked it first
+    retire_request(tmp_path, new["id"])
+    assert read_request(tmp_path) == new  # only the one whose link won removes it
+
+
 def test_a_malformed_request_is_never_acted_on(tmp_path):
     (tmp_path / "control").mkdir()
     (tmp_path / "control" / "request.json").write_text('{"id": "x", "at_step": "soon"}')
     assert read_request(tmp_path) is None and Poller(tmp_path).poll(1.0) is None
+    big = {"id": "x", "at_step": 100, "steps": 3, "by": "x" * 70_000}  # the training process never reads it
+    (tmp_path / "control" / "request.json").write_text(json.dumps(big))
+    assert read_request(tmp_path) is None and Poller(tmp_path).poll(2.0) is None
+    big["by"] = "x" * 60_000
+    (tmp_path / "control" / "request.json").write_text(json.dumps(big))
+    assert read_request(tmp_path) == big
 
 
 def running_folder(tmp_path, **changes):
@@ -181,6 +220,67 @@ def test_capture_asks_ahead_and_refuses_a_second_ask_while_the_first_is_pending(
     assert req["steps"] == 3 and req["at_step"] > 40  # past the newest step the clock has seen
     code, out = capture_cli(run, "--wait", "0")
     assert code == 2 and "asked for already" in out and len(out.strip().splitlines()) == 1
+
+
+def test_capture_names_a_corrupt_or_huge_run_json(tmp_path):
+    run = running_folder(tmp_path)
+    (run / "run.json").write_text('{"idlehound_run": 1, "status": "runn')
+    code, out = capture_cli(run, "--wait", "0")
+    assert code == 2 and "run.json: not valid JSON" in out and len(out.strip().splitlines()) == 1
+    big = json.dumps({"idlehound_run": 1, "status": "running"}) + " " * (64 * 2**20)  # past the 64 MiB cap
+    (run / "run.json").write_text(big)
+    code, out = capture_cli(run, "--wait", "0")
+    assert code == 2 and "run.json" in out and "limit" in out and len(out.strip().splitlines()) == 1
+
+
+def watched_copy(tmp_path):
+    """A recorded run folder with a step clock and one later window folder (its trace: the first's, copied)."""
+    run = tmp_path / "run"
+    shutil.copytree(TRACES / "pageable", run)
+    rows = "".join(f"[{s},1,10.0,10.0,0.0,null,{s / 100}]\n" for s in range(1, 200))
+    (run / "steps.jsonl").write_text('{"idlehound_steps": 1, "clock": "host"}\n' + rows)
+    win = run / "windows" / "step100"
+    win.mkdir(parents=True)
+    for f in run.glob("*.json.gz"):
+        shutil.copy(f, win / f.name)
+    return run, win
+
+
+def report_cli(run, out):
+    r = CliRunner().invoke(main, ["report", str(run), "-o", str(out)])
+    return r.exit_code, r.output
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ('{"start_step": 100, "steps": 5, "stat', "window.json: not valid JSON"),
+        ('{"start_step": "100", "steps": 5, "status": "saved"}', "window.json: 'start_step' must be int"),
+        ('{"start_step": 100, "steps": 5, "status": ["saved"]}', "window.json: 'status' must be str"),
+        ("[1, 2]", "window.json: not an idlehound window.json"),
+    ],
+)
+def test_report_names_a_corrupt_window_json(tmp_path, text, problem):
+    run, win = watched_copy(tmp_path)
+    (win / "window.json").write_text(text)
+    code, out = report_cli(run, tmp_path / "r.md")
+    assert code == 2 and problem in out and len(out.strip().splitlines()) == 1, out
+    assert not (tmp_path / "r.md").exists()
+
+
+def test_report_names_a_corrupt_window_report_and_compares_a_good_one(tmp_path):
+    run, win = watched_copy(tmp_path)
+    (win / "window.json").write_text(
+        '{"start_step": 100, "steps": 5, "reason": "every 100 steps", "status": "saved"}'
+    )
+    (win / "report.json").write_text('{"metrics": {"step_ms"')
+    code, out = report_cli(run, tmp_path / "r.md")
+    assert code == 2 and "report.json: not valid JSON" in out and "delete it" in out, out
+    (win / "report.json").unlink()  # analysed again: the same trace as the first window, so nothing grew
+    code, out = report_cli(run, tmp_path / "r.md")
+    assert code == 0, out
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("window at step 100")]
+    assert "(1.00x)" in line and "no cause grew by 5% of the step or more" in line
 
 
 def test_capture_on_a_full_disk_says_so(tmp_path, monkeypatch):

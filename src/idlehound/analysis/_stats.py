@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Optional
 
 import numpy as np
@@ -132,10 +133,11 @@ def _tensor_cores_by_dtype(ctx: _Context, k: np.ndarray, st: KernelStats, fam: d
         return
     kk = k[np.isin(ev.name[k], list(unsure))]
     ops = ctx.op_of_ext(ev.ext[kk])
-    for j, o in zip(kk.tolist(), ops.tolist()):
+    types = ev.input_types(ops)
+    for j, o, t in zip(kk.tolist(), ops.tolist(), types):
         if o < 0 or not roles.MATMUL_OP_RE.match(ev.names[ev.name[o]]):
             continue
-        if roles.dtype_precision(ev.extra["input_type"].get(o, ())) == "tensor_core":
+        if roles.dtype_precision(t) == "tensor_core":
             st.tensor_core_ns += int(ev.dur[j])
             fam[roles.kernel_family(ev.names[ev.name[j]])][2] = "tensor_core"
 
@@ -152,8 +154,8 @@ def _fp32_ops(ctx: _Context, k: np.ndarray) -> tuple[list[str], np.ndarray]:
     fk = k[np.array([prec[n] == "fp32" for n in ev.name[k]], dtype=bool)]
     ops = ctx.op_of_ext(ev.ext[fk])
     names, kept = set(), []
-    for o in ops[ops >= 0]:
-        types = ev.extra["input_type"].get(int(o), ())
+    ops = ops[ops >= 0]
+    for o, types in zip(ops.tolist(), ev.input_types(ops)):
         if not types or "float" in types:
             names.add(ev.names[ev.name[o]])
             kept.append(int(o))
@@ -170,7 +172,7 @@ def _op_location(ctx: _Context, smap: SourceMap, ops: np.ndarray, main_tid: int)
     return loc or smap.locate(np.array([main_tid]), ev.ts[o : o + 1])[0]
 
 
-def _sparse_col(values: dict[int, float], k: np.ndarray) -> np.ndarray:
+def _sparse_col(values: Mapping[int, float], k: np.ndarray) -> np.ndarray:
     """values[j] for each j in k (nan where absent), without a dict lookup per event."""
     if not values:
         return np.full(len(k), np.nan)

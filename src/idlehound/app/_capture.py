@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -13,7 +13,7 @@ from ._after import analyze_run, report_ranks
 from ._watch import watch_flags, watch_options
 
 if TYPE_CHECKING:
-    from ..capture import RunResult
+    from ..capture import CaptureOptions, RunResult
 
 
 def profile(*args: Any, **kwargs: Any) -> Any:
@@ -32,8 +32,8 @@ def _after_profile(run_dir: Path, print_report: bool) -> Any:
 class RunOptions:
     """What `idlehound run` was asked: one field per command-line option, under the option's own name.
 
-    The fields CaptureOptions names alike (logdir, run_name, the schedule, stop_after, profile_memory, the window
-    limits, run_dir) reach it as they are; the rest say what to run, on how many processes, and what to do after.
+    capture_options() turns it into the CaptureOptions of the run (whose defaults the options show); the rest
+    says what to run, on how many processes, and what to do after.
     """
 
     module: Optional[str]
@@ -87,7 +87,7 @@ def run(o: RunOptions) -> tuple[int, Optional[str]]:
 
 def capture(o: RunOptions) -> RunResult:
     """Run the script (or module) under the profiler, on nproc processes through torchrun when nproc > 1."""
-    from ..capture import CaptureOptions, run_distributed, run_script
+    from ..capture import run_distributed, run_script
     from ..runfolder import check_run_name
 
     if o.module is None and not o.script_and_args:
@@ -103,12 +103,21 @@ def capture(o: RunOptions) -> RunResult:
         if o.module
         else (o.script_and_args[0], list(o.script_and_args[1:]))
     )
-    same = {f.name for f in fields(CaptureOptions)} & {f.name for f in fields(RunOptions)} - {"watch"}
-    opts = CaptureOptions(with_stack=not o.no_stack, **{name: getattr(o, name) for name in same})
-    opts.watch = watch_options(o)
+    opts = capture_options(o)
     if o.nproc is not None and o.nproc > 1:
         return run_distributed(target, args, o.nproc, o.module is not None, opts, _inner_flags(o))
     return run_script(target, args, module=o.module is not None, opts=opts)
+
+
+def capture_options(o: RunOptions) -> CaptureOptions:
+    """The capture `idlehound run` was asked for. IdlehoundError on a bad --watch option."""
+    from ..capture import CaptureOptions
+
+    opts = CaptureOptions(logdir=o.logdir, run_name=o.run_name, run_dir=o.run_dir, watch=watch_options(o))
+    opts.skip, opts.warmup, opts.active, opts.step_on = o.skip, o.warmup, o.active, o.step_on  # the window
+    opts.stop_after, opts.with_stack, opts.profile_memory = o.stop_after, not o.no_stack, o.profile_memory
+    opts.max_window_seconds, opts.max_window_mb = o.max_window_seconds, o.max_window_mb  # its budgets
+    return opts
 
 
 def _inner_flags(o: RunOptions) -> list[str]:

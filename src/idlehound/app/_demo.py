@@ -17,6 +17,7 @@ def run_demo(
     print_report: bool = True,
 ):
     """Train the baseline under idlehound.profile and return (result, run_dir, throughput)."""
+    from ..capture import CaptureOptions
     from ..workloads.resnet import Trainer, baseline, default_device
 
     device = device or default_device()
@@ -26,7 +27,8 @@ def run_demo(
     if batch_size:
         cfg = replace(cfg, batch_size=batch_size)
     gpu = device != "cpu"
-    skip, warmup, active = (10, 2, 5) if gpu else (2, 1, 3)
+    d = CaptureOptions
+    skip, warmup, active = (d.skip, d.warmup, d.active) if gpu else (2, 1, 3)  # a CPU step takes seconds
     total = steps or (skip + warmup + active + (20 if gpu else 3))
     total = max(total, skip + warmup + active + 1)
     trainer = Trainer(cfg)

@@ -7,21 +7,23 @@ window is compared with, and `idlehound analyze RUN` reads it as before.
 
 from __future__ import annotations
 
-import json
 import math
 import os
+import re
 import statistics
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..errors import IdlehoundError
+from ..errors import IdlehoundError, TraceError
 
 if TYPE_CHECKING:
     from ..capture import WatchOptions
     from ._capture import RunOptions
 
 WAIT_POLL_S = 0.2
+GREW_SHARE = 0.05  # a cause "grew" when it rose by at least this share of the first window's step time
+MAX_RANK_REPORTS = 32  # rank reports read for a window's per-rank line (each a few MB)
 
 
 # ---- idlehound run --watch
@@ -103,18 +105,14 @@ def capture(run_dir: Path, steps: int, wait_s: float) -> str:
 
 
 def _running_job(run_dir: Path) -> tuple[dict[str, Any], int]:
-    """run.json (or rank 0's) of a job that is running under --watch, and its world size; else IdlehoundError."""
-    from ..runfolder import CONTROL, RANK_RUN_GLOB, RUN, run_file
+    """run.json (or rank 0's) of a job that is running under --watch, and its world size; else IdlehoundError
+    (a run.json that is not readable JSON, or too large: TraceError naming it)."""
+    from ..runfolder import CONTROL, RANK_RUN_GLOB, RUN, read_json, run_file
 
     if not run_dir.is_dir():
         raise IdlehoundError(f"{run_dir}: no such run folder")
     files = [run_file(run_dir, None, RUN)] + sorted(run_dir.glob(RANK_RUN_GLOB))
-    infos = []
-    for f in files:
-        try:
-            infos.append(json.loads(f.read_text()))
-        except (OSError, ValueError):
-            continue
+    infos = [read_json(f) for f in files if f.is_file()]  # written whole (write_text): never half a file
     infos = [i for i in infos if isinstance(i, dict) and i.get("idlehound_run")]
     if not infos:
         raise IdlehoundError(f"{run_dir}: not an idlehound run folder (no run.json)")
@@ -193,13 +191,18 @@ def _wait(run_dir: Path, req: dict[str, Any], world: int, wait_s: float) -> str:
 
 # ---- idlehound report RUN: the curve and the comparisons
 def step_curve(run_dir: Path, base_doc: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
-    """The run's step clock and windows, each later window compared with the first; None without a clock."""
-    from ..capture import read_clock
-    from ..runfolder import clock_file, read_run_info
+    """The run's step clock and windows, each later window compared with the first; None without a clock.
 
-    path = clock_file(run_dir, None)
+    In a multi-rank run folder it is the analysed rank's (the rank of base_doc's worker): its clock, its first
+    window, and each later window's trace of that same rank; a line per window gives every rank's step time."""
+    from ..capture import read_clock
+    from ..runfolder import RUN, clock_file, rank_of, read_run_info, run_file
+
+    worker = str(((base_doc or {}).get("trace") or {}).get("worker") or "")
+    rank = rank_of(worker) if worker else None
+    path = clock_file(run_dir, rank)
     if not path.is_file():
-        ranks = sorted(run_dir.glob("steps.rank*.jsonl"))
+        ranks = sorted(run_dir.glob("steps*.jsonl"))
         if not ranks:
             return None
         path = ranks[0]
@@ -207,7 +210,8 @@ def step_curve(run_dir: Path, base_doc: Optional[dict[str, Any]]) -> Optional[di
         header, rows = read_clock(path)
     except (OSError, ValueError) as e:
         raise IdlehoundError(f"{path}: not a step clock ({e})") from None
-    info = read_run_info(run_dir) if (run_dir / "run.json").is_file() else {}
+    own = rank if rank is not None and run_file(run_dir, rank, RUN).is_file() else None
+    info = read_run_info(run_dir, own)  # {} without one; a bad one: TraceError naming it
     windows, notes, comparisons = [], [], []
     sched = info.get("schedule") or {}
     if info.get("traces") and sched:
@@ -224,7 +228,7 @@ def step_curve(run_dir: Path, base_doc: Optional[dict[str, Any]]) -> Optional[di
     watch: dict[str, Any] = raw if isinstance(raw, dict) else {}
     same_host = watch.get("host") == os.uname().nodename
     running = info.get("status") == "running" and (not same_host or _alive(watch.get("pid")))
-    for w in _later_windows(run_dir):
+    for w, others in _later_windows(run_dir, rank):
         windows.append(w)
         if w.get("status") == "recording" and not running:
             notes.append(
@@ -232,9 +236,15 @@ def step_curve(run_dir: Path, base_doc: Optional[dict[str, Any]]) -> Optional[di
             )
         elif w.get("note"):
             notes.append(f"window at step {w['start_step']}: {w['note']}")
-        doc = _window_doc(run_dir / w["folder"]) if w.get("status") == "saved" else None
+        notes += _disagreeing(w, others)
+        folder = run_dir / w["folder"]
+        doc = _window_doc(folder, rank) if w.get("status") == "saved" else None
         if doc is not None and base_doc is not None:
-            comparisons.append(compare_window(base_doc, doc, int(w["start_step"])))
+            comparisons.append(compare_window(base_doc, doc, int(w["start_step"]), rank))
+        if others:
+            line = _ranks_line(folder, int(w["start_step"]))
+            if line:
+                comparisons.append(line)
     return {
         "clock": str(header.get("clock", "host")),
         "rows": rows,
@@ -244,37 +254,123 @@ def step_curve(run_dir: Path, base_doc: Optional[dict[str, Any]]) -> Optional[di
     }
 
 
-def _later_windows(run_dir: Path) -> list[dict[str, Any]]:
+# window.json's fields the report reads: name -> allowed types (start_step and steps also >= 0)
+WINDOW_FIELDS: dict[str, tuple[type, ...]] = {
+    "start_step": (int,),
+    "steps": (int,),
+    "reason": (str,),
+    "status": (str,),
+    "note": (str, type(None)),
+}
+
+
+def _later_windows(run_dir: Path, rank: Optional[int]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """Each later window as `rank` saw it (window.json alone; under torchrun window.rankN.json, or the lowest
+    rank's when that rank has none), with every rank's own, in step order."""
     from ..runfolder import WINDOWS
 
     out = []
-    for f in sorted((run_dir / WINDOWS).glob("step*/window.json")):
-        try:
-            w = json.loads(f.read_text())
-        except (OSError, ValueError):
-            w = {"start_step": int(f.parent.name[4:] or 0), "steps": 0, "reason": "?", "status": "unreadable"}
-        if isinstance(w, dict) and isinstance(w.get("start_step"), int):
-            w["folder"] = f"{WINDOWS}/{f.parent.name}"
-            out.append(w)
-    return sorted(out, key=lambda w: w["start_step"])
+    for folder in sorted((run_dir / WINDOWS).glob("step*")):
+        files = sorted(folder.glob("window*.json"))
+        if not files:
+            continue
+        per_rank = [_read_window(f) for f in files]
+        mine = next((w for w in per_rank if w.get("rank") == rank), per_rank[0])
+        w = {**mine, "folder": f"{WINDOWS}/{folder.name}"}
+        out.append((w, [x for x in per_rank if x is not mine] if len(per_rank) > 1 else []))
+    return sorted(out, key=lambda x: int(x[0]["start_step"]))
 
 
-def _window_doc(folder: Path) -> Optional[dict[str, Any]]:
-    """The window's report (its child process wrote report.json), or its analysis now."""
-    rep = folder / "report.json"
-    if rep.is_file():
-        try:
-            doc = json.loads(rep.read_text())
-            if isinstance(doc, dict) and "metrics" in doc:
-                return doc
-        except (OSError, ValueError):
-            pass
+def _read_window(path: Path) -> dict[str, Any]:
+    """A window.json, checked: TraceError naming the file and the field when it is not what capture writes."""
+    from ..runfolder import read_json
+
+    w = read_json(path)
+    if not isinstance(w, dict):
+        raise TraceError(path, "not an idlehound window.json (the top level is not an object)")
+    for key, types in WINDOW_FIELDS.items():
+        value = w.get(key)
+        if (key in w or key in ("start_step", "steps", "status")) and (
+            not isinstance(value, types) or isinstance(value, bool)
+        ):
+            raise TraceError(
+                path, f"'{key}' must be {' or '.join(t.__name__ for t in types)}, not {value!r:.40}"
+            )
+    if w["start_step"] < 0 or not 0 <= w["steps"] <= 10**6:
+        raise TraceError(path, "'start_step' and 'steps' must be >= 0")
+    w.setdefault("reason", "?")
+    return w
+
+
+def _disagreeing(w: dict[str, Any], others: list[dict[str, Any]]) -> list[str]:
+    """A note for each rank whose window ended otherwise than the reported rank's (saved on one, refused on
+    another: a disk check or cap seen differently)."""
+    return [
+        f"window at step {w['start_step']}: rank {o.get('rank')} {o['status']}"
+        + (f" ({o['note']})" if o.get("note") else "")
+        for o in others
+        if o["status"] != w["status"]
+    ]
+
+
+def _window_doc(folder: Path, rank: Optional[int]) -> Optional[dict[str, Any]]:
+    """The window's report of `rank` (report.json, or report.rankN.json: the job's child process wrote it as the
+    window ended), or its analysis now; None when the folder holds no trace of that rank."""
     from ..pipeline import analyze_path
+    from ..runfolder import rank_of, run_file
 
-    return analyze_path(folder).doc
+    doc = _report_file(run_file(folder, rank, "report"))
+    if doc is not None:
+        return doc
+    worker = None
+    if rank is not None:
+        workers = sorted({p.name.split(".")[0] for p in folder.glob("*.pt.trace.json*")})
+        worker = next((wk for wk in workers if rank_of(wk) == rank), None)
+        if worker is None:
+            return None
+    return analyze_path(folder, worker=worker).doc
 
 
-def compare_window(base: dict[str, Any], win: dict[str, Any], step: int) -> str:
+def _report_file(path: Path) -> Optional[dict[str, Any]]:
+    """A window's report.json; None when there is none; TraceError when it is not readable or not a report."""
+    from ..runfolder import read_json
+
+    if not path.is_file():
+        return None
+    try:
+        doc = read_json(path)
+    except TraceError as e:
+        raise TraceError(
+            path, f"{e.problem}; delete it and `idlehound report` analyses the window again"
+        ) from None
+    if (
+        not isinstance(doc, dict)
+        or not isinstance(doc.get("metrics"), dict)
+        or not isinstance(doc.get("trace"), dict)
+    ):
+        raise TraceError(path, "not an idlehound report (no 'metrics' and 'trace' objects)")
+    return doc
+
+
+def _ranks_line(folder: Path, step: int) -> Optional[str]:
+    """Every rank's step time in the window (the step_ms of each rank's report.rankN.json, which the job's
+    children wrote as the window ended; nothing is analysed here): which rank was slow in it."""
+    now: dict[int, float] = {}
+    named = [(re.fullmatch(r"report\.rank(\d+)\.json", p.name), p) for p in folder.glob("report.rank*.json")]
+    files = sorted((int(m.group(1)), p) for m, p in named if m)
+    for r, p in files[:MAX_RANK_REPORTS]:
+        doc = _report_file(p)
+        ms = _metric(doc, "step_ms") if doc else None
+        if ms is not None:
+            now[r] = ms
+    if not now:
+        return None
+    parts = [f"rank {r} {ms:.3g} ms" for r, ms in sorted(now.items())]
+    more = f" (the first {MAX_RANK_REPORTS} ranks' reports read)" if len(files) > MAX_RANK_REPORTS else ""
+    return f"window at step {step:,}, step time by rank: " + ", ".join(parts) + more
+
+
+def compare_window(base: dict[str, Any], win: dict[str, Any], step: int, rank: Optional[int] = None) -> str:
     """One sentence: how the window differs from the first, the cause that grew most, by how much, at which line."""
     b_ms, w_ms = _metric(base, "step_ms"), _metric(win, "step_ms")
     parts = []
@@ -288,7 +384,7 @@ def compare_window(base: dict[str, Any], win: dict[str, Any], step: int) -> str:
         and w_u is not None
     ):
         parts.append(f"GPU idle {100 - b_u:.0f}% -> {100 - w_u:.0f}%")
-    grew = _largest_growth(base, win)
+    grew = _largest_growth(base, win, GREW_SHARE * (b_ms or 0.0))
     if grew is not None:
         cause, before, after = grew
         line = _line_of(win, cause)
@@ -297,8 +393,9 @@ def compare_window(base: dict[str, Any], win: dict[str, Any], step: int) -> str:
             + (f", {line}" if line else "")
         )
     else:
-        parts.append("no cause grew")
-    return f"window at step {step:,} vs the first: " + "; ".join(parts)
+        parts.append(f"no cause grew by {GREW_SHARE:.0%} of the step or more")
+    who = "" if rank is None else f" (rank {rank})"
+    return f"window at step {step:,} vs the first{who}: " + "; ".join(parts)
 
 
 def _metric(doc: dict[str, Any], key: str) -> Optional[float]:
@@ -322,13 +419,16 @@ def _causes(doc: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def _largest_growth(base: dict[str, Any], win: dict[str, Any]) -> Optional[tuple[str, float, float]]:
+def _largest_growth(
+    base: dict[str, Any], win: dict[str, Any], floor_ms: float
+) -> Optional[tuple[str, float, float]]:
+    """The cause whose ms per step rose most, when it rose by more than floor_ms (and at all); else None."""
     b, w = _causes(base), _causes(win)
     growth = {k: w[k] - b.get(k, 0.0) for k in w}
     if not growth:
         return None
     cause = max(growth, key=lambda k: growth[k])
-    return (cause, b.get(cause, 0.0), w[cause]) if growth[cause] > 0 else None
+    return (cause, b.get(cause, 0.0), w[cause]) if growth[cause] > max(floor_ms, 0.0) else None
 
 
 def _line_of(doc: dict[str, Any], cause: str) -> Optional[str]:

@@ -4,12 +4,14 @@ import sys as _sys
 
 from .. import runfolder
 from .. import sampler as _sampler  # noqa: F401 - moved to idlehound.sampler; tests/unit/test_sampler.py
+from ..runfolder import new_run_dir
 from ._api import profile
 from ._clock import read_clock
 from ._control import LEAD_S, RequestExists, read_acks, read_request, retire_request, write_request
+from ._options import CaptureOptions
 from ._quiet import kineto_quiet
 from ._runner import RunResult, run_distributed, run_script, wait_for_ranks
-from ._session import CaptureOptions, Session, active_session, new_run_dir
+from ._session import Session, active_session
 from ._signals import EXIT_SIGINT, EXIT_SIGTERM, Terminated, sigterm_raises
 from ._trigger import parse_when
 from ._watch import WatchOptions

@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Union
 
-from ._session import CaptureOptions, Session
+from ._options import CaptureOptions
+from ._session import Session
 from ._signals import EXIT_SIGTERM, Terminated
 from ._watch import WatchOptions
 
@@ -31,19 +32,19 @@ class profile:  # noqa: N801 - used like torch.profiler.profile
 
     def __init__(
         self,
-        logdir: Union[str, Path] = "log",
+        logdir: Union[str, Path] = CaptureOptions.logdir,
         run_name: Optional[str] = None,
-        skip: int = 10,
-        warmup: int = 2,
-        active: int = 5,
-        step_on: str = "optimizer",
-        with_stack: bool = True,
-        record_shapes: bool = True,
-        profile_memory: bool = False,
+        skip: int = CaptureOptions.skip,
+        warmup: int = CaptureOptions.warmup,
+        active: int = CaptureOptions.active,
+        step_on: str = CaptureOptions.step_on,
+        with_stack: bool = CaptureOptions.with_stack,
+        record_shapes: bool = CaptureOptions.record_shapes,
+        profile_memory: bool = CaptureOptions.profile_memory,
         analyze: bool = True,
         print_report: bool = True,
-        progress: bool = True,
-        sample_hz: float = 15.0,
+        progress: bool = CaptureOptions.progress,
+        sample_hz: float = CaptureOptions.sample_hz,
         on_finish: Optional[Callable[[Path, bool], Any]] = None,
         watch: Optional[WatchOptions] = None,
     ) -> None:

@@ -17,11 +17,13 @@ import uuid
 from pathlib import Path
 from typing import Any, Optional
 
-from ..runfolder import CONTROL
+from ..errors import TraceError
+from ..runfolder import CONTROL, read_json
 
 REQUEST = "request.json"
 POLL_S = 0.25
 LEAD_S = 3.0  # how far ahead a request's step lies: the ranks' poll and the clock's flush fit well inside
+MAX_CONTROL_BYTES = 64 * 1024  # a request or an ack is ~200 bytes; the training process never reads a big one
 
 
 class RequestExists(Exception):
@@ -54,10 +56,7 @@ def write_request(run_dir: Path, at_step: int, steps: int, by: str) -> dict[str,
 
 def read_request(run_dir: Path) -> Optional[dict[str, Any]]:
     """The request in the folder, or None (none, or not readable: a reader never acts on a bad one)."""
-    try:
-        req = json.loads((control_dir(run_dir) / REQUEST).read_text())
-    except (OSError, ValueError):
-        return None
+    req = _read_small(control_dir(run_dir) / REQUEST)
     ok = (
         isinstance(req, dict)
         and isinstance(req.get("id"), str)
@@ -68,11 +67,21 @@ def read_request(run_dir: Path) -> Optional[dict[str, Any]]:
 
 
 def retire_request(run_dir: Path, request_id: str) -> None:
-    """Move a finished request aside so the next one can be made (only the request with this id)."""
+    """Move a finished request aside so the next one can be made (only the request with this id).
+
+    Several ranks (and `idlehound capture`) may retire the same request at once: linking done.<id>.json
+    succeeds for one of them only, and only that one removes request.json, so a newer request written in
+    between is never moved aside in the old one's name."""
     req = read_request(run_dir)
-    if req is not None and req["id"] == request_id:
-        with contextlib.suppress(OSError):
-            os.replace(control_dir(run_dir) / REQUEST, control_dir(run_dir) / f"done.{request_id}.json")
+    if req is None or req["id"] != request_id:
+        return
+    folder = control_dir(run_dir)
+    try:
+        os.link(folder / REQUEST, folder / f"done.{request_id}.json")
+    except OSError:  # another retired it first (or the disk is full: the asker's wait says so)
+        return
+    with contextlib.suppress(OSError):
+        os.unlink(folder / REQUEST)
 
 
 def write_ack(run_dir: Path, request_id: str, rank: Optional[int], **state: Any) -> None:
@@ -86,11 +95,18 @@ def write_ack(run_dir: Path, request_id: str, rank: Optional[int], **state: Any)
 def read_acks(run_dir: Path, request_id: str) -> list[dict[str, Any]]:
     out = []
     for p in sorted(control_dir(run_dir).glob(f"ack.{request_id}.rank*.json")):
-        with contextlib.suppress(OSError, ValueError):
-            a = json.loads(p.read_text())
-            if isinstance(a, dict):
-                out.append(a)
+        a = _read_small(p)
+        if isinstance(a, dict):
+            out.append(a)
     return out
+
+
+def _read_small(path: Path) -> Any:
+    """A control file's JSON, or None when it is missing, not JSON, or over MAX_CONTROL_BYTES."""
+    try:
+        return read_json(path, MAX_CONTROL_BYTES)
+    except (TraceError, OSError):
+        return None
 
 
 class Poller:

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import NoReturn, Optional
 
 from ..errors import CaptureError
-from ._session import CaptureOptions, Session, StopRun
+from ._options import CaptureOptions
+from ._session import Session, StopRun
 from ._signals import EXIT_SIGINT, EXIT_SIGTERM, Terminated
 
 

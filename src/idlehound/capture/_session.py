@@ -1,67 +1,36 @@
-"""A capture session: the profiler, how steps are found, the run folder, run.json and the sidecar."""
+"""A capture session: the profiler's window over the run's steps, from its start to its end.
+
+Its other jobs each have a module: the options (_options), Ctrl-C and SIGTERM while a profiler call runs
+(_signals.SignalGate), what ends a step and the step times (_stepping), and the run folder's files (_runinfo).
+"""
 
 from __future__ import annotations
 
-import _thread
-import contextlib
-import datetime as _dt
 import os
-import platform
-import signal
-import socket
-import statistics
 import sys
-import threading
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .. import sampler as _sampler
 from ..errors import CaptureError
-from ..runfolder import (
-    RUN,
-    SAMPLES,
-    make_dir,
-    new_run_dir,
-    shared_run_dir,
-    sidecar_file,
-    trace_file,
-    worker_name,
-    write_run_file,
-)
+from ..runfolder import SAMPLES, write_run_file
 from ._budget import Watchdog
 from ._dataloader import record_dataloaders
+from ._options import CaptureOptions
 from ._quiet import kineto_quiet
-from ._sidecar import write_sidecar
-from ._signals import EXIT_SIGINT, EXIT_SIGTERM, call_previous
-from ._watch import Watcher, WatchOptions
-
-
-@dataclass
-class CaptureOptions:
-    """How to profile. The window is steps [skip + warmup, skip + warmup + active) of the run."""
-
-    logdir: Path = Path("log")
-    run_name: Optional[str] = None
-    skip: int = 10
-    warmup: int = 2
-    active: int = 5
-    step_on: str = "optimizer"  # "optimizer", "dataloader", "manual", or a function name
-    stop_after: bool = False
-    with_stack: bool = True
-    record_shapes: bool = True
-    profile_memory: bool = False
-    sample_hz: float = 15.0
-    progress: bool = True
-    run_dir: Optional[Path] = None  # an existing folder to write into (ranks of one job share one)
-    max_window_seconds: float = 120.0  # cut the window when it records longer than this (0: no limit)
-    max_window_mb: float = (
-        512.0  # ... or when the process grows by more than this while recording (0: no limit)
-    )
-    extra: dict[str, Any] = field(default_factory=dict)  # merged into run.json
-    watch: Optional[WatchOptions] = None  # later windows on demand or on a slowdown (capture/_watch.py)
-
+from ._runinfo import (
+    distributed_rank,
+    ended_by,
+    export_window,
+    session_dir,
+    this_worker,
+    torch_flags,
+    write_run_json,
+)
+from ._signals import SignalGate
+from ._stepping import RECORDED, count_child_processes, step_hook, step_timing
+from ._watch import Watcher
 
 MAX_TIMED_AFTER_WINDOW = 500  # steps timed after the window (CUDA events and host clock): enough for the
 # means, bounded for long jobs (run.json and memory would otherwise grow with every step)
@@ -89,10 +58,10 @@ class Session:
             ) from None
         self.opts = opts
         self.rank = distributed_rank()
-        self.run_dir = _session_dir(opts, label, self.rank)
+        self.run_dir = session_dir(opts, label, self.rank)
         self.command = command
         self._cwd = os.getcwd()  # where relative frame file names are found, should the script chdir
-        self.worker = _worker_name()
+        self.worker = this_worker()
         self.traces: list[str] = []
         self.loaders: list[dict[str, Any]] = []
         self.step_num = 0
@@ -116,14 +85,11 @@ class Session:
         self._timing: Optional[dict[str, Any]] = None
         self._stopped = False
         self._profiled = False  # the profiler ran once already (one window per run)
-        self._prev_handlers: dict[int, Any] = {}
-        self._busy = False  # inside a profiler call: signals wait until it returns
+        self._gate = SignalGate(self._cut_window, self._say, lambda: self._stopped)
         self._hurry = False  # saving after SIGTERM: write the trace as recorded, leave the rest for later
-        self._pending: list[int] = []
         self._watchdog: Optional[Watchdog] = None
         self._cut_reason: Optional[str] = None  # a budget the window passed ("time", "memory")
         self._cut_step: Optional[int] = None  # the step during which the window was cut
-        self._cut_signals = 0  # simulated Ctrl-Cs the watchdog sent that are still to arrive
         self._cut_at_step = False  # the watchdog could not signal: cut at the next step end
         self._t_window = time.monotonic()
         self.window_info: dict[str, Any] = {"cut_by": "not reached"}
@@ -143,22 +109,24 @@ class Session:
         acts = [ProfilerActivity.CPU]
         if torch.cuda.is_available():
             acts.append(ProfilerActivity.CUDA)
-        self._install_signals()
+        self._gate.install()  # Ctrl-C and SIGTERM: held while a profiler call runs, then handled as before
         self._undo.append(record_dataloaders(self.loaders))
-        self._undo.append(_count_child_processes(self.facts))
-        self._install_stepper()
+        self._undo.append(count_child_processes(self.facts))
+        stepper = step_hook(o.step_on, self.step, self._on_optimizer_step)
+        if stepper is not None:
+            self._undo.append(stepper)
         self.watcher = Watcher(self, o.watch).start()  # the step clock, and --watch
         self.sampler = _sampler.Sampler(hz=o.sample_hz).start() if o.sample_hz > 0 else None
         self._make_profiler = lambda: profile(
             activities=acts,
             schedule=self._schedule,
-            on_trace_ready=self._on_trace,
+            on_trace_ready=lambda prof: export_window(self, prof),
             with_stack=o.with_stack,
             record_shapes=o.record_shapes,
             profile_memory=o.profile_memory,
         )
         self._maybe_start_profiler()
-        self._write_run_json(status="running")
+        write_run_json(self, "running")
         _ACTIVE.append(self)
         return self
 
@@ -169,7 +137,7 @@ class Session:
         """
         if self._prof is not None or self._profiled or self.step_num < self.opts.skip:
             return
-        with self._held():
+        with self._gate.held():
             try:
                 with kineto_quiet():
                     self._profiled = True
@@ -190,7 +158,7 @@ class Session:
         """One training step ended."""
         now = time.monotonic()
         action = self._action(self.step_num)
-        if action in ("RECORD", "RECORD_AND_SAVE"):
+        if action in RECORDED:
             self._recorded += 1
         timed = self.step_num < self.window_end + MAX_TIMED_AFTER_WINDOW  # bounded for jobs of days
         if timed:
@@ -199,11 +167,11 @@ class Session:
             ev = self._torch.cuda.Event(enable_timing=True)
             ev.record()  # asynchronous: times the GPU's pace without a sync
             self.gpu_marks.append((ev, action))
-        if action in ("RECORD", "RECORD_AND_SAVE") and not self.window:
+        if action in RECORDED and not self.window:
             self.window.append(self.step_times[-2][0] - self._t_start if len(self.step_times) > 1 else 0.0)
         if action == "RECORD_AND_SAVE":
             self.window.append(now - self._t_start)
-            self.flags = _torch_flags()
+            self.flags = torch_flags()
         self.step_num += 1
         self._progress()
         if self._prof is not None:
@@ -212,7 +180,7 @@ class Session:
             else:
                 try:
                     with (
-                        self._held(),
+                        self._gate.held(),
                         kineto_quiet(),
                     ):  # a Ctrl-C inside the profiler's bookkeeping: half-stepped
                         self._prof.step()
@@ -252,7 +220,7 @@ class Session:
         self._say(f"saving the profiled window ({steps} step(s) recorded, ended by {cut_by})...")
         t0, error = time.monotonic(), None
         try:
-            with self._held(reraise), kineto_quiet():
+            with self._gate.held(reraise), kineto_quiet():
                 self._prof.stop()
         except Exception as e:  # keep the run going and its exit code; report the profiler's failure
             error = f"profiler stop failed: {e}"
@@ -294,10 +262,7 @@ class Session:
     def _request_cut(self, reason: str) -> None:
         """From the watchdog thread: have the main thread cut the window (a simulated Ctrl-C it recognises)."""
         self._cut_reason = reason
-        if signal.getsignal(signal.SIGINT) == self._on_signal:
-            self._cut_signals += 1
-            _thread.interrupt_main(signal.SIGINT)
-        else:
+        if not self._gate.interrupt_main():
             self._cut_at_step = True
 
     def _cut_window(self) -> None:
@@ -314,56 +279,15 @@ class Session:
             self.window.append(time.monotonic() - self._t_start)
         self._save_window(f"{self._cut_reason} budget")
 
-    # ---- signals
-    def _install_signals(self) -> None:
-        """Ctrl-C and SIGTERM pass through the session: held while a profiler call runs, then handled as
-        before. A budget cut arrives as a simulated Ctrl-C, told apart by _cut_reason."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._prev_handlers[sig] = signal.getsignal(sig)
-            signal.signal(sig, self._on_signal)
-
-    def _restore_signals(self) -> None:
-        for sig, prev in self._prev_handlers.items():
-            if signal.getsignal(sig) == self._on_signal:  # the script did not install its own meanwhile
-                signal.signal(sig, prev if prev is not None else signal.SIG_DFL)
-        self._prev_handlers.clear()
-
-    def _on_signal(self, signum: int, frame: Any) -> None:
-        if self._busy:
-            self._pending.append(signum)
-            if self._stopped:
-                self._say("still saving the trace; the signal takes effect once it is written")
-            return
-        if signum == signal.SIGINT and self._cut_signals > 0:  # the watchdog's, not the user's
-            self._cut_signals -= 1
-            self._cut_window()
-            return
-        call_previous(signum, self._prev_handlers.get(signum))
-
-    @contextlib.contextmanager
-    def _held(self, reraise: bool = True):
-        """Hold Ctrl-C and SIGTERM until the block is done, then act on them (or drop them, when already
-        stopping): profiler calls must not stop half-way."""
-        outer = self._busy
-        self._busy = True
-        try:
-            yield
-        finally:
-            self._busy = outer
-            if not outer:
-                pending, self._pending = self._pending, []
-                for signum in dict.fromkeys(pending) if reraise else ():
-                    self._on_signal(signum, None)
-
     @property
     def window_end(self) -> int:
         return self.opts.skip + self.opts.warmup + self.opts.active
 
     def stop(self, exit_code: Optional[int], error: Optional[str] = None) -> Path:
         """Flush what was captured (a partial window too), write run.json; safe to call once."""
-        with self._held(reraise=False):  # a second Ctrl-C must not cut the flush short or leave "running"
+        with self._gate.held(
+            reraise=False
+        ):  # a second Ctrl-C must not cut the flush short or leave "running"
             for undo in reversed(self._undo):
                 undo()
             self._undo.clear()
@@ -371,46 +295,21 @@ class Session:
             if self in _ACTIVE:
                 _ACTIVE.remove(self)
             if not self.flags:
-                self.flags = _torch_flags()
+                self.flags = torch_flags()
             if self._prof is not None:
-                failed = self._save_window(_ended_by(exit_code, error), reraise=False)
+                failed = self._save_window(ended_by(exit_code, error), reraise=False)
                 error = error or failed
             if self.watcher is not None:
-                self.watcher.close(_ended_by(exit_code, error))
+                self.watcher.close(ended_by(exit_code, error))
             if self.opts.progress:
                 sys.stderr.write("\n" if _isatty() else "")
             samples = self.sampler.stop() if self.sampler else {"source": "none", "samples": []}
             write_run_file(self.run_dir, self.rank, SAMPLES, samples)
-            self._write_run_json(status="done", exit_code=exit_code, error=error, samples=samples)
-        self._restore_signals()
+            write_run_json(self, "done", exit_code, error, samples)
+        self._gate.restore()
         return self.run_dir
 
     # ---- stepping
-    def _install_stepper(self) -> None:
-        how = self.opts.step_on
-        if how == "optimizer":
-            from torch.optim.optimizer import register_optimizer_step_post_hook
-
-            handle = register_optimizer_step_post_hook(self._on_optimizer_step)
-            self._undo.append(handle.remove)
-        elif how == "dataloader":
-            from torch.utils.data import dataloader as dl
-
-            original = dl._BaseDataLoaderIter.__next__
-            session = self
-            started = [False]
-
-            def __next__(it):
-                if started[0]:
-                    session.step()
-                started[0] = True
-                return original(it)
-
-            dl._BaseDataLoaderIter.__next__ = __next__
-            self._undo.append(lambda: setattr(dl._BaseDataLoaderIter, "__next__", original))
-        elif how != "manual":
-            self._undo.append(_step_on_function(how, self.step))
-
     def _on_optimizer_step(self, optimizer, args, kwargs) -> None:
         self.facts["optimizer_steps"] += 1
         if self.manual:
@@ -442,22 +341,6 @@ class Session:
         self._maybe_start_profiler()
 
     # ---- output
-    def _on_trace(self, prof) -> None:
-        stamp = time.time_ns()
-        path = trace_file(self.trace_dir, self.worker, stamp)
-        if self._hurry:  # gzip at torch's level 9 took ~25 s per 10 MB window on a 2-core host
-            path = path.with_suffix("")  # <worker>.<stamp>.pt.trace.json, read as the .gz is
-            prof.export_chrome_trace(str(path))
-            self.traces.append(path.name)
-            return
-        prof.export_chrome_trace(str(path))
-        side = sidecar_file(self.trace_dir, self.worker, stamp)
-        try:
-            write_sidecar(prof, side, script=self.command[0] if self.command else "", cwd=self._cwd)
-        except Exception as e:  # exact lines are a bonus; the trace itself is saved
-            sys.stderr.write(f"idlehound: could not write source-line sidecar: {e}\n")
-        self.traces.append(str(path.relative_to(self.run_dir)))
-
     def _progress(self) -> None:
         if not self.opts.progress:
             return
@@ -478,122 +361,15 @@ class Session:
             sys.stderr.write(msg + "\n")
 
     def step_timing(self) -> dict[str, Any]:
-        """Median step time outside and inside the profiled window: the observer effect.
-
-        On CUDA, steps are timed by events recorded on the stream at each step end (the GPU's pace, which the
-        host clock misses while the CPU runs ahead); elsewhere by the host clock.
-        """
+        """Median step time outside and inside the profiled window (_stepping.step_timing); kept once stopped.
+        CUDA events time the steps once the run has stopped (reading them waits for the GPU)."""
         if self._timing is not None:
             return self._timing
-        if self._cuda and len(self.gpu_marks) > 1 and self._stopped:
-            self._torch.cuda.synchronize()
-            pairs = [
-                (a0, e0.elapsed_time(e1)) for (e0, a0), (e1, _) in zip(self.gpu_marks, self.gpu_marks[1:])
-            ]
-            clock = "cuda_events"
-        else:
-            ts = self.step_times
-            pairs = [(a0, (t1 - t0) * 1e3) for (t0, a0), (t1, _) in zip(ts, ts[1:])]
-            clock = "host"
-        outside = [ms for a, ms in pairs if a not in ("RECORD", "RECORD_AND_SAVE")]
-        inside = [ms for a, ms in pairs if a in ("RECORD", "RECORD_AND_SAVE")]
-        # Every unprofiled step, before and after the window: the replay fits its host rate to their mean.
-        first = next((i for i, (a, _) in enumerate(pairs) if a in ("RECORD", "RECORD_AND_SAVE")), len(pairs))
-        last = max(
-            (i for i, (a, _) in enumerate(pairs) if a in ("RECORD", "RECORD_AND_SAVE")), default=len(pairs)
-        )
-        # An interval is labelled by the step that opened it: the last "NONE" one already runs the profiler.
-        steps_before = [round(ms, 4) for a, ms in pairs[:first] if a == "NONE"][:-1]
-        steps_after = [round(ms, 4) for _, ms in pairs[last + 1 :]]
-        outside = outside[3:] if len(outside) > 6 else outside  # first steps warm up caches and compile
-        out: dict[str, Any] = {
-            "steps_seen": self.step_num,
-            "step_clock": clock,
-            "step_ms_before_window": steps_before,
-            "step_ms_after_window": steps_after,
-        }
-        if outside:
-            out["unprofiled_step_ms"] = round(statistics.median(outside), 3)
-        if inside:
-            out["profiled_step_ms"] = round(statistics.median(inside), 3)
-        if outside and inside:
-            out["profiler_overhead"] = round(
-                out["profiled_step_ms"] / max(out["unprofiled_step_ms"], 1e-9), 3
-            )
+        marks = self.gpu_marks if self._cuda and self._stopped else []
+        out = step_timing(self.step_times, marks, self._torch.cuda.synchronize, self.step_num)
         if self._stopped:
             self._timing = out
         return out
-
-    def _write_run_json(
-        self,
-        status: str,
-        exit_code: Optional[int] = None,
-        error: Optional[str] = None,
-        samples: Optional[dict] = None,
-    ) -> None:
-        info: dict[str, Any] = {
-            "idlehound_run": 1,
-            "status": status,
-            "command": self.command,
-            "cwd": os.getcwd(),
-            "started": _dt.datetime.fromtimestamp(self._wall0).isoformat(timespec="seconds"),
-            "wall_time_s": round(time.time() - self._wall0, 3),
-            "exit_code": exit_code,
-            "error": error,
-            "schedule": {
-                "skip": self.opts.skip,
-                "warmup": self.opts.warmup,
-                "active": self.opts.active,
-                "step_on": self.opts.step_on,
-                "stop_after": self.opts.stop_after,
-            },
-            "worker": self.worker,
-            "rank": self.rank,
-            "world_size": int(os.environ.get("WORLD_SIZE", "1")),
-            "traces": self.traces,
-            "dataloaders": self.loaders,
-            "dataloader": self.loaders[0] if self.loaders else None,
-            "environment": _environment(),
-            **self.flags,
-            **self.step_timing(),
-            **self.opts.extra,
-        }
-        if samples is not None:
-            window = (self.window[0], self.window[-1]) if len(self.window) == 2 else None
-            info["sampler"] = _sampler.summarize(samples, window)
-            if samples.get("note"):
-                info["sampler"]["note"] = samples["note"]
-        info["window"] = self.window_info
-        info["script_facts"] = self.facts
-        write_run_file(self.run_dir, self.rank, RUN, info)
-
-
-def _ended_by(exit_code: Optional[int], error: Optional[str]) -> str:
-    """How a window still open at the end of the run was ended."""
-    if exit_code == EXIT_SIGINT and error and "nterrupt" in error:
-        return "Ctrl-C"
-    if exit_code == EXIT_SIGTERM and error and ("SIGTERM" in error or "Terminated" in error):
-        return "SIGTERM"
-    if error:
-        return error if error.startswith("os._exit") else f"the script's error ({error.split(':')[0]})"
-    return f"the script's exit (code {exit_code})" if exit_code else "the script's end"
-
-
-def distributed_rank() -> Optional[int]:
-    """This process's rank when launched by torchrun with more than one process, else None."""
-    try:
-        return int(os.environ["RANK"]) if int(os.environ.get("WORLD_SIZE", "1")) > 1 else None
-    except (KeyError, ValueError):
-        return None
-
-
-def _session_dir(opts: CaptureOptions, label: str, rank: Optional[int]) -> Path:
-    """An absolute folder: a script that calls os.chdir() still writes where the run began."""
-    if opts.run_dir is not None:
-        return make_dir(Path(os.path.abspath(opts.run_dir)), exist_ok=True)
-    if rank is not None:
-        return shared_run_dir(Path(opts.logdir), opts.run_name or label, rank)
-    return new_run_dir(Path(opts.logdir), opts.run_name or label)
 
 
 def _teardown_cupti_after(torch) -> None:
@@ -612,92 +388,8 @@ def _teardown_cupti_after(torch) -> None:
         os.environ["TEARDOWN_CUPTI"] = "1"
 
 
-def _worker_name() -> str:
-    rank = os.environ.get("RANK")
-    base = f"{socket.gethostname()}_{os.getpid()}"
-    return worker_name(base, rank)
-
-
 def _isatty() -> bool:
     try:
         return sys.stderr.isatty()
     except Exception:
         return False
-
-
-def _torch_flags() -> dict[str, Any]:
-    import torch
-
-    return {
-        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
-        "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
-        "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
-    }
-
-
-def _environment() -> dict[str, Any]:
-    import torch
-
-    env: dict[str, Any] = {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "cuda_available": torch.cuda.is_available(),
-    }
-    try:
-        env["cudnn"] = torch.backends.cudnn.version()
-    except Exception:
-        env["cudnn"] = None
-    if torch.cuda.is_available():
-        p = torch.cuda.get_device_properties(0)
-        env.update(gpu=p.name, gpu_memory_bytes=p.total_memory, gpu_count=torch.cuda.device_count())
-    return env
-
-
-def _count_child_processes(facts: dict[str, int]) -> Callable[[], None]:
-    """Count processes the script starts (Hogwild, mp.spawn), DataLoader workers aside: a script that trains
-    only in children makes no step here, and the user should hear that rather than 'lower --skip'."""
-    from multiprocessing.process import BaseProcess
-
-    original = BaseProcess.start
-
-    def start(proc):
-        if "_worker_loop" not in getattr(getattr(proc, "_target", None), "__name__", ""):
-            facts["child_processes"] += 1
-        return original(proc)
-
-    BaseProcess.start = start  # type: ignore[method-assign]  # counting child processes: patched on purpose
-    return lambda: setattr(BaseProcess, "start", original)
-
-
-def _step_on_function(name: str, step: Callable[[], None]) -> Callable[[], None]:
-    """Step each time a Python function called `name` returns (main thread).
-
-    Through sys.settrace, not sys.setprofile: the profiler's Python-stack tracer takes the profile hook when
-    it starts, which silenced the old hook for the rest of the run. Only frames of `name` get a local tracer,
-    with line events off, so other code pays one call check.
-    """
-    previous = sys.gettrace()
-
-    def on_return(frame, event, arg):
-        if event == "return":
-            step()
-        return on_return
-
-    def tracer(frame, event, arg):
-        if event == "call" and frame.f_code.co_name == name:
-            frame.f_trace_lines = False
-            return on_return
-        return previous(frame, event, arg) if previous is not None else None
-
-    sys.settrace(tracer)
-    return lambda: sys.settrace(previous)
-
-
-def options_dict(o: CaptureOptions) -> dict[str, Any]:
-    d = asdict(o)
-    d["logdir"] = str(o.logdir)
-    return d

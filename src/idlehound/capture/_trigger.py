@@ -54,20 +54,25 @@ class Trigger:
         self._over = 0  # consecutive steps with the rolling median over the line
 
     def feed(self, step: int, ms: float) -> Optional[str]:
-        """The reason a window is due after this step ('slower 1.52x ...', 'every 1000 steps'), else None."""
+        """The reason a slowdown window is due after this step's time ('slower: ... 1.52x'), else None."""
+        return self._slower(step, ms) if self.rule.slower is not None else None
+
+    def every_due(self, step: int) -> Optional[str]:
+        """'every N steps' when step `step` is the N-th (a step count alone: every rank agrees), else None."""
         r = self.rule
-        if r.slower is not None:
-            reason = self._slower(step, ms)
-            if reason:
-                return reason
         if r.every and step > 0 and step % r.every == 0 and step >= self._quiet_until:
             return f"every {r.every} steps"
         return None
 
-    def window_ended(self, step: int) -> None:
-        """A window (of any kind) ended at `step`: cool down, and start the rolling median afresh."""
+    def window_ended(self, step: int, slowdown: bool = False) -> None:
+        """A window (of any kind) ended at `step`: cool down, and start the rolling median afresh.
+
+        `slowdown`: it was a slowdown's window (under torchrun perhaps another rank's): this rise is captured,
+        so the rule fires again only after the rolling median has been back under the line."""
         self._quiet_until = step + self.rule.cooldown
         self._recent.clear()
+        if slowdown:
+            self._armed, self._over = False, 0
 
     def _slower(self, step: int, ms: float) -> Optional[str]:
         r = self.rule

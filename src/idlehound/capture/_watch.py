@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from ..runfolder import WINDOWS, clock_file, window_dir, write_text
+from ..runfolder import WINDOWS, clock_file, is_trace_name, run_file, window_dir, write_text
 from ._clock import StepClock
 from ._control import LEAD_S, Poller, RequestExists, read_acks, retire_request, write_ack, write_request
 from ._trigger import Trigger, TriggerRule
@@ -45,7 +45,8 @@ class WatchOptions:
     analyse: bool = True
 
 
-WINDOW_JSON = "window.json"
+WINDOW = "window"  # window.json, or window.rankN.json per rank of a multi-process job
+FINAL = ("saved", "empty", "refused", "not reached")  # a rank's last word on a request
 
 
 @dataclass
@@ -69,7 +70,8 @@ class Watcher:
             else None
         )
         self.poller = Poller(session.run_dir) if opts else None
-        self.planned: Optional[Planned] = None
+        # in step order; each opens when its step comes and no window is open
+        self.planned: list[Planned] = []
         self.open: Optional[Planned] = None
         self.windows: list[dict[str, Any]] = []
         self.children: list[subprocess.Popen] = []
@@ -103,15 +105,19 @@ class Watcher:
             return
         if self.open is not None and s._prof is None:
             self._finish("steps")
+        self._every(s.step_num - 1)
         if self._due is not None:
             self._plan_trigger(self._due)
             self._due = None
         req = self.poller.poll(now) if self.poller else None
         if req is not None:
             self._plan_request(req)
-        p = self.planned
         free = self.open is None and not self._first_window_pending()
-        if p is not None and free and s.step_num >= p.at_step - self.opts.warmup:
+        if self.planned and free and s.step_num >= self.planned[0].at_step - self.opts.warmup:
+            p = self.planned.pop(0)
+            # Its steps fell inside an earlier window: it takes the next ones (the same on every rank, since
+            # every rank's windows end at the same step).
+            p.at_step = max(p.at_step, s.step_num + self.opts.warmup)
             self._open(p)
 
     def _feed(self, step: int, ms: float, loader_ms: float) -> None:
@@ -121,6 +127,16 @@ class Watcher:
         reason = self.trigger.feed(step, ms)
         if reason and self._due is None:
             self._due = reason
+
+    def _every(self, step: int) -> None:
+        """--capture-every from the step count, not the clock (on CUDA a step's time is known a step or two
+        late, by a different amount on each rank): every rank plans the same window at the same step."""
+        o = self.opts
+        if self.trigger is None or o is None or self._in_a_window(step):
+            return
+        reason = self.trigger.every_due(step)
+        if reason:
+            self._plan(Planned(step + 1 + o.warmup, o.steps, reason))
 
     def _in_a_window(self, step: int) -> bool:
         s = self.session
@@ -134,13 +150,13 @@ class Watcher:
 
     # ---- planning
     def _plan_trigger(self, reason: str) -> None:
+        """A slowdown: alone, a window at the next steps; under torchrun, whichever rank sees it first asks every
+        rank, through the control file, for a window at a step ahead (a rank that lags alone is caught too)."""
         s, o = self.session, self.opts
         assert o is not None
-        if reason.startswith("every") or self.rank is None:  # every rank reaches the same step numbers
+        if self.rank is None:
             self._plan(Planned(s.step_num + o.warmup, o.steps, reason))
             return
-        if self.rank != 0:
-            return  # rank 0 decides slowdowns for all ranks, through a request for a step ahead
         lead = self._lead_steps()
         try:
             req = write_request(s.run_dir, s.step_num + lead, o.steps, by=reason)
@@ -150,6 +166,9 @@ class Watcher:
             sys.stderr.write(f"idlehound: could not ask the ranks for a window ({e.strerror or e})\n")
             return
         del req  # this rank's poller picks it up like every other rank's
+        s._say(
+            f"rank {self.rank} saw the job slow down; every rank is asked for a window at step {s.step_num + lead}"
+        )
 
     def _plan_request(self, req: dict[str, Any]) -> None:
         s, o = self.session, self.opts
@@ -162,30 +181,24 @@ class Watcher:
         write_ack(s.run_dir, req["id"], self.rank, state="planned", at_step=at, late=late)
 
     def _plan(self, p: Planned) -> None:
-        busy_until = self._busy_until()
-        if busy_until is not None and p.at_step <= busy_until:
-            p.at_step = busy_until + 1 + (self.opts.warmup if self.opts else 0)
-        if self.planned is not None and self.planned.request_id is not None and p.request_id is None:
-            return  # an asked-for window is planned already; it serves the trigger too
-        self.planned = p
-
-    def _busy_until(self) -> Optional[int]:
-        s = self.session
-        if self.open is not None:
-            return self.open.at_step + self.open.steps
-        if self._root is None and not (s._profiled and s._prof is None):
-            return s.opts.skip + s.opts.warmup + s.opts.active
-        return None
+        """Keep p with the other planned windows, in step order. Every kind is kept (none replaces another), so
+        which of two plans a rank learned first (a request is polled by time, not by step) cannot make ranks
+        differ; only a slowdown of a single process is served by an asked-for window already planned."""
+        if p.request_id is None and p.reason.startswith("slower") and any(q.request_id for q in self.planned):
+            return
+        self.planned.append(p)
+        self.planned.sort(key=lambda q: q.at_step)
 
     def _lead_steps(self) -> int:
-        ms = self.trigger.steady_ms if self.trigger and self.trigger.steady_ms else None
+        """About LEAD_S seconds of steps at the present pace (the slowed one: the steady pace would overshoot)."""
+        t = self.trigger
+        ms = (t.rolling_ms or t.steady_ms) if t else None
         return max(10, math.ceil(LEAD_S * 1e3 / ms)) if ms else 10
 
     # ---- opening and closing a window
     def _open(self, p: Planned) -> None:
         s, o = self.session, self.opts
         assert o is not None
-        self.planned = None
         refused = self._refusal()
         if refused:
             self._note(p, "refused", refused)
@@ -228,7 +241,7 @@ class Watcher:
         assert p is not None
         self.open = None
         folder = window_dir(s.run_dir, p.at_step)
-        traces = sorted(t.name for t in folder.glob("*.pt.trace.json.gz"))
+        traces = self._own_traces(folder)
         cut = s.window_info.get("cut_by", cut_by)
         info = self._window_info(p, "saved" if traces else "empty")
         info.update(cut_by=cut, traces=traces, seconds=s.window_info.get("seconds"))
@@ -241,27 +254,40 @@ class Watcher:
             s.opts.skip, s.opts.warmup, s.opts.active = self._root[2]  # run.json describes the first window
         s.trace_dir, s.later_window = s.run_dir, False
         if self.trigger is not None:
-            self.trigger.window_ended(p.at_step + p.steps)
+            self.trigger.window_ended(p.at_step + p.steps, slowdown=p.reason.startswith("slower"))
         if p.request_id:
-            write_ack(s.run_dir, p.request_id, self.rank, state=info["status"], window=str(folder))
-            if self.rank in (None, 0) and self._all_acked(p.request_id):
-                retire_request(s.run_dir, p.request_id)
-        if traces and self.opts and self.opts.analyse and self.rank is None:
+            self._last_ack(p.request_id, state=info["status"], window=str(folder))
+        if traces and self.opts and self.opts.analyse:
             self._analyse(folder)
 
-    def _all_acked(self, request_id: str) -> bool:
-        final = [
-            a for a in read_acks(self.session.run_dir, request_id) if a.get("state") in ("saved", "empty")
-        ]
-        return len(final) >= self.world
+    def _own_traces(self, folder: Path) -> list[str]:
+        """This rank's traces in the window's folder (the other ranks write theirs beside them)."""
+        mine = f"{self.session.worker}."
+        try:
+            return sorted(
+                f.name for f in folder.iterdir() if is_trace_name(f.name) and f.name.startswith(mine)
+            )
+        except OSError:
+            return []
+
+    def _last_ack(self, request_id: str, **state: Any) -> None:
+        """This rank's last word on a request; the last rank to give it retires the request for the next one."""
+        write_ack(self.session.run_dir, request_id, self.rank, **state)
+        final = [a for a in read_acks(self.session.run_dir, request_id) if a.get("state") in FINAL]
+        if len(final) >= self.world:
+            retire_request(self.session.run_dir, request_id)
 
     def _analyse(self, folder: Path) -> None:
-        """`idlehound analyze` in a child process at low priority: off the training thread's critical path."""
-        cmd = [sys.executable, "-m", "idlehound", "analyze", str(folder), "-o", str(folder / "report.json")]
+        """`idlehound analyze` of this rank's trace in a child process at low priority, off the training
+        thread's critical path: report.json, or report.rankN.json per rank (each rank analyses its own)."""
+        out = run_file(folder, self.rank, "report")
+        cmd = [sys.executable, "-m", "idlehound", "analyze", str(folder), "-o", str(out)]
+        if self.rank is not None:
+            cmd += ["--worker", self.session.worker]
         if shutil.which("nice"):
             cmd = ["nice", "-n", "10", *cmd]
         try:
-            with open(folder / "analysis.log", "w") as log:
+            with open(run_file(folder, self.rank, "analysis").with_suffix(".log"), "w") as log:
                 child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL)
             self.children.append(child)
         except OSError as e:
@@ -274,7 +300,7 @@ class Watcher:
         self.windows.append(info)
         self.session._say(f"no window at step {p.at_step}: {why}")
         if p.request_id:
-            write_ack(self.session.run_dir, p.request_id, self.rank, state=status, note=why)
+            self._last_ack(p.request_id, state=status, note=why)
 
     def _window_info(self, p: Planned, status: str) -> dict[str, Any]:
         return {
@@ -286,21 +312,21 @@ class Watcher:
             "request": p.request_id,
         }
 
-    @staticmethod
-    def _write_window(folder: Path, info: dict[str, Any]) -> None:
+    def _write_window(self, folder: Path, info: dict[str, Any]) -> None:
+        path = run_file(folder, self.rank, WINDOW)  # each rank its own: a rank may save what another did not
         try:
-            write_text(folder / WINDOW_JSON, json.dumps(info, indent=2))
+            write_text(path, json.dumps({**info, "rank": self.rank}, indent=2))
         except OSError as e:
-            sys.stderr.write(f"idlehound: could not write {folder / WINDOW_JSON} ({e.strerror or e})\n")
+            sys.stderr.write(f"idlehound: could not write {path} ({e.strerror or e})\n")
 
     # ---- the end of the run
     def close(self, ended_by: str) -> None:
         """After the session saved a window still open: say how it ended; flush the clock; undo the timer."""
         if self.open is not None:
             self._finish(ended_by)
-        if self.planned is not None:
-            self._note(self.planned, "not reached", "the job ended before this window's first step")
-            self.planned = None
+        for p in self.planned:
+            self._note(p, "not reached", "the job ended before this window's first step")
+        self.planned = []
         self.clock.close()
         if self._undo is not None:
             self._undo()

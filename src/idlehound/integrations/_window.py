@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
 from ..app import profile
+from ..capture import CaptureOptions
 
 LogFn = Callable[[dict[str, float], int], None]
 
@@ -35,9 +36,9 @@ class Window:
         self,
         logdir: Union[str, Path] = "log",
         run_name: Optional[str] = None,
-        skip: int = 10,
-        warmup: int = 2,
-        active: int = 5,
+        skip: int = CaptureOptions.skip,
+        warmup: int = CaptureOptions.warmup,
+        active: int = CaptureOptions.active,
         print_report: bool = True,
         on_close: Optional[Callable[[Window], None]] = None,
         **profile_kwargs: Any,
@@ -184,9 +185,9 @@ def headline(result: Any) -> dict[str, float]:
 def profile_steps(
     logdir: Union[str, Path] = "log",
     run_name: Optional[str] = None,
-    skip: int = 10,
-    warmup: int = 2,
-    active: int = 5,
+    skip: int = CaptureOptions.skip,
+    warmup: int = CaptureOptions.warmup,
+    active: int = CaptureOptions.active,
     log: Optional[LogFn] = None,
     **profile_kwargs: Any,
 ) -> Iterator[Window]:

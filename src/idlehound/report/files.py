@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -21,10 +23,14 @@ def _write(
         raise IdlehoundError(f"{path}: unknown report format (use .json, .md or .html)")
     check_output(path, force, inputs)
     text = render(doc)
+    tmp = path.with_name(f".idlehound-report-{os.getpid()}.tmp")  # short: any name that fits, fits
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8")  # whole or not at all: a reader (a --watch window's report,
+        os.replace(tmp, path)  # read while the job's child writes it) never sees half a report
     except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
         raise IdlehoundError(f"{path}: cannot write the report ({e.strerror or e})") from None
     return path
 

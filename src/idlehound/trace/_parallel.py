@@ -24,10 +24,13 @@ from typing import Optional, Union
 import msgspec
 import numpy as np
 
+from .. import settings
 from . import _decode, _limits
 from ._table import Refused, TableBuilder
 
 PIECE_BYTES = 2**20  # one piece of events decoded at a time (about 4k events, ~3 MB of structs)
+PIECE_SHARE = 8  # a smaller file's pieces are an eighth of it (at least SMALL_PIECE): its mapped pages and
+SMALL_PIECE = 2**16  # decoded piece are a fraction of the file, not all of it (a Ray task's memory per file)
 PARALLEL_MIN = 48 * 2**20  # below this, starting worker processes costs more than it saves
 _CUT = re.compile(rb",\s*\{")
 _SHARED: Optional[tuple] = None  # (events array, mapped file, its offset there), inherited by forked workers
@@ -54,9 +57,9 @@ class TooDeep(Exception):
 def jobs() -> int:
     """Worker processes to use: IDLEHOUND_JOBS, else the cores this process may run on. (`--ranks` sets
     IDLEHOUND_JOBS in its rank processes so that ranks times pieces stays within the cores.)"""
-    env = os.environ.get("IDLEHOUND_JOBS", "")
-    if env.isdigit() and int(env) > 0:
-        return int(env)
+    asked = settings.JOBS.get()
+    if asked is not None:
+        return asked
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
@@ -173,10 +176,11 @@ def cuts(mv: memoryview, lo: int, hi: int, size: int) -> list[int]:
 
 
 def _pieces(mv: memoryview, lo: int, hi: int):
-    """(start, end) of pieces of about PIECE_BYTES in mv[lo:hi], each cut found just before it is read (a search
-    maps pages of the file: they are released with the piece)."""
+    """(start, end) of pieces of about PIECE_BYTES (an eighth of a smaller range) in mv[lo:hi], each cut found
+    just before it is read (a search maps pages of the file: they are released with the piece)."""
+    size = min(PIECE_BYTES, max(SMALL_PIECE, (hi - lo) // PIECE_SHARE))
     while lo < hi:
-        m = _CUT.search(mv, lo + PIECE_BYTES, hi) if lo + PIECE_BYTES < hi else None
+        m = _CUT.search(mv, lo + size, hi) if lo + size < hi else None
         end = m.start() if m else hi
         yield lo, end
         lo = end + 1

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import operator
-import os
 import sys
+from array import array
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
 from typing import Any, Callable, NamedTuple, Optional
@@ -12,6 +13,7 @@ from typing import Any, Callable, NamedTuple, Optional
 import msgspec
 import numpy as np
 
+from .. import settings
 from .._limits import TABLE_RATIO, size_text, trim
 from ._decode import NAN, NO_ARGS, NO_ID, Args
 
@@ -42,7 +44,7 @@ class EventTable:
 
     Columns (one entry per event): ph (code), cat (id into `cats`), name (id into `names`), pid, tid,
     ts, dur, ext (External id), corr (correlation), py_id, py_parent, nbytes (memcpy bytes or memory
-    delta), and sparse per-event extras in `extra` (name -> {event index: value}).
+    delta), and sparse per-event extras in `extra` (name -> {event index: value}; "input_type" is an InputTypes).
     """
 
     names: list[str]
@@ -59,7 +61,7 @@ class EventTable:
     py_id: np.ndarray
     py_parent: np.ndarray
     nbytes: np.ndarray
-    extra: dict[str, dict[int, Any]] = field(default_factory=dict)
+    extra: dict[str, Mapping[int, Any]] = field(default_factory=dict)
     str_ids: list[str] = field(default_factory=list)  # pid/tid values that were strings, encoded as -(i+2)
 
     def __len__(self) -> int:
@@ -89,6 +91,13 @@ class EventTable:
     def name_of(self, i: int) -> str:
         return self.names[int(self.name[i])]
 
+    def input_types(self, rows: np.ndarray) -> list:
+        """The input-type lists of these events (() where one has none), each distinct one decoded once."""
+        t = self.extra.get("input_type", {})
+        if isinstance(t, InputTypes):
+            return t.lists(rows)
+        return [t.get(r, ()) for r in np.asarray(rows).tolist()]
+
 
 class TableBuilder:
     """Accumulates decoded events batch by batch into compact columns."""
@@ -99,7 +108,13 @@ class TableBuilder:
         self._kinds = _Kinds(self._name_ix, self._cat_ix)
         self._str_ix: dict[str, int] = {}
         self._shared: dict = {}  # float -> the one object kept for it
-        self._lists = _Lists()  # input-type list (as a tuple) -> the one list kept for it
+        # Input-type lists: list (as JSON text) -> its id; and the events that have one (int64 indices) with the
+        # id of their list (int32), piece by piece.
+        self._inputs = _InputTexts()
+        self._in_rows: list[np.ndarray] = []
+        self._in_ids: list[np.ndarray] = []
+        self._in_n = 0
+        self._in_big = 0  # leading entries of _in_rows and _in_ids already joined
         self._big = 0  # leading entries of each self._cols list that are already joined
         self._pending = 0  # events in the pieces not joined yet
         self._id_codes = _IdCodes(self._id)  # pid/tid value -> int64 code (few distinct values: a small dict)
@@ -110,7 +125,6 @@ class TableBuilder:
         self.extra: dict[str, dict[int, Any]] = {
             "blocks_per_sm": {},
             "occupancy": {},
-            "input_type": {},
             "total_allocated": {},
             "total_reserved": {},
             "device_type": {},
@@ -271,20 +285,19 @@ class TableBuilder:
         self._keep_occupancy((rows + n0).tolist(), list(chain.from_iterable(zip(b, o))))
 
     def _text_inputs(self, p: _Text, col: _Kept, n0: int) -> None:
-        """Input-type lists, one object per distinct list as _share_lists keeps them (decoded once per text)."""
+        """Input-type lists by the id of their text as _extras numbers them (each text decoded once)."""
         rows, ids = col.rows(p.in_rows, p.in_ids, np.int32)
         if not ids.size:
             return
-        objs = self._native_inputs.objects(ids, self._lists)
-        at = (rows + n0).tolist()
-        if self._native_inputs.plain[ids].all():
-            self.extra["input_type"].update(zip(at, objs))
-            return
-        for i, k, v in zip(at, ids.tolist(), objs):
-            if v is _OWN:  # not hashable: each event its own list, as _share_list leaves it
-                v = _ANY(self._native_inputs.texts[k])
-            if v:
-                self.extra["input_type"][i] = v
+        ids = self._native_inputs.table_ids(ids, self._inputs)
+        has = ids >= 0  # not an empty list
+        self._add_inputs(rows[has] + n0, ids[has])
+
+    def _add_inputs(self, rows: np.ndarray, ids: np.ndarray) -> None:
+        if rows.size:
+            self._in_rows.append(rows.astype(np.int64, copy=False))
+            self._in_ids.append(ids.astype(np.int32, copy=False))
+            self._in_n += int(rows.size)
 
     def _drop_empty(self, events: list, missing: np.ndarray) -> bool:
         """Add the events but those with no time, name or category (`{}`: nothing to place or match, yet each
@@ -303,7 +316,7 @@ class TableBuilder:
         """The table's memory as built so far, over-estimated: every column at full width (compacting usually
         saves some), the interned strings, and the sparse extras; the same on both decode paths."""
         strings = self._name_ix.nbytes + self._cat_ix.nbytes + self._id_codes.nbytes + self._kinds.nbytes
-        strings += self._lists.nbytes
+        strings += self._inputs.nbytes + self._in_n * IN_ROW_BYTES
         extras = sum(map(len, self.extra.values())) * ENTRY_BYTES
         return self.n * ROW_BYTES + strings + extras
 
@@ -314,6 +327,10 @@ class TableBuilder:
             v[self._big :] = [_compact(k, np.concatenate(v[self._big :]))]
         self._big += 1
         self._pending = 0
+        if len(self._in_rows) > self._in_big + 1:  # the input-type rows alike
+            for v in (self._in_rows, self._in_ids):
+                v[self._in_big :] = [np.concatenate(v[self._in_big :])]
+        self._in_big = len(self._in_rows)
 
     def _id_col(self, events: list, key: str) -> np.ndarray:
         try:
@@ -347,9 +364,12 @@ class TableBuilder:
         types = a[_A["input_type"]]
         if types.count(None) < n:
             at = list(compress(range(n), types))  # the lists that are not empty
-            self.extra["input_type"].update(
-                zip([n0 + i for i in at], self._share_lists(list(map(types.__getitem__, at))))
-            )
+            texts = list(map(_JSON, map(types.__getitem__, at)))
+            first = dict.fromkeys(texts)  # this slice's distinct lists, in the order of their first use
+            for t in first:
+                first[t] = self._inputs.id_of(t)
+            ids = list(map(first.__getitem__, texts))
+            self._add_inputs(np.array(at, np.int64) + n0, np.array(ids, np.int32))
         allocated = a[_A["total_allocated"]]
         if allocated.count(None) < n:
             x = self.extra
@@ -378,19 +398,6 @@ class TableBuilder:
         for out, vals in ((self.extra["blocks_per_sm"], kept[0::2]), (self.extra["occupancy"], kept[1::2])):
             out.update(compress(zip(at, vals), map(operator.is_not, vals, repeat(None))))
 
-    def _share_lists(self, lists: list[list]) -> list[list]:
-        """One object per distinct input-type list, as recorded (strings compared on use)."""
-        try:
-            return list(map(self._lists.__getitem__, map(tuple, lists)))
-        except TypeError:  # nested lists: not hashable, kept as they are
-            return [self._share_list(v) for v in lists]
-
-    def _share_list(self, v: list) -> list:
-        try:
-            return self._lists[tuple(v)]
-        except TypeError:
-            return v
-
     def _id(self, v) -> int:
         if v is None:
             return NONE
@@ -417,7 +424,7 @@ class TableBuilder:
             list(self._name_ix),
             list(self._cat_ix),
             list(self._str_ix),
-            self.extra,
+            _with_inputs(self.extra, self._input_types()),
             self.n,
             self.bad_times,
             self.negative_durs,
@@ -440,11 +447,22 @@ class TableBuilder:
             c[k].append(v)
         self._big = len(c["ts"])
         for key, d in extra.items():
-            self.extra[key].update({j + self.n: val for j, val in d.items()})
+            if isinstance(d, InputTypes):  # its texts renumbered as this builder first sees them
+                ids = np.array([self._inputs.id_of(t) for t in d.texts()], np.int32)
+                self._add_inputs(d.rows + self.n, ids[d.ids] if ids.size else d.ids)
+                self._in_big = len(self._in_rows)
+            else:
+                self.extra[key].update({j + self.n: val for j, val in d.items()})
         self.n += n
         self.bad_times += bad_times
         self.negative_durs += negative_durs
         self.empty += empty
+
+    def _input_types(self) -> InputTypes:
+        """The input-type lists so far as an InputTypes (one buffer of their distinct texts)."""
+        t = self._inputs
+        ends = np.frombuffer(t.ends, np.int64).copy()
+        return InputTypes(_join(self._in_rows, np.int64), _join(self._in_ids, np.int32), t.data, ends)
 
     def _remap_str_ids(self, col: np.ndarray, str_ids: list[str]) -> np.ndarray:
         new = np.array([-2 - self._str_ix.setdefault(s, len(self._str_ix)) for s in str_ids], dtype=np.int64)
@@ -453,13 +471,16 @@ class TableBuilder:
         return np.where(is_str, new[np.where(is_str, local, 0)], col)
 
     def build(self) -> EventTable:
+        types = self._input_types()
+        self._inputs = _InputTexts()
+        self._native, self._native_kinds, self._native_inputs = None, _TextKinds(), _TextInputs()
         cols = {}
         for k in list(self._cols):  # each column's pieces dropped once joined: at most one column held twice
             cols[k] = _compact(k, _join(self._cols.pop(k), _COLS[k]))
             trim()  # hand the pieces' heap memory back before the next column is allocated
         self.epoch_base_ns = _rebase_epoch(cols)
         keep = cols.pop("_keep", None)
-        extra = self.extra
+        extra = _with_inputs(self.extra, types)
         if keep is not None:
             self.bad_times += int((~keep).sum())
             cols = {k: v[keep] for k, v in cols.items()}
@@ -491,6 +512,7 @@ _COLS = {
 _ARG_COLS = ("ext", "corr", "py_id", "py_parent", "nbytes")
 _ARGS_AT_ONCE = 2048  # events whose args are tuples at once: ~0.6 MB, stays in cache (8192: 2% slower)
 ROW_BYTES = sum(np.dtype(t).itemsize for t in _COLS.values())  # one event in every column: 79 bytes
+IN_ROW_BYTES = 12  # an event with an input-type list: its index (int64) and the list's id (int32)
 
 
 class _Interner(dict[str, int]):
@@ -544,27 +566,53 @@ class _Kinds(dict):
         return self._columns()[2][kind]
 
 
-class _Lists(dict):
-    """Input-type list (as a tuple) -> the one list kept for it, made on first use with its strings shared with
-    every other list's ("float" once, not once an event: a trace of distinct lists held 2.4x its JSON)."""
+class _InputTexts:
+    """Input-type list as JSON text (msgspec's encoding, one for each list) -> its id, numbered in the order events
+    first use them. The texts are kept in one growing buffer and found again through an open-addressing table of
+    their hashes: a dict of the texts took ~190 bytes a list besides the text (0.9x the JSON of a trace whose every
+    list differs), this takes 24. Held as text, not lists: as lists such a trace took 2.7x its JSON."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self._strs: dict[str, str] = {}
-        self.nbytes = 0  # the lists, their keys and their new strings, roughly
+        self.data = bytearray()
+        self.ends = array("q", [0])  # text k is data[ends[k]:ends[k + 1]]
+        self._hashes = array("q")
+        self._slots = array("i", [-1]) * 8  # an id, or -1; at most half full
+        self._mask = 7
 
-    def __missing__(self, key: tuple) -> list:
-        strs = self._strs
-        n = len(strs)
-        v = [strs.setdefault(x, x) if type(x) is str else x for x in key]
-        k = tuple(v)
-        self.nbytes += sys.getsizeof(v) + sys.getsizeof(k) + ENTRY_BYTES
-        if len(strs) > n:
-            self.nbytes += (
-                sum(sys.getsizeof(x) for x in v if type(x) is str) // max(1, len(v)) * (len(strs) - n)
-            )
-        self[k] = v
-        return v
+    def __len__(self) -> int:
+        return len(self._hashes)
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.data) + 16 * len(self._hashes) + 4 * len(self._slots)
+
+    def id_of(self, text: bytes) -> int:
+        h = hash(text)
+        i = h & self._mask
+        slots, hashes, ends, data = self._slots, self._hashes, self.ends, self.data
+        k = slots[i]
+        while k >= 0:
+            if hashes[k] == h and data[ends[k] : ends[k + 1]] == text:
+                return k
+            i = (i + 1) & self._mask
+            k = slots[i]
+        k = slots[i] = len(hashes)
+        hashes.append(h)
+        data += text
+        ends.append(len(data))
+        if 2 * len(hashes) > len(slots):
+            self._grow()
+        return k
+
+    def _grow(self) -> None:
+        mask = 2 * len(self._slots) - 1
+        slots = array("i", [-1]) * (mask + 1)
+        for k, h in enumerate(self._hashes):
+            i = h & mask
+            while slots[i] >= 0:
+                i = (i + 1) & mask
+            slots[i] = k
+        self._slots, self._mask = slots, mask
 
 
 class _IdCodes(dict):
@@ -748,9 +796,77 @@ def _rebase_epoch(cols: dict[str, np.ndarray]) -> int:
     return base
 
 
-def _keep_extras(extra: dict[str, dict[int, Any]], keep: np.ndarray) -> dict[str, dict[int, Any]]:
+def _keep_extras(extra: dict[str, Mapping[int, Any]], keep: np.ndarray) -> dict[str, Mapping[int, Any]]:
     new_ix = np.cumsum(keep) - 1
-    return {k: {int(new_ix[i]): v for i, v in d.items() if keep[i]} for k, d in extra.items()}
+    return {
+        k: d.kept(keep) if isinstance(d, InputTypes) else {int(new_ix[i]): v for i, v in d.items() if keep[i]}
+        for k, d in extra.items()
+    }
+
+
+def _with_inputs(extra: dict[str, dict[int, Any]], types: InputTypes) -> dict[str, Mapping[int, Any]]:
+    """The extras with the input types among them (after the kernel figures, where they always were)."""
+    out: dict[str, Mapping[int, Any]] = {}
+    for k, v in extra.items():
+        out[k] = v
+        if k == "occupancy":
+            out["input_type"] = types
+    return out
+
+
+class InputTypes(Mapping[int, list]):
+    """The events' input-type lists (record_shapes), event index -> list, held compactly: the indices of the
+    events that have one (sorted), the id of each one's list, and the distinct lists' JSON texts in one buffer
+    (texts[ids[k]] is data[ends[id]:ends[id + 1]]). A list is decoded when asked for; the same on both decode
+    paths, as the texts are msgspec's encoding of the decoded lists (issue 31: lists of their own per event held
+    2.7x the JSON)."""
+
+    def __init__(self, rows: np.ndarray, ids: np.ndarray, data: bytearray, ends: np.ndarray) -> None:
+        self.rows, self.ids, self.data, self.ends = rows, ids, data, ends
+
+    def _at(self, rows: np.ndarray) -> np.ndarray:
+        """Each row's position in self.rows; -1 where it has no list."""
+        pos = np.searchsorted(self.rows, rows)
+        inside = pos < self.rows.size
+        found = np.zeros(pos.shape, bool)
+        found[inside] = self.rows[pos[inside]] == rows[inside]
+        return np.where(found, pos, -1)
+
+    def _text(self, k: int) -> bytes:
+        return bytes(self.data[int(self.ends[k]) : int(self.ends[k + 1])])
+
+    def __getitem__(self, row: int) -> list:
+        at = int(self._at(np.array([row], np.int64))[0])
+        if at < 0:
+            raise KeyError(row)
+        return _ANY(self._text(int(self.ids[at])))
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.rows.tolist())
+
+    def __len__(self) -> int:
+        return int(self.rows.size)
+
+    def lists(self, rows: np.ndarray) -> list:
+        """The lists of these events (() where one has none), each distinct one decoded once."""
+        at = self._at(np.asarray(rows, np.int64))
+        out: list = [()] * at.size
+        decoded: dict[int, list] = {}
+        for i, a in enumerate(at.tolist()):
+            if a >= 0:
+                k = int(self.ids[a])
+                v = decoded.get(k)
+                out[i] = decoded[k] = v if v is not None else _ANY(self._text(k))
+        return out
+
+    def texts(self) -> list[bytes]:
+        """The distinct texts, by id."""
+        return [self._text(k) for k in range(self.ends.size - 1)]
+
+    def kept(self, keep: np.ndarray) -> InputTypes:
+        """Those of the events kept (a mask over all events), at their new indices."""
+        mine = keep[self.rows]
+        return InputTypes((np.cumsum(keep) - 1)[self.rows[mine]], self.ids[mine], self.data, self.ends)
 
 
 def _as_float(v) -> float:
@@ -763,13 +879,13 @@ def _as_float(v) -> float:
 
 _STR = msgspec.json.Decoder(str).decode
 _ANY = msgspec.json.Decoder().decode
-_OWN = object()  # an input-type list that cannot be shared (nested lists)
-ENV_NATIVE = "IDLEHOUND_NATIVE"  # "0": decode every piece the msgspec way (tests compare the two)
+_JSON = msgspec.json.encode
+ENV_NATIVE = settings.NATIVE.name  # "0": decode every piece the msgspec way (tests compare the two)
 
 
 def native_available() -> bool:
     """Whether pieces are decoded by the C decoder here (built, and not turned off by IDLEHOUND_NATIVE=0)."""
-    return _native is not None and os.environ.get(ENV_NATIVE, "1") != "0"
+    return _native is not None and settings.NATIVE.get()
 
 
 def _new_decoder() -> Optional[Any]:
@@ -862,34 +978,31 @@ class _TextKinds:
 
 
 class _TextInputs:
-    """The C decoder's input-type text ids -> the lists kept for them (shared by value through the builder's
-    _lists, made in the order kept events first use them; None for an empty list, _OWN for one not hashable)."""
+    """The C decoder's input-type text ids -> the builder's ids (_InputTexts: each text decoded and encoded again
+    as _extras encodes the lists, so that both paths number the same lists alike), mapped in the order kept events
+    first use them; -2 for an empty list. A text is dropped once mapped."""
 
     def __init__(self) -> None:
-        self.texts: list[bytes] = []
-        self.out: list = []
-        self.done = np.zeros(0, bool)
-        self.plain = np.zeros(0, bool)  # a shared, non-empty list
-        self.nbytes = 0
+        self.texts: list[Optional[bytes]] = []
+        self.map = np.zeros(0, np.int32)  # -1: not mapped yet
+        self.nbytes = 0  # the texts not mapped yet, and an entry for each
 
     def add(self, texts: list) -> None:
         if texts:
             self.texts += texts
-            self.out += [None] * len(texts)
-            self.done = np.concatenate([self.done, np.zeros(len(texts), bool)])
-            self.plain = np.concatenate([self.plain, np.zeros(len(texts), bool)])
-            self.nbytes += sum(map(len, texts)) + len(texts) * ENTRY_BYTES
+            self.map = np.concatenate([self.map, np.full(len(texts), -1, np.int32)])
+            self.nbytes += sum(map(len, texts)) + len(texts) * IN_ROW_BYTES
 
-    def objects(self, ids: np.ndarray, shared: dict) -> list:
-        if not self.done[ids].all():
-            for k in _first_used(ids[~self.done[ids]]):
-                v = _ANY(self.texts[k])
-                try:
-                    v = shared[tuple(v)] if v else None
-                except TypeError:
-                    v = _OWN
-                self.out[k], self.done[k], self.plain[k] = v, True, v is not None and v is not _OWN
-        return list(map(self.out.__getitem__, ids.tolist()))
+    def table_ids(self, ids: np.ndarray, inputs: _InputTexts) -> np.ndarray:
+        if (self.map[ids] == -1).any():
+            for k in _first_used(ids[self.map[ids] == -1]):
+                text = self.texts[k]
+                assert text is not None
+                v = _ANY(text)
+                self.map[k] = inputs.id_of(_JSON(v)) if v else -2
+                self.texts[k] = None
+                self.nbytes -= len(text)
+        return self.map[ids]
 
 
 def _first_used(ids: np.ndarray) -> list[int]:

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import runpy
 import sys
 import traceback
 from pathlib import Path
 from typing import Any
+
+from ..settings import TUNE_SCRIPT_DIR
 
 
 class _Iterated(BaseException):
@@ -111,7 +112,7 @@ def check(script: str, args: list[str], accel: bool) -> dict[str, Any]:
     _watch_loaders(built)
     lines = loader_lines(Path(script).read_text(encoding="utf-8"))
     sys.argv = [script, *args]
-    sys.path.insert(0, os.environ.get("IDLEHOUND_TUNE_SCRIPT_DIR") or str(Path(script).resolve().parent))
+    sys.path.insert(0, TUNE_SCRIPT_DIR.get() or str(Path(script).resolve().parent))
     out: dict[str, Any] = {"branch": "accel" if accel else "cpu", "built": built, "broken": "", "stopped": ""}
     try:
         runpy.run_path(script, run_name="__main__")

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..settings import TUNE_LAUNCHED, TUNE_SCRIPT_DIR
 from ._changes import CHANGES
 from ._changes.graphs import graph_first_model as _graph_first_model
 from ._changes.loader import async_batch_copies as _async_batch_copies
@@ -99,10 +100,7 @@ def main() -> None:
     )
     if sampler is not None:
         result["gpu_util"] = _timed_util(sampler.stop(), rec.wall)
-    launched = os.environ.get("IDLEHOUND_TUNE_LAUNCHED")
-    result.update(
-        status=status, error=error, phases_s=phases(rec.clock, float(launched) if launched else None)
-    )
+    result.update(status=status, error=error, phases_s=phases(rec.clock, TUNE_LAUNCHED.get()))
     Path(out).write_text(json.dumps(result))
     os._exit(0)  # do not wait for the script's leftover threads or worker processes
 
@@ -127,10 +125,9 @@ def _run_script(rec: Recorder, script: str, args: list[str]) -> tuple[str, str]:
     status, error = "ok", ""
     sys.argv[:] = [script, *args]
     sys.path.insert(0, str(Path(script).resolve().parent))
-    if os.environ.get(
-        "IDLEHOUND_TUNE_SCRIPT_DIR"
-    ):  # a changed copy runs from the tune folder: the script's own
-        sys.path.insert(0, os.environ["IDLEHOUND_TUNE_SCRIPT_DIR"])  # modules still import
+    script_dir = TUNE_SCRIPT_DIR.get()
+    if script_dir:  # a changed copy runs from the tune folder: the script's own modules still import
+        sys.path.insert(0, script_dir)
     rec.clock["script"] = time.time()
     try:
         runpy.run_path(script, run_name="__main__")

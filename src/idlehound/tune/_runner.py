@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import IdlehoundError
+from ..settings import TUNE_LAUNCHED, TUNE_SCRIPT_DIR
 from ._options import TuneOptions
 from ._predict import Predictor
 
@@ -30,9 +31,9 @@ def run_child(
     cmd = [sys.executable, "-m", "idlehound.tune._child", str(out), json.dumps(settings)]
     cmd += [str(opts.skip), str(opts.steps), script, *args]
     launched = time.time()
-    env = {**os.environ, **compile_cache_env(out.parent), "IDLEHOUND_TUNE_LAUNCHED": repr(launched)}
+    env = {**os.environ, **compile_cache_env(out.parent), TUNE_LAUNCHED.name: repr(launched)}
     if script_dir:
-        env["IDLEHOUND_TUNE_SCRIPT_DIR"] = script_dir
+        env[TUNE_SCRIPT_DIR.name] = script_dir
     try:  # no stdin: a script that reads it would wait for ever
         r = subprocess.run(
             cmd, capture_output=True, text=True, timeout=opts.timeout_s, stdin=subprocess.DEVNULL, env=env
@@ -121,7 +122,7 @@ def _other_branches(
     for branch in ("cpu", "accel"):
         out = run_dir / f"changed_check_{branch}.json"
         cmd = [sys.executable, "-m", "idlehound.tune._branches", str(out), branch, copy, *args]
-        env = {**os.environ, "IDLEHOUND_TUNE_SCRIPT_DIR": script_dir}
+        env = {**os.environ, TUNE_SCRIPT_DIR.name: script_dir}
         try:
             subprocess.run(
                 cmd,

@@ -8,21 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pickle
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
+from .. import settings
+
 MARKER = "IDLEHOUND_SYNTHETIC"
 _BATCHES = ["data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5"]
 CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("IDLEHOUND_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "idlehound")
-    return Path(base)
 
 
 def write_synthetic(root: Path, per_batch: int = 10000, test: int = 10000, seed: int = 0) -> Path:
@@ -62,7 +58,7 @@ def ensure_data(data: Optional[Path] = None, per_batch: int = 10000) -> tuple[Pa
     """(root, synthetic): the user's CIFAR10 if `data` holds it, else a cached synthetic copy."""
     if data is not None and (Path(data) / "cifar-10-batches-py" / "data_batch_1").exists():
         return Path(data), False
-    root = cache_dir() / f"cifar10-synthetic-{per_batch}"
+    root = settings.cache_dir() / f"cifar10-synthetic-{per_batch}"
     if not (root / "cifar-10-batches-py" / MARKER).exists():
         write_synthetic(root, per_batch=per_batch, test=max(per_batch // 5, 100))
     return root, True

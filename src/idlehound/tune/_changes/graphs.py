@@ -5,17 +5,15 @@ training call in the child, and after the optimizer's statement in the diff."""
 from __future__ import annotations
 
 import ast
-import os
 from typing import Any
 
+from ...settings import TUNE_COMPILE_BACKEND
 from .._hooks import after_import, on_first_model_call
 from .._recorder import Recorder
 from .._source import SourceEdits, calls, keywords_edit, line_offsets, optimizer_statement, span
 from ._base import Change, change
 
-COMPILE_BACKEND_ENV = (
-    "IDLEHOUND_TUNE_COMPILE_BACKEND"  # e.g. "eager": no compiler needed (tests, CPU machines)
-)
+COMPILE_BACKEND_ENV = TUNE_COMPILE_BACKEND.name  # e.g. "eager": no compiler needed (tests, CPU)
 
 
 def _model_lines(src: SourceEdits) -> None:
@@ -66,7 +64,7 @@ class CudaGraphs(Change):
 
 
 def compile_kwargs() -> dict[str, Any]:
-    backend = os.environ.get(COMPILE_BACKEND_ENV)
+    backend = TUNE_COMPILE_BACKEND.get()
     return {"backend": backend} if backend else {}
 
 

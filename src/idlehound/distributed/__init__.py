@@ -1,8 +1,8 @@
 """Several ranks of one torch.distributed job: per-rank figures, the straggler and why, communication waits.
 
 Each rank's trace is analysed on its own (they are independent) into a summary of a few KB, by processes of this
-machine (engine "local", the default) or by Ray tasks where the files are (engine "ray", the `ray` extra: the
-section at the end); the summaries are then compared: the straggler is the rank with the most step time outside
+machine (engine "local", the default) or by Ray tasks where the files are (engine "ray", the `ray` extra:
+distributed/_ray.py); the summaries are then compared: the straggler is the rank with the most step time outside
 communication; the others wait for it inside their collectives.
 """
 
@@ -18,13 +18,14 @@ from typing import Any, Optional, Union
 import msgspec
 import numpy as np
 
-from .analysis import location_text, roles
-from .errors import IdlehoundError
-from .report import model as m
-from .report import ranks_title, render_ranks, render_ranks_html
-from .report.model import rnd
-from .runfolder import rank_of
-from .trace import list_traces
+from .. import settings
+from ..analysis import location_text, roles
+from ..errors import IdlehoundError
+from ..report import model as m
+from ..report import ranks_title, render_ranks, render_ranks_html
+from ..report.model import rnd
+from ..runfolder import rank_of
+from ..trace import list_traces
 
 
 def rank_traces(path: Union[str, Path]) -> list[Path]:
@@ -68,7 +69,7 @@ def rank_summary(path: str) -> dict[str, Any]:
     """What the comparison needs from one rank, never its event table: step times, GPU busy share, time in
     collectives (all and by name), time per user line, the top findings. The table and the analysis are freed
     before this returns, so a worker holds one rank's table at a time and ships a few KB."""
-    from .pipeline import analyze_path
+    from ..pipeline import analyze_path
 
     res = analyze_path(path)
     a = res.analysis
@@ -135,7 +136,7 @@ def _fit_memory(n: int, paths: list[Path]) -> int:
 
 
 def _set_jobs(n: int) -> None:
-    os.environ["IDLEHOUND_JOBS"] = str(n)
+    os.environ[settings.JOBS.name] = str(n)
 
 
 ENGINES = ("local", "ray")
@@ -156,6 +157,8 @@ def analyze_ranks(
     if engine not in ENGINES:
         raise IdlehoundError(f"--engine {engine}: not one of {', '.join(ENGINES)}")
     if engine == "ray":
+        from ._ray import summaries_on_ray  # Ray and its engine only when asked for
+
         docs = summaries_on_ray(path, address)
     else:
         docs = _summaries_local(path, workers)
@@ -377,160 +380,6 @@ def _why(slow: dict[str, Any], others: list[dict[str, Any]]) -> list[m.WhyLine]:
             )
     out.sort(key=lambda r: -r.excess_ms_per_step)
     return out[:5]
-
-
-# ---- The Ray engine: the same analysis on a Ray cluster (`idlehound analyze --ranks PATH --engine ray`) ----
-#
-# One task per rank file, run where the file is. A listing task on every alive node lists the traces it sees under
-# PATH: on a shared filesystem every node sees every file, and each is given to one of them in turn; traces left on a
-# node's local disk (tensorboard_trace_handler on a multi-node job) are seen by that node only, and their task is
-# pinned there (NodeAffinitySchedulingStrategy, hard). PATH may name environment variables ($VAR), expanded
-# on each node: a per-node scratch folder. Each task returns the rank's summary
-# (rank_summary: a few KB), never its event table, which the task frees before returning.
-#
-# Ray is an optional dependency (the `ray` extra); nothing here imports it before it is asked for.
-
-MAX_RETRIES = 3  # a task whose worker process or node died runs again, up to this many times
-INSTALL = "pip install 'idlehound[ray]'"
-CONNECT_TIMEOUT_S = 10
-
-
-def summaries_on_ray(path: Union[str, Path], address: Optional[str] = None) -> list[dict[str, Any]]:
-    """Every rank's summary (or {"error": ...}) computed by Ray tasks on the cluster at address."""
-    ray = _ray_import()
-    started = _ray_connect(ray, address)
-    try:
-        return _ray_run(ray, str(path))
-    finally:
-        if started:
-            ray.shutdown()
-
-
-def _ray_import() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise IdlehoundError(f"--engine ray: Ray is not installed here ({INSTALL})") from None
-    return ray
-
-
-def _ray_connect(ray: Any, address: Optional[str]) -> bool:
-    """Join the cluster at address (else RAY_ADDRESS, else start a local one); True when this call connected
-    (and so disconnects at the end). A wrong address, no cluster or another Ray version: one IdlehoundError."""
-    if ray.is_initialized():
-        return False
-    where = address or os.environ.get("RAY_ADDRESS") or "a new local Ray instance"
-    if address or os.environ.get("RAY_ADDRESS"):
-        _reachable(where)  # Ray itself retries an address that does not answer for minutes
-    try:
-        ray.init(address=address, logging_level="ERROR", log_to_driver=False, configure_logging=True)
-    except Exception as e:  # ConnectionError, RuntimeError (version mismatch), ValueError (bad address)
-        raise IdlehoundError(
-            f"--engine ray: cannot join the Ray cluster at {where}: {_first_line(e)}"
-        ) from None
-    return True
-
-
-def _reachable(address: str) -> None:
-    """Refuse at once an address where nothing listens ("auto" and "local" are Ray's to resolve)."""
-    import socket
-
-    if address in ("auto", "local"):
-        return
-    hostport = address.split("://", 1)[-1].rstrip("/")
-    host, _, port = hostport.rpartition(":")
-    if not host or not port.isdigit():
-        raise IdlehoundError(
-            f"--engine ray: the address {address!r} is not HOST:PORT (or ray://HOST:PORT, auto)"
-        )
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
-    except OSError as e:
-        raise IdlehoundError(
-            f"--engine ray: no Ray cluster answers at {address} ({e.strerror or e})"
-        ) from None
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip() or type(e).__name__
-    return text.splitlines()[0][:300]
-
-
-def _ray_in(base: str) -> None:
-    """Read a relative PATH from the driver's folder where this node has it, so that the reports name the files
-    as the user did (and as the local engine does)."""
-    if base and os.path.isdir(base):
-        os.chdir(base)
-
-
-def _ray_list(path: str, base: str) -> tuple[str, list[tuple[str, str, str, tuple]]]:
-    """On one node: its id and the traces it sees under path (none if path is not there)."""
-    import ray
-
-    _ray_in(base)
-    node = ray.get_runtime_context().get_node_id()
-    path = os.path.expandvars(path)  # $VAR: this node's own folder (a per-node scratch disk)
-    return node, (list_entries(path) if Path(path).is_dir() else [])
-
-
-def _ray_summary(path: str, base: str) -> dict[str, Any]:
-    """On the node that holds path: the rank's summary, or {"error": one line} (a bad trace is not retried)."""
-    os.environ["IDLEHOUND_JOBS"] = "1"  # one core per task: Ray runs a task per core
-    _ray_in(base)
-    return _one(path)
-
-
-def _ray_run(ray: Any, path: str) -> list[dict[str, Any]]:
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    base = "" if os.path.isabs(path) else os.getcwd()
-    nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
-    lister = ray.remote(num_cpus=0, max_retries=MAX_RETRIES)(_ray_list)
-    listed = ray.get(
-        [
-            lister.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)).remote(
-                path, base
-            )
-            for n in nodes
-        ]
-    )
-    where: dict[str, list[str]] = {}
-    entries: dict[str, tuple] = {}
-    for node, found in listed:
-        for e in found:
-            where.setdefault(e[0], []).append(node)
-            entries.setdefault(e[0], e)
-    chosen = newest_per_worker(list(entries.values()), path)
-    if len(chosen) < 2:
-        raise IdlehoundError(f"{path}: one trace only; a multi-rank comparison needs a trace per rank")
-    task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES)(_ray_summary)
-    refs = {}
-    for i, e in enumerate(chosen):
-        holders = where[e[0]]
-        # Seen by one node: pinned there. Seen by several (a shared filesystem): spread, and free to move.
-        strategy = NodeAffinitySchedulingStrategy(holders[i % len(holders)], soft=len(holders) > 1)
-        refs[task.options(scheduling_strategy=strategy).remote(e[0], base)] = e[0]
-    return _ray_gather(ray, refs)
-
-
-def _ray_gather(ray: Any, refs: dict[Any, str]) -> list[dict[str, Any]]:
-    """The tasks' results as they finish; a task lost for good is its rank's error line. Ctrl-C cancels the
-    tasks not yet done and goes on up (exit 130)."""
-    out = []
-    pending = list(refs)
-    try:
-        while pending:
-            done, pending = ray.wait(pending, num_returns=min(len(pending), 64), timeout=1.0)
-            for ref in done:
-                try:
-                    out.append(ray.get(ref))
-                except ray.exceptions.RayError as e:  # worker or node lost after every retry, or cancelled
-                    out.append({"error": f"{refs[ref]}: Ray task failed: {_first_line(e)}", "trace": {}})
-    except KeyboardInterrupt:
-        for ref in pending:
-            ray.cancel(ref, force=True)
-        raise
-    return out
 
 
 __all__ = [
