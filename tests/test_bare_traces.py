@@ -20,7 +20,8 @@ pytestmark = pytest.mark.slow  # analyses eight recorded loops twice (seconds)
 
 FOLDERS = sorted(
     str(p.parent.relative_to(TRACES))
-    for p in TRACES.glob("*/*/run.json")
+    for sub in ("replay", "frameworks_h200")  # the recorded H200 loops with truths (not watch/, ranks/)
+    for p in (TRACES / sub).glob("*/run.json")
     if json.loads(p.read_text()).get("step_ms_before_window")
 )
 TRUTHS = {
