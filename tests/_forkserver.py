@@ -81,6 +81,7 @@ def serve() -> None:
     del sys.path[0]  # this file's folder: the forks put their own cwd there
     import torch  # noqa: F401  (the point: imported once, before any fork)
     import torch._dynamo  # noqa: F401
+    import torch.profiler  # noqa: F401  (`idlehound run` profiles)
     import torch.utils.data  # noqa: F401
 
     with contextlib.suppress(ImportError):
@@ -123,6 +124,12 @@ class _Server:
 
 
 _server: Optional[_Server] = None
+
+
+def cli(*args: object, cwd: Optional[Path] = None, env: Optional[dict] = None, timeout: float = 600):
+    """`python -m idlehound *args` as conftest's run_cli runs it (PYTHONUNBUFFERED, env added), in a fork."""
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    return run([str(a) for a in args], module="idlehound", env=full_env, cwd=cwd, timeout=timeout)
 
 
 def run(
