@@ -38,6 +38,17 @@ def run_cli():
     return _run
 
 
+@pytest.fixture
+def forked_cli():
+    """run_cli's answer, from a fork of an interpreter that has torch loaded (tests/_forkserver.py): for files
+    whose `idlehound run`/`demo` would each import torch again. Such a file overrides run_cli with it. Not for
+    tests of what a run records from the stack or prints of a traceback: the fork's stack holds the server's
+    frames below the CLI (tests/test_reproducible.py, tests/test_first_hour.py keep run_cli)."""
+    from ._forkserver import cli
+
+    return cli
+
+
 @pytest.fixture(scope="session")
 def pl_trainer_base(tmp_path_factory):
     """tune's child on the Lightning stand-in script as written (tests/scripts/tune/pl_trainer.py with fake_pl),

@@ -15,6 +15,13 @@ torch = pytest.importorskip("torch")
 
 from .conftest import SCRIPTS  # noqa: E402
 
+
+@pytest.fixture
+def run_cli(forked_cli):
+    """Each `idlehound ...` run as a fork of one torch-loaded interpreter (tests/_forkserver.py)."""
+    return forked_cli
+
+
 pytestmark = pytest.mark.slow  # each test runs a script under `idlehound run`
 
 CPU = SCRIPTS / "cpu"

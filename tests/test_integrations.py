@@ -16,6 +16,13 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from .conftest import ROOT, SCRIPTS  # noqa: E402
 
+
+@pytest.fixture
+def run_cli(forked_cli):
+    """Each `idlehound ...` run as a fork of one torch-loaded interpreter (tests/_forkserver.py)."""
+    return forked_cli
+
+
 pytestmark = pytest.mark.slow  # framework training scripts in their own processes
 
 FW = SCRIPTS / "frameworks"

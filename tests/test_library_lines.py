@@ -22,6 +22,13 @@ from idlehound.report.markdown import render_markdown
 
 from .conftest import ROOT, SCRIPTS, TRACES
 
+
+@pytest.fixture
+def run_cli(forked_cli):
+    """Each `idlehound ...` run as a fork of one torch-loaded interpreter (tests/_forkserver.py)."""
+    return forked_cli
+
+
 FW = TRACES / "frameworks"
 
 

@@ -13,6 +13,13 @@ from idlehound.trace import load_trace
 
 from .conftest import SHARED, TRACES
 
+
+@pytest.fixture
+def run_cli(forked_cli):
+    """Each `idlehound ...` run as a fork of one torch-loaded interpreter (tests/_forkserver.py)."""
+    return forked_cli
+
+
 RUNS = sorted(p.name for p in TRACES.iterdir() if p.is_dir() and (p / "run.json").exists())
 H200 = sorted(p.name for p in SHARED.glob("h200_*.pt.trace.json.gz")) if SHARED.exists() else []
 

@@ -18,6 +18,13 @@ from idlehound.report.schema import DOCUMENTS, schema_text
 
 from .conftest import ROOT, SHARED, TRACES
 
+
+@pytest.fixture
+def run_cli(forked_cli):
+    """Each `idlehound ...` run as a fork of one torch-loaded interpreter (tests/_forkserver.py)."""
+    return forked_cli
+
+
 RUN_FOLDERS = sorted(p.name for p in TRACES.iterdir() if (p / "run.json").exists())
 
 

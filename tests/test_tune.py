@@ -9,6 +9,7 @@ pytest.importorskip("torch")
 from idlehound.tune import _best, _Stack, check_losses  # noqa: E402
 from idlehound.tune._candidates import Outcome, all_candidates  # noqa: E402
 
+from . import _forkserver as forkserver  # noqa: E402
 from .conftest import SCRIPTS  # noqa: E402
 from .tune_helpers import QUICK  # noqa: E402
 
@@ -156,29 +157,28 @@ def test_precision_check_allows_drift_between_runs_but_not_a_curve_that_stops_le
 
 
 @pytest.mark.slow
-def test_blog_baseline_script_more_workers_keep_the_losses_bitwise(run_cli, tmp_path):
+def test_blog_baseline_script_more_workers_keep_the_losses_bitwise(tmp_path, monkeypatch):
+    """tune's child on the blog script as written and with workers2, compared as tune compares them (one run of
+    each: a tune of its own would add the baseline's four reference runs and two rounds, which this does not
+    check; the tune of data_bound.py above checks that machinery)."""
+    from .tune_helpers import run_child
+
     script = SCRIPTS.parent.parent / "examples" / "train_resnet18_cifar10.py"
-    r = run_cli(
-        "tune",
-        *QUICK,
-        "--try",
-        "workers2",
-        "--no-diagnose",
-        "--json",
-        "--logdir",
-        tmp_path,
-        script,
-        "--image-size",  # the losses' bitwise match needs no big images: 16 px costs a quarter of 32 px
-        "16",
-        "--batch-size",
-        "4",
-        env={"IDLEHOUND_CACHE": str(tmp_path)},
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
-    v = {x["candidate"]: x for x in json.loads(r.stdout)["variants"]}
-    assert v["workers2"]["status"] == "ok"
+    monkeypatch.setenv("IDLEHOUND_CACHE", str(tmp_path))
+    # the losses' bitwise match needs no big images: 16 px costs a quarter of 32 px
+    args = ("--image-size", "16", "--batch-size", "4")
+    workers2 = {c.name: c for c in all_candidates(2, cuda=False)}["workers2"].settings
+    base = run_child(tmp_path / "base.json", script, {}, *args, steps=4)
+    more = run_child(tmp_path / "w2.json", script, workers2, *args, steps=4)
+    assert base["status"] == "ok" and more["status"] == "ok"
+    assert more["loaders"][0]["num_workers"] == 2
     # the baseline warms up 4 steps, not 2: twice the batches its one worker holds in flight (prefetch 2)
-    assert v["workers2"]["loss_check"] == "bitwise equal: ok (8 steps)"
+    assert base["warmup_steps"] == 4 and len(base["losses"]) == 8
+    assert check_losses(base["losses"], more["losses"], "same", cuda=False) == (
+        True,
+        0.0,
+        "bitwise equal: ok (8 steps)",
+    )
 
 
 def _outcome(name, speedup, status="ok", effect=None):
@@ -293,10 +293,7 @@ print(seen["model"], y.dtype, seen["transform"], torch.is_autocast_cpu_enabled()
 
 @pytest.mark.slow
 def test_bf16_autocast_wraps_the_model_but_not_parameterless_modules_such_as_transforms():
-    import subprocess
-    import sys
-
-    out = subprocess.run([sys.executable, "-c", AUTOCAST_PROBE], capture_output=True, text=True, check=True)
+    out = forkserver.run([], code=AUTOCAST_PROBE, check=True)
     assert out.stdout.split() == ["True", "torch.bfloat16", "False", "False"]
 
 
@@ -348,12 +345,7 @@ print(seen)
 
 @pytest.mark.slow
 def test_non_blocking_is_added_only_to_batch_tensors_the_script_left_unspecified():
-    import subprocess
-    import sys
-
-    out = subprocess.run(
-        [sys.executable, "-c", NON_BLOCKING_PROBE], capture_output=True, text=True, check=True
-    )
+    out = forkserver.run([], code=NON_BLOCKING_PROBE, check=True)
     assert out.stdout.strip() == str([True, False, None] * 2)
 
 
@@ -445,10 +437,7 @@ print(calls, rec.graphed_inputs)
 
 @pytest.mark.slow
 def test_cuda_graph_recording_keeps_the_statistics_and_replays_only_calls_shaped_like_the_recorded_one():
-    import subprocess
-    import sys
-
-    out = subprocess.run([sys.executable, "-c", GRAPH_PROBE], capture_output=True, text=True)
+    out = forkserver.run([], code=GRAPH_PROBE)
     assert out.returncode == 0, out.stderr
     first, second = out.stdout.strip().splitlines()
     assert first == "True 1"  # the warm-up's three updates were undone; the script's own call counted once
@@ -501,10 +490,7 @@ print(model[0].weight.is_contiguous(memory_format=cl), model[0].weight is weight
 
 @pytest.mark.slow
 def test_channels_last_converts_the_trained_model_in_place_at_its_first_call():
-    import subprocess
-    import sys
-
-    out = subprocess.run([sys.executable, "-c", CHANNELS_LAST_PROBE], capture_output=True, text=True)
+    out = forkserver.run([], code=CHANNELS_LAST_PROBE)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "True", "False"]  # the optimizer keeps the same parameter objects
 

@@ -4,8 +4,6 @@ one branch (shapes of pytorch/examples' MNIST family and DCGAN, as small scripts
 
 import ast
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -14,6 +12,7 @@ pytest.importorskip("torch")
 from idlehound.tune._candidates import all_candidates  # noqa: E402
 from idlehound.tune._diff import changed_source  # noqa: E402
 
+from . import _forkserver as forkserver  # noqa: E402
 from .conftest import SCRIPTS  # noqa: E402
 
 TUNE = SCRIPTS / "tune"
@@ -68,13 +67,10 @@ def test_int_of_the_workers_flag_is_kept_and_the_options_that_need_workers_follo
 
 
 def _branch(tmp_path, script, branch, *args):
+    """`python -m idlehound.tune._branches ...`, as a fork of the tests' torch-loaded interpreter."""
     out = tmp_path / f"{branch}.json"
-    subprocess.run(
-        [sys.executable, "-m", "idlehound.tune._branches", str(out), branch, str(script), *args],
-        capture_output=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
+    argv = [out, branch, script, *args]
+    forkserver.run(argv, module="idlehound.tune._branches", timeout=120, cwd=tmp_path)
     return json.loads(out.read_text())
 
 

@@ -16,6 +16,7 @@ from idlehound.tune import TuneOptions, _document, _runs_changed  # noqa: E402
 from idlehound.tune._candidates import Outcome, all_candidates, not_applicable  # noqa: E402
 from idlehound.tune._diff import changed_source, make_diff  # noqa: E402
 
+from . import _forkserver as forkserver  # noqa: E402
 from .conftest import ROOT, SCRIPTS  # noqa: E402
 from .tune_helpers import QUICK  # noqa: E402
 
@@ -114,23 +115,10 @@ def test_a_changed_script_is_run_before_its_diff_is_shown(tmp_path):
 
 
 def _child(tmp_path, script, settings, skip, steps, *args):
+    """`python -m idlehound.tune._child ...`, as a fork of the tests' torch-loaded interpreter."""
     out = tmp_path / "r.json"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "idlehound.tune._child",
-            str(out),
-            json.dumps(settings),
-            str(skip),
-            str(steps),
-            str(script),
-            *args,
-        ],
-        check=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
+    argv = [out, json.dumps(settings), skip, steps, script, *args]
+    forkserver.run(argv, module="idlehound.tune._child", timeout=300, check=True)
     return json.loads(out.read_text())
 
 

@@ -10,6 +10,13 @@ torch = pytest.importorskip("torch")
 
 from idlehound.workloads.cifar import cifar10, ensure_data, write_synthetic  # noqa: E402
 
+
+@pytest.fixture
+def run_cli(forked_cli):
+    """Each `idlehound ...` run as a fork of one torch-loaded interpreter (tests/_forkserver.py)."""
+    return forked_cli
+
+
 # torchvision is looked up, not imported: importing it costs seconds even where these tests are deselected.
 pytestmark = [
     pytest.mark.slow,

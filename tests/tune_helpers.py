@@ -2,13 +2,12 @@
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from idlehound.tune._changes import COMPILE_BACKEND_ENV
 
+from . import _forkserver as forkserver
 from .conftest import SCRIPTS
 
 TUNE = SCRIPTS / "tune"
@@ -19,11 +18,13 @@ def run_child(
     out: Path, script: Path, settings: dict, *args: str, fake: str = "", steps: int = 3, timeout: int = 300
 ) -> dict[str, Any]:
     """One run of tune's child on script with a variant's settings (2 warm-up steps, then `steps`); its result.
+    It runs as a fork of an interpreter that has torch loaded (tests/_forkserver.py): the same module, argv and
+    environment as `python -m idlehound.tune._child`, without importing torch again.
     fake: a stand-in package folder of tests/scripts/tune (fake_hf, fake_pl) put first on the path."""
     path = os.environ.get("PYTHONPATH", "")
     if fake:
         path = os.pathsep.join([str(TUNE / fake), path])
     env = {**os.environ, "PYTHONPATH": path, COMPILE_BACKEND_ENV: "eager"}  # no C++ compiler run in tests
-    cmd = [sys.executable, "-m", "idlehound.tune._child", str(out), json.dumps(settings), "2", str(steps)]
-    subprocess.run([*cmd, str(script), *args], check=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env)
+    argv = [str(out), json.dumps(settings), "2", str(steps), str(script), *args]
+    forkserver.run(argv, module="idlehound.tune._child", env=env, timeout=timeout, check=True)
     return json.loads(Path(out).read_text())

@@ -90,6 +90,8 @@ _PY_MODULES = (
     "torch.numel",
     "torch.manual_seed",
 )
+# torch calls that return whatever was saved, not a tensor.
+_TORCH_ANY = ("torch.load", "torch.hub.")
 # Methods only tensors have (numpy arrays and Python numbers do not): an unknown receiver is then a tensor.
 _TENSOR_METHODS = {
     "detach",
@@ -546,11 +548,16 @@ class Scope:
         if isinstance(f, ast.Name):
             if f.id in _PY_BUILTINS:
                 return PY
+            if f.id in ("min", "max", "sum") and len(e.args) == 1 and not e.keywords:
+                # over one iterable: its elements decide (`sum(loss_dict.values())` is a tensor)
+                return TENSOR if self.kind(e.args[0]) == TENSOR else UNKNOWN
             if f.id in ("abs", "min", "max", "sum"):
                 return join(self.kind(a) for a in e.args) if e.args else PY
         module_call = "()" not in name  # torch.max(...), not torch.tensor(x).item() or Beta(...).sample()
         if module_call and name.startswith(_PY_MODULES):
             return PY
+        if module_call and name.startswith(_TORCH_ANY):
+            return UNKNOWN  # what was saved: a checkpoint dict, its step counter, ...
         if module_call and name.startswith(("torch.", "F.", "nn.functional.", "torch.nn.functional.")):
             return TENSOR
         if isinstance(f, ast.Attribute):

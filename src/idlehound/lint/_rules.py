@@ -136,7 +136,8 @@ RULES: dict[str, Rule] = {
         Rule(
             "IH016",
             "collective-in-loop",
-            "`accelerator.wait_for_everyone()` / `dist.barrier()` / `accelerator.gather(...)` every step makes "
+            "`accelerator.wait_for_everyone()` / `dist.barrier()` / `accelerator.gather(...)` / `.reduce(...)` / "
+            "`.check_trigger()` every step makes "
             "every process wait for the slowest one, and a gather copies every rank's tensor each step",
             "gather and wait once per epoch or every N steps; keep per-step values on the device "
             "(`total += loss.detach()`)",
@@ -226,13 +227,21 @@ def _accelerate_call(n: ast.Call) -> bool:
     )
 
 
+def _prepares(n: ast.Call) -> bool:
+    """`accelerator.prepare(...)` or Lightning's `fabric.setup_dataloaders(...)`."""
+    recv, _, method = dotted(n.func).rpartition(".")
+    return (_accelerate_call(n) and method == "prepare") or (
+        "fabric" in recv.lower() and method == "setup_dataloaders"
+    )
+
+
 def _prepared_names(tree: ast.Module) -> set[str]:
-    """Names passed to `accelerator.prepare(...)`: Accelerate's loaders copy their batches to the device
-    themselves (a `.to(device)` on them is a no-op, pinning is Accelerate's setting, not the loader's)."""
+    """Names passed to `accelerator.prepare(...)` / `fabric.setup_dataloaders(...)`: those loaders copy their
+    batches to the device themselves (a `.to(device)` on them is a no-op, pinning is the framework's setting)."""
     return {
         a.id
         for n in ast.walk(tree)
-        if isinstance(n, ast.Call) and _accelerate_call(n) and dotted(n.func).endswith(".prepare")
+        if isinstance(n, ast.Call) and _prepares(n)
         for a in n.args
         if isinstance(a, ast.Name)
     }
@@ -240,6 +249,10 @@ def _prepared_names(tree: ast.Module) -> set[str]:
 
 _EVAL_WORDS = re.compile(
     r"(^|_)(val|valid|validation|eval|evaluation|test|testing|dev)(_|$|loader|dl|iter)", re.I
+)
+
+_EVAL_FUNC = re.compile(
+    r"(^|_)(eval|evaluate|evaluation|val|valid|validate|validation|test|testing)(_|$)", re.I
 )
 
 
@@ -260,7 +273,11 @@ class _Loader:
         self.call = call
         self.names: list[str] = []  # the names it is assigned to
         self.prepared = False  # passed to accelerator.prepare(...)
-        self.evaluation = False  # a validation/test loader beside the training one
+        # a validation/test loader beside the training one, or built in an evaluation function (`eval_split`)
+        self.evaluation = any(
+            isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and _EVAL_FUNC.search(f.name)
+            for f in chain
+        )
         self.known = not any(isinstance(a, ast.Starred) for a in call.args)
         self.keys: dict[str, list[ast.expr]] = {}
         for k in call.keywords:
@@ -316,7 +333,9 @@ def _loaders(tree: ast.Module) -> list[_Loader]:
         ld.prepared = any(name in prepared for name in ld.names)
     if len(found) > 1:  # a validation/test loader beside a training one: its epoch pass is not the training
         for ld in found:
-            ld.evaluation = bool(ld.names) and all(_EVAL_WORDS.search(n.rsplit(".", 1)[-1]) for n in ld.names)
+            ld.evaluation = ld.evaluation or (
+                bool(ld.names) and all(_EVAL_WORDS.search(n.rsplit(".", 1)[-1]) for n in ld.names)
+            )
     return found
 
 
@@ -580,7 +599,10 @@ def _collective(name: str) -> bool:
     recv, _, method = name.rpartition(".")
     if method == "barrier":
         return recv.rsplit(".", 1)[-1] in ("dist", "distributed")
-    return method in ("wait_for_everyone", "gather") and "accelerator" in recv.lower()
+    # reduce and check_trigger (a reduce, then a host read) make every process wait as gather does
+    return (
+        method in ("wait_for_everyone", "gather", "reduce", "check_trigger") and "accelerator" in recv.lower()
+    )
 
 
 def _periodic(test: ast.expr) -> bool:
