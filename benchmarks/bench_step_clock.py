@@ -143,6 +143,8 @@ def main() -> None:
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     step = workload(a.kind, dev)
     modes = a.modes.split(",")
+    if modes[0] != "plain" or len(set(modes)) != len(modes):  # costs are relative to the first mode
+        ap.error(f"--modes: plain first, each mode once, not {a.modes!r}")
     times: dict[str, list[float]] = {m: [] for m in modes}
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
