@@ -4,6 +4,7 @@ the compare, ranks (two recorded traces as two ranks) and lint documents made fr
 Run it before and after a change to the report model, then compare the two folders with --against:
     PYTHONPATH=src python tools/dump_reports.py /tmp/before
     PYTHONPATH=src python tools/dump_reports.py /tmp/after --against /tmp/before
+With --renderings it also writes the terminal summary, markdown and HTML of each trace.
 The comparison reports files whose bytes differ and, for those, whether the parsed values are equal.
 """
 
@@ -71,18 +72,46 @@ def _others(out: Path) -> dict[str, str]:
     return texts
 
 
+def _renderings(name: str, path: Path) -> dict[str, str]:
+    """The terminal summary, markdown and HTML the CLI makes of one recorded trace (issue 33: the renderers
+    must say the same after the report model changes)."""
+    import tempfile
+
+    from click.testing import CliRunner
+
+    from idlehound import cli
+
+    target = path.parent if (path.parent / "run.json").exists() else path
+    runner = CliRunner()
+    texts = {f"{name}.txt": runner.invoke(cli.main, ["analyze", str(target)]).output}
+    with tempfile.TemporaryDirectory() as tmp:
+        for ext in ("md", "html"):
+            out = Path(tmp) / f"report.{ext}"
+            r = runner.invoke(cli.main, ["analyze", str(target), "-o", str(out)])
+            texts[f"{name}.{ext}"] = out.read_text(encoding="utf-8") if out.exists() else f"error: {r.output}"
+    return {k: v.replace(str(target), "TARGET").replace(str(ROOT), "ROOT") for k, v in texts.items()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out", type=Path)
     ap.add_argument("--against", type=Path, default=None)
+    ap.add_argument(
+        "--renderings", action="store_true", help="also the terminal summary, markdown and HTML of each trace"
+    )
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     same = values = differ = 0
     jobs = [(name, lambda p=path: _text(p)) for name, path in inputs()]
     others = _others(args.out)
     jobs += [(name, lambda t=text: t) for name, text in others.items()]
+    jobs = [(name + ".json", make) for name, make in jobs]
+    if args.renderings:
+        for name, path in inputs():
+            for rname, text in _renderings(name, path).items():
+                jobs.append((rname, lambda t=text: t))
     for name, make in jobs:
-        target = args.out / (name + ".json")
+        target = args.out / name
         try:
             target.write_text(make(), encoding="utf-8")
         except Exception as e:  # a trace the analysis refuses: recorded as its error line
@@ -92,7 +121,7 @@ def main() -> int:
         old = args.against / target.name
         if old.read_bytes() == target.read_bytes():
             same += 1
-        elif not old.read_text().startswith("error") and json.loads(old.read_text()) == json.loads(
+        elif name.endswith(".json") and not old.read_text().startswith("error") and json.loads(old.read_text()) == json.loads(
             target.read_text()
         ):
             values += 1
