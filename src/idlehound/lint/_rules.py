@@ -273,6 +273,7 @@ class _Loader:
         self.call = call
         self.names: list[str] = []  # the names it is assigned to
         self.prepared = False  # passed to accelerator.prepare(...)
+        self.on_device = False  # its dataset returns tensors already on the device
         # a validation/test loader beside the training one, or built in an evaluation function (`eval_split`)
         self.evaluation = any(
             isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and _EVAL_FUNC.search(f.name)
@@ -318,6 +319,50 @@ class Facts:
         return Facts(self.gpu or other.gpu, self.pinned or other.pinned, self.benchmark or other.benchmark)
 
 
+def _device_datasets(tree: ast.Module) -> set[str]:
+    """Dataset classes whose __getitem__ returns a tensor already moved to a device (`.cuda()`, `.to(device)`): a
+    loader of them can neither use worker processes (CUDA in forked workers) nor pin memory."""
+    out = set()
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for f in cls.body:
+            if (
+                isinstance(f, ast.FunctionDef)
+                and f.name == "__getitem__"
+                and any(
+                    isinstance(r, ast.Return) and isinstance(r.value, ast.Call) and _to_device(r.value)
+                    for r in ast.walk(f)
+                )
+            ):
+                out.add(cls.name)
+    return out
+
+
+def _to_device(call: ast.Call) -> bool:
+    f = call.func
+    if not isinstance(f, ast.Attribute):
+        return False
+    return f.attr == "cuda" or (f.attr == "to" and bool(call.args) and _device_like(call.args[0]))
+
+
+def _dataset_class(call: ast.Call, tree: ast.Module) -> str:
+    """The class of the dataset a DataLoader(...) call is given: `Cls(...)` itself or a name bound to one."""
+    ds = call.args[0] if call.args else kw(call, "dataset")
+    if isinstance(ds, ast.Call):
+        return dotted(ds.func)
+    if not isinstance(ds, ast.Name):
+        return ""
+    made = {
+        dotted(n.value.func)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.Call)
+        and any(isinstance(t, ast.Name) and t.id == ds.id for t in n.targets)
+    }
+    return made.pop() if len(made) == 1 else ""
+
+
 def _loaders(tree: ast.Module) -> list[_Loader]:
     found = [
         _Loader(n, c)
@@ -329,8 +374,10 @@ def _loaders(tree: ast.Module) -> list[_Loader]:
         if isinstance(n, ast.Assign) and id(n.value) in by_call:
             by_call[id(n.value)].names = [dotted(t) for t in n.targets]
     prepared = _prepared_names(tree)
+    on_device = _device_datasets(tree)
     for ld in found:
         ld.prepared = any(name in prepared for name in ld.names)
+        ld.on_device = _dataset_class(ld.call, tree) in on_device
     if len(found) > 1:  # a validation/test loader beside a training one: its epoch pass is not the training
         for ld in found:
             ld.evaluation = ld.evaluation or (
@@ -381,7 +428,7 @@ class Checker(ast.NodeVisitor):
             self.visit(self.tree)
             if self.gpu:
                 for ld in self.loaders:
-                    if ld.evaluation:
+                    if ld.evaluation or ld.on_device:
                         continue
                     if ld.no_workers():
                         self.add("IH010", ld.call)
@@ -595,10 +642,19 @@ class Checker(ast.NodeVisitor):
             self.add("IH014", node)
 
 
+# helpers that all-reduce a logged value (MAE's all_reduce_mean, DETR's reduce_dict, timm's reduce_tensor); not
+# dist.all_reduce itself, which hand-written gradient averaging needs every step
+_REDUCE_HELPER = re.compile(
+    r"(^|_)reduce_(mean|sum|dict|loss_dict|tensor|tensors|value|values|loss|losses|scalar)$"
+)
+
+
 def _collective(name: str) -> bool:
     recv, _, method = name.rpartition(".")
     if method == "barrier":
         return recv.rsplit(".", 1)[-1] in ("dist", "distributed")
+    if _REDUCE_HELPER.search(method):
+        return True
     # reduce and check_trigger (a reduce, then a host read) make every process wait as gather does
     return (
         method in ("wait_for_everyone", "gather", "reduce", "check_trigger") and "accelerator" in recv.lower()
