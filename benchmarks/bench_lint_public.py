@@ -1,6 +1,9 @@
 """Precision and recall of `idlehound lint` on public training scripts the rules were not written against.
 
-    PYTHONPATH=src python benchmarks/bench_lint_public.py [--mirror DIR] [--labels TSV]
+    PYTHONPATH=src python benchmarks/bench_lint_public.py [LABELS.tsv] [--mirror DIR]
+
+LABELS.tsv (or `--labels`) defaults to benchmarks/lint_public_labels.tsv; lint_heldout_A.tsv and lint_heldout_B.tsv
+are the sets registered for issue 32 (see docs/lint.md).
 
 The scripts are not part of this repository: benchmarks/lint_public_labels.tsv names each labelled line by
 repository, commit, path, line and rule, with `true` (lint should report it) or `false` (a look-alike it should
@@ -80,10 +83,11 @@ def materialise(gd: Path, commit: str, paths: list[str], into: Path) -> str:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mirror", type=Path, default=Path(os.environ.get("IDLEHOUND_MIRROR", "/work/.mirror")))
+    ap.add_argument("labels_file", nargs="?", type=Path, help="label TSV (default: lint_public_labels.tsv)")
     ap.add_argument("--labels", type=Path, default=LABELS)
     args = ap.parse_args(argv)
 
-    labels = read_labels(args.labels)
+    labels = read_labels(args.labels_file or args.labels)
     by_repo: dict[tuple[str, str], list[Label]] = defaultdict(list)
     for lb in labels:
         by_repo[(lb.repo, lb.commit)].append(lb)

@@ -12,7 +12,7 @@ from typing import Optional
 
 from ..errors import IdlehoundError
 from ._kwargs import resolve_kwargs
-from ._model import const, dotted
+from ._model import const, dotted, kw
 
 _DEVICE_WORDS = ("device", "gpu", "rank", "cuda")
 
@@ -113,6 +113,7 @@ class _Loader:
         self.call = call
         self.names: list[str] = []  # the names it is assigned to
         self.prepared = False  # passed to accelerator.prepare(...)
+        self.on_device = False  # its dataset returns tensors already on the device
         # a validation/test loader beside the training one, or built in an evaluation function (`eval_split`)
         self.evaluation = any(
             isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and _EVAL_FUNC.search(f.name)
@@ -158,6 +159,36 @@ class Facts:
         return Facts(self.gpu or other.gpu, self.pinned or other.pinned, self.benchmark or other.benchmark)
 
 
+def _device_dataset(cls: ast.ClassDef) -> bool:
+    """A Dataset class whose __getitem__ returns a tensor already moved to a device (`.cuda()`, `.to(device)`): a
+    loader of it can neither use worker processes (CUDA in forked workers) nor pin memory."""
+    return any(
+        isinstance(f, ast.FunctionDef)
+        and f.name == "__getitem__"
+        and any(
+            isinstance(r, ast.Return) and isinstance(r.value, ast.Call) and _to_device(r.value)
+            for r in ast.walk(f)
+        )
+        for f in cls.body
+    )
+
+
+def _to_device(call: ast.Call) -> bool:
+    f = call.func
+    if not isinstance(f, ast.Attribute):
+        return False
+    return f.attr == "cuda" or (f.attr == "to" and bool(call.args) and _device_like(call.args[0]))
+
+
+def _dataset_class(call: ast.Call, made: dict[str, set[str]]) -> str:
+    """The class of the dataset a DataLoader(...) call is given: `Cls(...)` itself or a name bound only to one."""
+    ds = call.args[0] if call.args else kw(call, "dataset")
+    if isinstance(ds, ast.Call):
+        return dotted(ds.func)
+    callees = made.get(ds.id, set()) if isinstance(ds, ast.Name) else set()
+    return next(iter(callees)) if len(callees) == 1 else ""
+
+
 def _loaders(tree: ast.Module) -> list[_Loader]:
     found = [
         _Loader(n, c)
@@ -165,12 +196,21 @@ def _loaders(tree: ast.Module) -> list[_Loader]:
         if isinstance(n, ast.Call) and dotted(n.func).rsplit(".", 1)[-1] == "DataLoader"
     ]
     by_call = {id(ld.call): ld for ld in found}
-    for n in ast.walk(tree):  # the name each loader is kept under
+    made: dict[str, set[str]] = {}  # name -> the callees assigned to it (`train_set = TextDataset(...)`)
+    on_device: set[str] = set()
+    for n in ast.walk(tree) if found else ():  # the name each loader is kept under
         if isinstance(n, ast.Assign) and id(n.value) in by_call:
             by_call[id(n.value)].names = [dotted(t) for t in n.targets]
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
+            for t in n.targets:
+                if isinstance(t, ast.Name):
+                    made.setdefault(t.id, set()).add(dotted(n.value.func))
+        if isinstance(n, ast.ClassDef) and _device_dataset(n):
+            on_device.add(n.name)
     prepared = _prepared_names(tree)
     for ld in found:
         ld.prepared = any(name in prepared for name in ld.names)
+        ld.on_device = _dataset_class(ld.call, made) in on_device
     if len(found) > 1:  # a validation/test loader beside a training one: its epoch pass is not the training
         for ld in found:
             ld.evaluation = ld.evaluation or (

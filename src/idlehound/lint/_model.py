@@ -411,8 +411,11 @@ class _Bound(ast.expr):
 
 
 def is_step_call(call: ast.Call, scope: Scope) -> bool:
-    """loss.backward(), optimizer.step(), scaler.step(opt); not scheduler.step() or env.step(action)."""
+    """loss.backward(), optimizer.step(), scaler.step(opt), loss_scaler(loss, optimizer); not scheduler.step() or
+    env.step(action)."""
     f = call.func
+    if _scaler_call(call, scope):
+        return True
     if not isinstance(f, ast.Attribute):
         return False
     if f.attr == "backward":
@@ -424,7 +427,23 @@ def is_step_call(call: ast.Call, scope: Scope) -> bool:
     if role:
         return role == "optimizer"
     last = recv.rsplit(".", 1)[-1].lower()
-    return ("opt" in last and "sched" not in last) or last in ("scaler", "grad_scaler") or "optim" in last
+    return _optimizer_word(last) or last in ("scaler", "grad_scaler")
+
+
+def _optimizer_word(last: str) -> bool:
+    return ("opt" in last and "sched" not in last) or "optim" in last
+
+
+def _scaler_call(call: ast.Call, scope: Scope) -> bool:
+    """timm's NativeScaler idiom (DeiT, MAE, BEiT...): `loss_scaler(loss, optimizer, ...)` calls backward() and
+    the optimizer's step() inside, in a file that may not be linted."""
+    if "scaler" not in dotted(call.func).rsplit(".", 1)[-1].lower():
+        return False
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        name = dotted(arg)
+        if name and (scope.role(name) == "optimizer" or _optimizer_word(name.rsplit(".", 1)[-1].lower())):
+            return True
+    return False
 
 
 def reaches_step(

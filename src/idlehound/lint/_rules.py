@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Optional
 
 from ._catalog import LintFinding
@@ -66,7 +67,7 @@ class Checker(ast.NodeVisitor):
             self.visit(self.tree)
             if self.gpu:
                 for ld in self.loaders:
-                    if ld.evaluation:
+                    if ld.evaluation or ld.on_device:
                         continue
                     if ld.no_workers():
                         self.add("IH010", ld.call)
@@ -280,10 +281,19 @@ class Checker(ast.NodeVisitor):
             self.add("IH014", node)
 
 
+# helpers that all-reduce a logged value (MAE's all_reduce_mean, DETR's reduce_dict, timm's reduce_tensor); not
+# dist.all_reduce itself, which hand-written gradient averaging needs every step
+_REDUCE_HELPER = re.compile(
+    r"(^|_)reduce_(mean|sum|dict|loss_dict|tensor|tensors|value|values|loss|losses|scalar)$"
+)
+
+
 def _collective(name: str) -> bool:
     recv, _, method = name.rpartition(".")
     if method == "barrier":
         return recv.rsplit(".", 1)[-1] in ("dist", "distributed")
+    if _REDUCE_HELPER.search(method):
+        return True
     # reduce and check_trigger (a reduce, then a host read) make every process wait as gather does
     return (
         method in ("wait_for_everyone", "gather", "reduce", "check_trigger") and "accelerator" in recv.lower()
