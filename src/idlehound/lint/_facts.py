@@ -23,7 +23,8 @@ def _device_like(e: ast.expr) -> bool:
     if isinstance(e, ast.Call) and dotted(e.func) == "torch.device":
         return not (e.args and const(e.args[0]) == "cpu")
     name = dotted(e).lower()
-    return any(w in name for w in _DEVICE_WORDS)
+    last = name.rsplit(".", 1)[-1].removesuffix("()")
+    return any(w in name for w in _DEVICE_WORDS) or last == "dev"  # `dev`, `dist_util.dev()`
 
 
 def gpu_evidence(tree: ast.Module) -> bool:

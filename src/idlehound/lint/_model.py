@@ -351,6 +351,12 @@ class Scope:
             return self._call_kind(e)
         return UNKNOWN
 
+    def _elements_kind(self, e: ast.expr) -> str:
+        """The kind of what iterating this gives: a comprehension's element, else the iterable's own kind."""
+        if isinstance(e, (ast.GeneratorExp, ast.ListComp, ast.SetComp)):
+            return self.kind(e.elt)
+        return self.kind(e)
+
     def _attr_kind(self, e: ast.Attribute) -> str:
         if e.attr in _PY_ATTRS:
             return PY
@@ -375,7 +381,10 @@ class Scope:
                 return PY
             if f.id in ("min", "max", "sum") and len(e.args) == 1 and not e.keywords:
                 # over one iterable: its elements decide (`sum(loss_dict.values())` is a tensor)
-                return TENSOR if self.kind(e.args[0]) == TENSOR else UNKNOWN
+                return TENSOR if self._elements_kind(e.args[0]) == TENSOR else UNKNOWN
+            if f.id in ("any", "all") and len(e.args) == 1:
+                # takes the truth of each element: `any(p.grad.isnan().any() for p in params)` reads the GPU
+                return TENSOR if self._elements_kind(e.args[0]) == TENSOR else UNKNOWN
             if f.id in ("abs", "min", "max", "sum"):
                 return join(self.kind(a) for a in e.args) if e.args else PY
         module_call = "()" not in name  # torch.max(...), not torch.tensor(x).item() or Beta(...).sample()
@@ -396,8 +405,10 @@ class Scope:
         rets = self._returns(e)
         if rets is not None:
             return join(self.kind(r) for r in rets) if rets else PY
-        last = name.rsplit(".", 1)[-1].lower()
-        if any(m in last for m in _MODULE_NAMES):
+        last = name.rsplit(".", 1)[-1]
+        if last[:1].isupper():
+            return UNKNOWN  # a class: `ModelEMA(model)`, `Net()` build an object, not a tensor
+        if any(m in last.lower() for m in _MODULE_NAMES):
             return TENSOR  # model(x), criterion(out, y), self.loss_fn(...)
         return UNKNOWN
 

@@ -22,7 +22,7 @@ from ._model import (
 )
 
 _SYNC_METHODS = {"item": "IH001", "cpu": "IH002", "numpy": "IH003", "tolist": "IH004"}
-_LEVELS = 2  # how far calls are followed from a training loop into functions of the same file
+_LEVELS = 3  # how far calls are followed from a training loop into functions of the same file
 
 
 class Checker(ast.NodeVisitor):
@@ -123,14 +123,14 @@ class Checker(ast.NodeVisitor):
         if self.per_step and self.scope.kind(node.test) == TENSOR:
             self.add("IH007", node)
         self._visit_test(node.test)
-        # `if step % 100 == 0:` runs rarely: a sync or print inside it costs nothing worth reporting.
-        periodic = _periodic(node.test)
-        self.periodic += periodic
-        for child in node.body:
-            self.visit(child)
-        self.periodic -= periodic
-        for child in node.orelse:
-            self.visit(child)
+        # `if step % 100 == 0:` runs rarely, and a branch that ends the program (`sys.exit(1)`, `raise`) at most
+        # once: a sync or print inside it costs nothing worth reporting.
+        for body, periodic in ((node.body, _periodic(node.test)), (node.orelse, False)):
+            rare = periodic or _exits(body)
+            self.periodic += rare
+            for child in body:
+                self.visit(child)
+            self.periodic -= rare
 
     def _visit_test(self, test: ast.expr) -> None:
         """`if step % 100 == 0 and loss.item() > x:` reads the loss only when the first part holds."""
@@ -233,7 +233,10 @@ class Checker(ast.NodeVisitor):
             return any(self.scope.kind(a) == TENSOR for a in [*arg.args, *(k.value for k in arg.keywords)])
         if isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Mod) and self._text(arg.left):
             values = self._items(arg.right)
-            return any(self.scope.kind(v) == TENSOR for v in (values if values is not None else [arg.right]))
+            return any(
+                self.scope.kind(v.value if isinstance(v, ast.Starred) else v) == TENSOR  # "%g %g" % (*pair,)
+                for v in (values if values is not None else [arg.right])
+            )
         if isinstance(arg, ast.Starred):  # print(*stats)
             return any(self.scope.kind(v) == TENSOR for v in self._items(arg.value) or [])
         return self.scope.kind(arg) == TENSOR
@@ -242,7 +245,7 @@ class Checker(ast.NodeVisitor):
         """A format string: a literal, `"a" + "b"`, or a name only ever bound to a string literal (`FMT`)."""
         if isinstance(e, (ast.Constant, ast.JoinedStr)):
             return isinstance(e, ast.JoinedStr) or isinstance(e.value, str)
-        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
+        if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Mult)):  # "%s" + "%g", "%11s" * 2
             return self._text(e.left) or self._text(e.right)
         if isinstance(e, ast.Name):
             values = self._bound(e.id)
@@ -306,6 +309,19 @@ def _periodic(test: ast.expr) -> bool:
         and isinstance(n.op, ast.Mod)
         and not isinstance(n.left, (ast.Constant, ast.JoinedStr))
         for n in ast.walk(test)
+    )
+
+
+_EXITS = ("sys.exit", "exit", "quit", "os._exit", "os.abort")
+
+
+def _exits(body: list[ast.stmt]) -> bool:
+    """A branch whose last statement ends the program or leaves by an exception: it runs at most once."""
+    last = body[-1] if body else None
+    if isinstance(last, ast.Raise):
+        return True
+    return (
+        isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and dotted(last.value.func) in _EXITS
     )
 
 
