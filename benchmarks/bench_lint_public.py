@@ -2,8 +2,8 @@
 
     PYTHONPATH=src python benchmarks/bench_lint_public.py [LABELS.tsv] [--mirror DIR]
 
-LABELS.tsv (or `--labels`) defaults to benchmarks/lint_public_labels.tsv; lint_heldout_A.tsv and lint_heldout_B.tsv
-are the sets registered for issue 32 (see docs/lint.md).
+LABELS.tsv (or `--labels`) defaults to benchmarks/lint_public_labels.tsv; lint_heldout_A.tsv, lint_heldout_B.tsv
+and lint_heldout_C.tsv are the sets registered for issue 32 (see docs/lint.md).
 
 The scripts are not part of this repository: benchmarks/lint_public_labels.tsv names each labelled line by
 repository, commit, path, line and rule, with `true` (lint should report it) or `false` (a look-alike it should
