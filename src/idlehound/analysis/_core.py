@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -62,10 +63,6 @@ class Analysis:
     replay: Optional[Replay] = None  # the steps' dependency model (None without GPU events)
     observer: dict[str, Any] = field(default_factory=dict)  # unprofiled step, host rate fitted to it
     idle_library_lines: list[IdleLine] = field(default_factory=list)  # by the innermost library line instead
-    prediction: dict[str, Any] = field(default_factory=dict)  # the best stack of fixes (set by diagnose)
-    not_checked: list[dict[str, Any]] = field(
-        default_factory=list
-    )  # rules whose data is missing (set by diagnose)
     source_map: Optional[SourceMap] = field(default=None, repr=False, compare=False)  # for the rules
     had_sidecar: bool = False  # the source map was built with the capture's sidecar
     gaps: Optional[_Gaps] = field(default=None, repr=False, compare=False)  # every idle gap (idle_gaps())
@@ -97,9 +94,14 @@ class Analysis:
 
 
 def analyze(
-    trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = None, run_info: Optional[dict] = None
+    trace: Trace,
+    sidecar: Optional[dict] = None,
+    step: Optional[int] = None,
+    run_info: Optional[dict] = None,
+    extra_notes: Sequence[str] = (),
 ) -> Analysis:
-    """Measure where every step's time went and why the GPU idled. See docs/metrics.md."""
+    """Measure where every step's time went and why the GPU idled. See docs/metrics.md. `extra_notes`: the caller's
+    own (what it could not read of the run folder), listed after the analysis's."""
     validate.durations(trace)
     ev = trace.events
     ctx = _Context(ev)
@@ -170,6 +172,7 @@ def analyze(
         a.replay = _replay(ctx, smap, steps, device.index, gaps)
         a.observer = observer.correct(a.replay, run_info or {})
         a.notes += observer.notes(a.observer)
+    a.notes += extra_notes
     return a
 
 

@@ -15,6 +15,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from ..vocabulary import Cause, FixName, FixVariant
 from . import _intervals as iv
 from . import _roles as roles
 from ._context import _Context
@@ -72,32 +73,31 @@ FIX_CONSTANTS: dict[str, float] = {
 }
 
 
-def make_fixes(c: dict[str, float]) -> dict[str, Fix]:
-    """Each finding's cause (and each variant, by name) -> the change its fix makes, at these constants."""
+def make_fixes(c: dict[str, float]) -> dict[FixName, Fix]:
+    """Each finding's cause (and each variant) -> the change its fix makes, at these constants."""
     c = {**FIX_CONSTANTS, **c}
     return {
-        "sync": Fix(host_rate={"reads": 0.0}, drop_syncs={"sync"}),
-        "data_loading": Fix(loader_ready=True),
-        "launch_bound": Fix(host_rate={"launching": c["graph_host_rate"]}),
-        "host_bound": Fix(host_rate={"host_only": 0.0}),
-        "fp32_math": Fix(gpu_speedup={"fp32": c["fp32_speedup"]}),
-        "pageable_copy": Fix(
+        Cause.SYNC: Fix(host_rate={"reads": 0.0}, drop_syncs={"sync"}),
+        Cause.DATA_LOADING: Fix(loader_ready=True),
+        Cause.LAUNCH_BOUND: Fix(host_rate={"launching": c["graph_host_rate"]}),
+        Cause.HOST_BOUND: Fix(host_rate={"host_only": 0.0}),
+        Cause.FP32_MATH: Fix(gpu_speedup={"fp32": c["fp32_speedup"]}),
+        Cause.PAGEABLE_COPY: Fix(
             host_rate={"pageable": 0.0},
             gpu_speedup={"pageable": c["pageable_speedup"]},
             drop_syncs={"pageable"},
         ),
-        "memory_churn": Fix(host_rate={"allocator": 0.0}, drop_syncs={"allocator"}),
-        "cudnn_benchmark": Fix(gpu_speedup={"conv": 1 / (1 - c["conv_gain"])}),
-        # Other ways of fixing a cause, by name: what a framework setting or a tune candidate makes instead of
-        # the cause's own fix (torch.compile in its default mode for launch-bound work).
-        "compile": Fix(host_rate={"launching": c["compile_host_rate"]}),
+        Cause.MEMORY_CHURN: Fix(host_rate={"allocator": 0.0}, drop_syncs={"allocator"}),
+        Cause.CUDNN_BENCHMARK: Fix(gpu_speedup={"conv": 1 / (1 - c["conv_gain"])}),
+        # Other ways of fixing a cause: what a framework setting or a tune candidate makes instead of the
+        # cause's own fix (torch.compile in its default mode for launch-bound work).
+        FixVariant.COMPILE: Fix(host_rate={"launching": c["compile_host_rate"]}),
     }
 
 
-ALL_FIXES: dict[str, Fix] = make_fixes({})
-VARIANTS = ("compile",)
-FIXES: dict[str, Fix] = {k: v for k, v in ALL_FIXES.items() if k not in VARIANTS}
-VARIANT_FIXES: dict[str, Fix] = {k: ALL_FIXES[k] for k in VARIANTS}
+ALL_FIXES: dict[FixName, Fix] = make_fixes({})
+FIXES: dict[Cause, Fix] = {k: v for k, v in ALL_FIXES.items() if isinstance(k, Cause)}
+VARIANT_FIXES: dict[FixVariant, Fix] = {k: v for k, v in ALL_FIXES.items() if isinstance(k, FixVariant)}
 
 
 @dataclass

@@ -57,6 +57,32 @@ def is_dataloader(name: str) -> bool:
     )
 
 
+# Collectives as the calling thread records them (gloo and NCCL alike): a per-step one is a wait for every rank.
+COLLECTIVES = (
+    "c10d::allreduce_",
+    "c10d::barrier",
+    "c10d::allgather",
+    "c10d::_allgather_base",
+    "c10d::broadcast_",
+)
+
+
+def is_host_wait(name: str) -> bool:
+    """A host read of a device value (scalar read, data-dependent shape), a blocking runtime call, or a
+    collective: where the host waits for the GPU, or every rank for the others."""
+    return (
+        sync_kind("", name, "") in ("scalar_read", "data_dependent_shape")
+        or is_sync_call(name)
+        or name.startswith(COLLECTIVES)
+    )
+
+
+def is_idle_point(name: str) -> bool:
+    """Where the host waits while the GPU may idle: a host wait (is_host_wait), or a DataLoader wait. Capture
+    keeps the library stacks above these (sidecar version 3); the framework rule reads them."""
+    return is_host_wait(name) or is_dataloader(name)
+
+
 def is_comm_kernel(name: str) -> bool:
     return bool(_COMM_KERNEL_RE.search(name))
 

@@ -48,7 +48,7 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
             title,
             exposed,
             a.step_ms,
-            evidence,
+            tuple(evidence),
             fix,
             code,
             location=dl.location,

@@ -63,7 +63,7 @@ def _churn(a: Analysis) -> Finding | None:
         f"Memory churn: allocator calls {where}",
         idle,
         a.step_ms,
-        evidence,
+        tuple(evidence),
         fix,
         code,
         location=loc,
@@ -85,7 +85,14 @@ def _near_oom(a: Analysis, t: Thresholds) -> Finding | None:
     fix = CAUSES[Cause.NEAR_OOM].fix
     code = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True   # less fragmentation"
     return Finding(
-        Cause.NEAR_OOM, CAUSES[Cause.NEAR_OOM].title, 0.0, a.step_ms, evidence, fix, code, kind=Kind.RISK
+        Cause.NEAR_OOM,
+        CAUSES[Cause.NEAR_OOM].title,
+        0.0,
+        a.step_ms,
+        tuple(evidence),
+        fix,
+        code,
+        kind=Kind.RISK,
     )
 
 
