@@ -19,7 +19,16 @@ from ._model import (
 )
 from ._observer import FITTED as FITTED_CORRECTION
 from ._observer import OBSERVER_RATE, fix_constant_ranges, overhead_at, unprofiled_step
-from ._replay import ALL_FIXES, CONV_GAIN, FIXES, FP32_SPEEDUP, PAGEABLE_SPEEDUP, Fix, make_fixes
+from ._replay import (
+    ALL_FIXES,
+    CONV_GAIN,
+    FIXES,
+    FP32_SPEEDUP,
+    LOADER_READY_NS,
+    PAGEABLE_SPEEDUP,
+    Fix,
+    make_fixes,
+)
 from ._source import NO_USER_FRAME, SourceLoc, SourceMap, load_sidecar, location_text, parse_frame
 
 __all__ = [
@@ -30,6 +39,7 @@ __all__ = [
     "ALL_FIXES",
     "FIXES",
     "FP32_SPEEDUP",
+    "LOADER_READY_NS",
     "fix_constant_ranges",
     "make_fixes",
     "overhead_at",

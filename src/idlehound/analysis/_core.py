@@ -95,9 +95,9 @@ class Analysis:
 
 def analyze(
     trace: Trace,
-    sidecar: Optional[dict] = None,
+    sidecar: Optional[dict[str, Any]] = None,
     step: Optional[int] = None,
-    run_info: Optional[dict] = None,
+    run_info: Optional[dict[str, Any]] = None,
     extra_notes: Sequence[str] = (),
 ) -> Analysis:
     """Measure where every step's time went and why the GPU idled. See docs/metrics.md. `extra_notes`: the caller's

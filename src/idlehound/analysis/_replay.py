@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -100,6 +100,10 @@ FIXES: dict[Cause, Fix] = {k: v for k, v in ALL_FIXES.items() if isinstance(k, C
 VARIANT_FIXES: dict[FixVariant, Fix] = {k: v for k, v in ALL_FIXES.items() if isinstance(k, FixVariant)}
 
 
+# A replay's host segments: (per segment its spans, their kinds, their GPU op indices, ...); see _segments()
+Segments = tuple[list[list[tuple[Any, ...]]], list[str], np.ndarray, list[list[int]]]
+
+
 @dataclass
 class _Geometry:
     """What a replay's host clock keeps across host rates and profiler costs (Replay._geometry)."""
@@ -147,11 +151,11 @@ class Replay:
         self.host_spans = {k: _clip(v, self.w0, self.w1) for k, v in host_spans.items()}
         self.marks = np.array([[s.host_start_ns, s.host_end_ns] for s in steps], np.int64).reshape(-1, 2)
         self.recorded_ns = sum(s.duration_ns for s in steps) / max(len(steps), 1)
-        self._cache: dict[tuple, Outcome] = {}
+        self._cache: dict[tuple[Any, ...], Outcome] = {}
         # What every replay shares (filled on first use): the clock per set of host spans, the ops between
         # blocking calls, each op's step, the GPU op kinds' masks.
-        self._geometries: dict[tuple, _Geometry] = {}
-        self._segs: Optional[tuple[list[list[tuple]], list[str], np.ndarray, list[list[int]]]] = None
+        self._geometries: dict[tuple[Any, ...], _Geometry] = {}
+        self._segs: Optional[Segments] = None
         self._owner: Optional[tuple[np.ndarray, np.ndarray, np.ndarray]] = None
         self._masks: dict[str, np.ndarray] = {}
         self._costs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -236,7 +240,8 @@ class Replay:
         """Delay each op had beyond its launch and its stream (cross-stream waits, GPU-side gaps): kept as is."""
         prev = self._prev_end(self.rec_e)
         ready = np.where(self.fixed, self.rec_s, np.maximum(self.launch + self.lat, prev))
-        return np.clip(self.rec_s - ready, 0, None)
+        out: np.ndarray = np.clip(self.rec_s - ready, 0, None)
+        return out
 
     def _syncs(self, ctx: _Context, group: np.ndarray) -> None:
         ev = ctx.ev
@@ -393,7 +398,7 @@ class Replay:
         j = int(np.searchsorted(self.marks[:, 0], self.s_ts[k], side="right"))  # steps that asked by then
         return (float(producer[k]) - float(self.w0)) / max(j, 1)
 
-    def _segments(self) -> tuple[list[list[tuple]], list[str], np.ndarray, list[list[int]]]:
+    def _segments(self) -> Segments:
         """The ops each stretch between blocking calls launches, per stream in recorded order (the same for every
         replay): per stretch, (stream, its slice [a, b) of `order`, which of them run as recorded (None: none),
         their recorded start); each call's group; every op in that order; where the ops each call waits for lie
@@ -534,7 +539,8 @@ class Replay:
 
         def clock(name: str) -> np.ndarray:
             k, off, lump = g.at[name]
-            return cum[k] + off * slope[k] + lump
+            out: np.ndarray = cum[k] + off * slope[k] + lump
+            return out
 
         return clock
 
@@ -608,7 +614,8 @@ EVENT_KINDS = ("python_function", "cpu_op", "runtime", "user_annotation", "other
 def event_kinds(ctx: _Context, x: np.ndarray) -> np.ndarray:
     """Each host event's kind for the profiler's cost model: Python frames (with_stack), ops, CUDA runtime and
     driver calls, user annotations, the rest."""
-    return np.array(EVENT_KINDS, dtype=object)[kind_codes(ctx)[x]]
+    out: np.ndarray = np.array(EVENT_KINDS, dtype=object)[kind_codes(ctx)[x]]
+    return out
 
 
 def kind_codes(ctx: _Context) -> np.ndarray:

@@ -7,6 +7,7 @@ so new kernels and runtime calls of the same kind are still recognised.
 from __future__ import annotations
 
 import re
+from typing import Any, Optional
 
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
 RUNTIME_CATS = ("cuda_runtime", "cuda_driver", "Runtime")
@@ -91,7 +92,7 @@ def is_comm_op(name: str) -> bool:
     return bool(_COMM_OP_RE.match(name))
 
 
-def step_number(name: str):
+def step_number(name: str) -> Optional[int]:
     m = _STEP_RE.match(name)
     return int(m.group(1)) if m else None
 
@@ -151,7 +152,7 @@ def is_matmul_kernel(kernel: str) -> bool:
     return bool(_GEMM_RE.search(kernel))
 
 
-def dtype_precision(input_types) -> str:
+def dtype_precision(input_types: Any) -> str:
     """'tensor_core' when a matmul/convolution op's inputs are half, bf16 or fp8; '' when the types cannot
     tell (fp32 runs on tensor cores only with TF32 on, which the trace does not record)."""
     return "tensor_core" if any(t in _TC_DTYPES for t in input_types or ()) else ""
