@@ -14,7 +14,7 @@ from ...analysis import Analysis, SourceLoc
 from ...vocabulary import Cause, FixName, Kind, Severity
 from .._finding import Finding
 from .._rule import PYTHON_STACKS, Rule
-from ._match import _OWN_FRAMES, FrameworkMatch, _loc_json, _where, find_matches, sync_stacks
+from ._match import _OWN_FRAMES, FrameworkMatch, _loc_json, _where, find_matches, source_text, sync_stacks
 from ._table import Framework
 
 EVIDENCE_MATCHES = 4  # framework matches named in the evidence (all are in details)
@@ -145,6 +145,7 @@ def _runner_settings(
             out.append(f)
             continue
         workers = re.search(r"num_workers=(\d+)", f.code)
+        fix, code = setting.phrased(source_text(f.location) or "" if f.location and f.location.exact else "")
         out.append(
             replace(
                 f,
@@ -157,8 +158,8 @@ def _runner_settings(
                     *f.evidence,
                     f"the loop runs inside {found.words}: the fix below is its own setting",
                 ),
-                fix=setting.fix,
-                code=setting.code.replace("{workers}", workers.group(1) if workers else "8"),
+                fix=fix,
+                code=code.replace("{workers}", workers.group(1) if workers else "8"),
             )
         )
     return out

@@ -9,6 +9,7 @@ optimizer's, say) does not match. Suffixes name the library's file, never a line
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ...vocabulary import Cause, FixVariant
@@ -40,9 +41,16 @@ class FrameworkSetting:
     cause: Cause
     fix: str
     code: str
-    replay: FixVariant | None = (
-        None  # the replay fix (analysis ALL_FIXES) it makes, where not the cause's own
-    )
+    replay: FixVariant | None = None  # the replay fix (ALL_FIXES) it makes, where not the cause's own
+    # (pattern, fix, code): said instead where the text of the finding's line matches the pattern (the first
+    # that does), so the fix names what the script has (`datamodule=` vs `train_dataloaders=` vs a hook)
+    by_line: tuple[tuple[str, str, str], ...] = ()
+
+    def phrased(self, line: str) -> tuple[str, str]:
+        """(fix, code) for a finding whose source line reads `line` ("" where capture kept none)."""
+        return next(
+            ((fix, code) for pat, fix, code in self.by_line if re.search(pat, line)), (self.fix, self.code)
+        )
 
 
 @dataclass(frozen=True)

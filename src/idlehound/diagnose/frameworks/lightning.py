@@ -39,6 +39,32 @@ SYNC_DIST = FrameworkEntry(
     set_at=SELF_LOG,
 )
 
+_LOADER = (
+    "DataLoader(train_set, batch_size=..., num_workers={workers}, pin_memory=True,\n"
+    "{pad}persistent_workers=True, prefetch_factor=4)"
+)
+_GIVE = "give it workers, pinned memory and workers kept between epochs (Lightning moves batches to the GPU for you)."
+# The data-loading fix by how the `.fit(...)` line (the finding's line) hands the loader over.
+LOADER_BY_FIT_CALL = (
+    (
+        r"\bdatamodule\s*=",
+        "The loader is the one your DataModule's train_dataloader() returns: " + _GIVE,
+        "def train_dataloader(self):   # in your LightningDataModule\n"
+        "    return " + _LOADER.replace("{pad}", " " * 22),
+    ),
+    (
+        r"\btrain_dataloaders\s*=",
+        "The loader is the one given to trainer.fit(train_dataloaders=...): " + _GIVE,
+        "loader = " + _LOADER.replace("{pad}", " " * 20) + "\ntrainer.fit(model, train_dataloaders=loader)",
+    ),
+    (
+        r"\.fit\([^,]*\)\s*(#.*)?$",  # the model alone: the loader comes from its own hook
+        "The loader is the one your LightningModule's train_dataloader() returns: " + _GIVE,
+        "def train_dataloader(self):   # in your LightningModule\n"
+        "    return " + _LOADER.replace("{pad}", " " * 22),
+    ),
+)
+
 SETTINGS = (
     FrameworkSetting(
         NAME,
@@ -58,6 +84,7 @@ SETTINGS = (
         "loader = DataLoader(train_set, batch_size=..., num_workers={workers}, pin_memory=True,\n"
         "                    persistent_workers=True, prefetch_factor=4)\n"
         "trainer.fit(model, loader)   # or return it from train_dataloader()",
+        by_line=LOADER_BY_FIT_CALL,
     ),
     FrameworkSetting(
         NAME,
