@@ -6,8 +6,7 @@ import shutil
 
 import pytest
 
-from idlehound.analysis import IDLE_CAUSES, IdleCause
-from idlehound.analysis._replay import FIXES
+from idlehound.analysis import FIXES, IDLE_CAUSES, IdleCause
 from idlehound.diagnose import RULES, Cause, Kind, Severity
 from idlehound.diagnose._registry import CAUSES, IDLE_CAUSE_INFO
 from idlehound.pipeline import analyze_path

@@ -69,12 +69,6 @@ class Finding:
     def share_ends(self) -> tuple[float, float]:
         return self.share_range or (self.share, self.share)
 
-    def with_evidence(self, *lines: str) -> Finding:
-        return replace(self, evidence=(*self.evidence, *lines))
-
-    def with_details(self, **more: Any) -> Finding:
-        return replace(self, details={**self.details, **more})
-
 
 @dataclass(frozen=True)
 class Diagnosis:

@@ -158,11 +158,6 @@ IDLE_CAUSE_LABELS: dict[str, str] = {c.value: i.label for c, i in IDLE_CAUSE_INF
 IDLE_CAUSE_DEFINITIONS: dict[str, str] = {c.value: i.definition for c, i in IDLE_CAUSE_INFO.items()}
 
 
-def idle_cause_label(cause: str) -> str:
-    """The label of an idle cause, or the string itself when it is not one (an older or foreign document)."""
-    return IDLE_CAUSE_LABELS.get(cause, cause)
-
-
 __all__ = [
     "CAUSES",
     "Cause",
@@ -174,5 +169,4 @@ __all__ = [
     "IdleCauseInfo",
     "Kind",
     "Severity",
-    "idle_cause_label",
 ]

@@ -8,10 +8,6 @@ from ._registry import CAUSES, Cause, Kind
 from ._rule import GPU_EVENTS, MEMORY_EVENTS, Rule
 
 
-def check(a: Analysis, t: Thresholds) -> list[Finding]:
-    return [f for f in (_churn(a), _near_oom(a, t)) if f is not None]
-
-
 def check_churn(a: Analysis, t: Thresholds) -> list[Finding]:
     f = _churn(a)
     return [f] if f is not None else []
