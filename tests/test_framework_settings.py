@@ -1,4 +1,4 @@
-"""A generic cause's fix phrased as the setting of the framework that runs the loop (frameworks_table.SETTINGS),
+"""A generic cause's fix phrased as the setting of the framework that runs the loop (diagnose/frameworks/),
 on H200 recordings of a Hugging Face Trainer and a Lightning Trainer; plain loops keep the generic fix."""
 
 import pytest
@@ -30,8 +30,11 @@ def _finding(res, cause):
 
 def test_the_trainer_that_runs_the_loop_is_recognised(hf, pl):
     # the HF Trainer runs on accelerate: transformers is named, not accelerate
-    assert runner(hf.analysis) == ("transformers", "the Hugging Face Trainer")
-    assert runner(pl.analysis) == ("lightning", "the Lightning Trainer")
+    assert (runner(hf.analysis).name, runner(hf.analysis).words) == (
+        "transformers",
+        "the Hugging Face Trainer",
+    )
+    assert (runner(pl.analysis).name, runner(pl.analysis).words) == ("lightning", "the Lightning Trainer")
     assert runner(analyze_path(REPLAY / "tiny_host").analysis) is None
 
 

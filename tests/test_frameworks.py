@@ -11,8 +11,7 @@ import sys
 import pytest
 
 import idlehound
-from idlehound.diagnose.frameworks import annotate, find_matches, match_stack, sync_stacks
-from idlehound.diagnose.frameworks_table import ENTRIES
+from idlehound.diagnose.frameworks import ENTRIES, annotate, find_matches, match_stack, sync_stacks
 
 from .conftest import ROOT, SCRIPTS, TRACES, shared
 
@@ -86,11 +85,13 @@ def test_sync_finding_takes_the_framework_fix():
     gpu = idlehound.analyze(idlehound.load_trace(shared("h200_torch211_sync.pt.trace.json.gz")))
     (sync,) = [f for f in idlehound.diagnose(gpu) if f.cause == "sync"]
     generic = sync.fix
-    out = annotate(analysis("hf_nan_filter_on"), [sync])
-    assert out == [sync]
-    assert sync.code == "args = TrainingArguments(..., logging_nan_inf_filter=False)"
-    assert sync.details["generic_fix"]["fix"] == generic
-    assert any("transformers/trainer.py" in e for e in sync.evidence)
+    (named,) = annotate(analysis("hf_nan_filter_on"), [sync])
+    assert named.code == "args = TrainingArguments(..., logging_nan_inf_filter=False)"
+    assert named.details["generic_fix"]["fix"] == generic
+    assert any("transformers/trainer.py" in e for e in named.evidence)
+    # a new finding: the one given is left as it was (findings are frozen)
+    assert sync.fix == generic and "generic_fix" not in sync.details
+    assert not any("transformers/trainer.py" in e for e in sync.evidence)
 
 
 def _python(code: str) -> subprocess.CompletedProcess:
@@ -135,3 +136,29 @@ def test_lightning_logging_finding_points_at_the_self_log_call_not_the_fit_call(
     assert f.location is not None and f.location.file == "lightning_fit.py"
     assert source[f.location.line - 1].strip().startswith('self.log("train_loss"')
     assert f.details["framework"][0]["user"]["line"] == f.location.line
+
+
+@pytest.mark.slow  # imports lightning and transformers
+def test_each_framework_module_points_at_tune_changes_candidates_and_a_callback_that_exist():
+    """A framework module names its tune changes, candidates and callback (they live in layers above diagnose):
+    each name resolves, and every framework candidate of tune belongs to exactly one framework module."""
+    import importlib
+
+    from idlehound.diagnose.frameworks import FRAMEWORKS
+    from idlehound.tune._candidates import framework_candidates
+    from idlehound.tune._changes import CHANGES
+
+    cands = {c.name: c for c in framework_candidates(8, True)}
+    named = [n for fw in FRAMEWORKS for n in fw.tune_candidates]
+    assert sorted(named) == sorted(cands)
+    for fw in FRAMEWORKS:
+        assert set(fw.tune_changes) <= set(CHANGES), fw.name
+        assert all(cands[n].framework == fw.name for n in fw.tune_candidates)
+        assert all(e.framework == fw.name for e in fw.entries) and all(
+            s.framework == fw.name for s in fw.settings
+        )
+        if fw.callback:
+            module, _, name = fw.callback.partition(":")
+            pytest.importorskip(fw.name if fw.name != "accelerate" else "torch")
+            assert callable(getattr(importlib.import_module(module), name))
+        assert not fw.docs or (ROOT / fw.docs).is_file()

@@ -12,7 +12,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 # Lowest first. A module may import from its own package, from anything in a lower layer, and from nothing in
 # its own layer's other packages or above: packages that share a layer stand beside each other.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("base", {"errors", "_version", "metrics", "_startup"}),
+    ("base", {"errors", "_version", "metrics", "_startup", "vocabulary"}),
     ("settings", {"settings"}),  # the IDLEHOUND_* environment variables, read and checked in one place
     ("base helpers", {"_paths", "_limits", "sampler"}),
     ("run folder", {"runfolder"}),

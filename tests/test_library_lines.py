@@ -13,8 +13,7 @@ import os
 import pytest
 
 import idlehound
-from idlehound.analysis import load_sidecar
-from idlehound.capture._sidecar import _is_idle_point
+from idlehound.analysis import load_sidecar, roles
 from idlehound.diagnose.frameworks import source_text
 from idlehound.pipeline import analyze_path
 from idlehound.report.html import render_html
@@ -45,7 +44,7 @@ def framework_finding(name: str):
 def test_sidecar_keeps_library_lines_only_near_idle_points():
     d = sidecar("hf_nan_filter_on")
     assert d["version"] == 3
-    assert d["points"] and all(_is_idle_point(p[2]) for p in d["points"])
+    assert d["points"] and all(roles.is_idle_point(p[2]) for p in d["points"])
     assert d["library_calls"] and all(
         d["files"][r[2]] is False for r in d["library_calls"]
     )  # the user's: "frames"

@@ -6,8 +6,7 @@ import shutil
 
 import pytest
 
-from idlehound.analysis import IDLE_CAUSES, IdleCause
-from idlehound.analysis._replay import FIXES
+from idlehound.analysis import FIXES, IDLE_CAUSES, IdleCause
 from idlehound.diagnose import RULES, Cause, Kind, Severity
 from idlehound.diagnose._registry import CAUSES, IDLE_CAUSE_INFO
 from idlehound.pipeline import analyze_path
@@ -38,7 +37,7 @@ def test_every_cause_is_documented_in_metrics_md_and_nothing_else_is():
 
 
 def test_every_cause_severity_and_kind_is_in_the_schema_and_nothing_else_is():
-    assert _schema_list("`not_checked[].causes`; the registry in `idlehound/diagnose/_registry.py`):") == {
+    assert _schema_list("`not_checked[].causes`; the vocabulary in `idlehound/vocabulary.py`):") == {
         c.value for c in Cause
     }
     assert _schema_list("Severities:") == {s.value for s in Severity}
@@ -111,7 +110,7 @@ def test_gpu_trace_without_run_json_does_not_check_cudnn_benchmark(tmp_path):
 @pytest.mark.parametrize("name", ["memory_churn", "near_oom"])
 def test_full_recorded_run_folder_checks_every_rule(name):
     res = analyze_path(TRACES / name)
-    assert res.doc["not_checked"] == [] and res.analysis.not_checked == []
+    assert res.doc["not_checked"] == [] and res.diagnosis.not_checked == ()
     assert res.findings
 
 

@@ -4,8 +4,7 @@ import copy
 
 import pytest
 
-from idlehound.analysis import analyze, overhead_at
-from idlehound.analysis._replay import FIXES
+from idlehound.analysis import FIXES, analyze, overhead_at
 from idlehound.diagnose import Thresholds, diagnose
 from idlehound.diagnose._finding import clears_bar
 from idlehound.pipeline import analyze_path

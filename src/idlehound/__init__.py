@@ -19,12 +19,13 @@ from ._startup import quiet_interrupts
 quiet_interrupts()
 
 import os  # noqa: E402  (after the interrupt guard, on purpose)
+from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Optional, Union  # noqa: E402
 
 from ._version import __version__  # noqa: E402
 from .analysis import Analysis  # noqa: E402
-from .diagnose import Finding, Thresholds, diagnose  # noqa: E402
+from .diagnose import Diagnosis, Finding, Thresholds, diagnose  # noqa: E402
 from .errors import CaptureError, IdlehoundError, SettingError, TraceError  # noqa: E402
 from .result import Result  # noqa: E402
 from .trace import Trace, load_trace  # noqa: E402
@@ -62,10 +63,15 @@ def analyze(
     )
 
 
-def report_data(result: Analysis, findings: list[Finding]) -> dict:
-    """The versioned JSON report (schema in docs/json-schema.md)."""
+def report_data(result: Analysis, findings: Union[Diagnosis, Sequence[Finding]]) -> dict:
+    """The versioned JSON report (schema in docs/json-schema.md) of a diagnosis (`diagnose()`); given a list of
+    findings instead, the replay's prediction and the rules not checked are taken from `result`'s own diagnosis
+    when it is a Result (else none)."""
     from .report import build
 
+    if not isinstance(findings, Diagnosis):
+        own = result.diagnosis if isinstance(result, Result) else Diagnosis()
+        findings = Diagnosis(tuple(findings), own.prediction, own.not_checked)
     return build(result, findings)
 
 
@@ -79,6 +85,7 @@ def profile(*args, **kwargs):
 __all__ = [
     "Analysis",
     "CaptureError",
+    "Diagnosis",
     "Finding",
     "IdlehoundError",
     "Result",

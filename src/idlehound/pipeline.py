@@ -8,7 +8,7 @@ from typing import Any, Optional, Union
 
 from ._limits import small_pages
 from .analysis import Analysis, analyze, load_sidecar
-from .diagnose import Finding, Thresholds, diagnose
+from .diagnose import Diagnosis, Finding, Thresholds, diagnose
 from .errors import IdlehoundError
 from .report import build
 from .result import Result as Diagnosed
@@ -19,12 +19,16 @@ from .trace import Trace, load_trace
 @dataclass
 class Result:
     analysis: Analysis
-    findings: list[Finding]
+    diagnosis: Diagnosis
     doc: dict[str, Any]
+
+    @property
+    def findings(self) -> list[Finding]:
+        return list(self.diagnosis.findings)
 
     def diagnosed(self) -> Diagnosed:
         """The same analysis, findings and document as the one object `idlehound.analyze()` returns."""
-        return Diagnosed.of(self.analysis, self.findings, self.doc)
+        return Diagnosed.of(self.analysis, self.diagnosis, self.doc)
 
 
 def analyze_path(
@@ -56,8 +60,8 @@ def diagnose_trace(
 ) -> Result:
     """Analyse (with the run folder, as analyze_run_folder), diagnose and build the report of a loaded trace."""
     a = analyze_run_folder(trace, step=step, sidecar=sidecar, run_info=run_info)
-    findings = diagnose(a, thresholds)
-    return Result(a, findings, build(a, findings))
+    d = diagnose(a, thresholds)
+    return Result(a, d, build(a, d))
 
 
 def analyze_run_folder(
@@ -68,7 +72,7 @@ def analyze_run_folder(
     The one path for the CLI and the Python API, so both give the same document. `sidecar` / `run_info`
     given here take the place of the folder's.
     """
-    notes = []
+    notes: list[str] = []
     from_file = trace.path.is_file()  # a trace parsed from bytes has no folder to read
     if sidecar is None and from_file:
         sc = sidecar_path(trace.path)
@@ -81,11 +85,9 @@ def analyze_run_folder(
             )
     if run_info is None and from_file:
         run_info = read_run_info(trace.path.parent, run_info_rank(trace.path.parent, trace.worker))
-    a = analyze(trace, sidecar=sidecar, step=step, run_info=run_info)
     if not sidecar and trace.with_stack:
         notes.append("source lines are function def lines (approximate); `idlehound run` records exact lines")
-    a.notes += notes
-    return a
+    return analyze(trace, sidecar=sidecar, step=step, run_info=run_info, extra_notes=notes)
 
 
 def parse_gates(specs: tuple[str, ...]) -> dict[str, float]:

@@ -12,7 +12,7 @@ from importlib import import_module
 from typing import Any, Optional
 
 from .analysis import Analysis, location_text
-from .diagnose import Finding
+from .diagnose import Diagnosis, Finding
 from .report import build
 
 # The report's tables that to_pandas() and to_polars() hand over, each a list of flat rows made from the document.
@@ -21,16 +21,20 @@ TABLES = ("metrics", "steps", "findings", "idle_by_cause", "idle_by_line", "sync
 
 @dataclass
 class Result(Analysis):
-    """The diagnosed analysis of one trace: every `Analysis` field, plus `findings` (ranked) and `doc` (the JSON
-    report document, the same as `idlehound analyze --json` prints)."""
+    """The diagnosed analysis of one trace: every `Analysis` field, plus `diagnosis` (`findings`, ranked) and `doc`
+    (the JSON report document, the same as `idlehound analyze --json` prints)."""
 
-    findings: list[Finding] = field(default_factory=list)
+    diagnosis: Diagnosis = field(default_factory=Diagnosis)
     _doc: Optional[dict[str, Any]] = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def of(cls, a: Analysis, findings: list[Finding], doc: Optional[dict[str, Any]] = None) -> Result:
+    def of(cls, a: Analysis, diagnosis: Diagnosis, doc: Optional[dict[str, Any]] = None) -> Result:
         values = {f.name: getattr(a, f.name) for f in fields(Analysis)}
-        return cls(**values, findings=findings, _doc=doc)
+        return cls(**values, diagnosis=diagnosis, _doc=doc)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return list(self.diagnosis.findings)
 
     @property
     def analysis(self) -> Analysis:
@@ -40,7 +44,7 @@ class Result(Analysis):
     def doc(self) -> dict[str, Any]:
         """The versioned report document (docs/json-schema.md)."""
         if self._doc is None:
-            self._doc = build(self, self.findings)
+            self._doc = build(self, self.diagnosis)
         return self._doc
 
     def __repr__(self) -> str:  # the dataclass's would print every field of the analysis

@@ -12,7 +12,7 @@ from .tracebuilder import TraceBuilder
 
 def analyse(tb: TraceBuilder, **top):
     a = analyze(parse_trace_bytes(tb.to_bytes(**top), "built.json"))
-    return a, diagnose(a)
+    return a, list(diagnose(a).findings)
 
 
 def test_gpu_bound_job_with_cpu_running_ahead_reads_fully_busy():

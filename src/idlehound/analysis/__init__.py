@@ -2,6 +2,7 @@
 
 from . import _roles as roles  # event roles (kernel, memcpy, sync...), read by the diagnosis too
 from ._core import Analysis, IdleGaps, analyze, blocking_waits, idle_gaps
+from ._fixes import ALL_FIXES, CONV_GAIN, FIXES, FP32_SPEEDUP, PAGEABLE_SPEEDUP, Fix, make_fixes
 from ._model import (
     BREAKDOWN,
     IDLE_CAUSES,
@@ -19,7 +20,7 @@ from ._model import (
 )
 from ._observer import FITTED as FITTED_CORRECTION
 from ._observer import OBSERVER_RATE, fix_constant_ranges, overhead_at, unprofiled_step
-from ._replay import ALL_FIXES, CONV_GAIN, FIXES, FP32_SPEEDUP, PAGEABLE_SPEEDUP, Fix, make_fixes
+from ._replay import LOADER_READY_NS
 from ._source import NO_USER_FRAME, SourceLoc, SourceMap, load_sidecar, location_text, parse_frame
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "ALL_FIXES",
     "FIXES",
     "FP32_SPEEDUP",
+    "LOADER_READY_NS",
     "fix_constant_ranges",
     "make_fixes",
     "overhead_at",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -30,7 +30,9 @@ def _breakdown(ctx: _Context, steps: list[Step], device: Optional[int]) -> None:
     host[ctx.dataloader] = False
     host_cpu = np.flatnonzero(host)
     del host
-    members = {  # each category's span set is built when its turn comes and dropped after (one at a time)
+    members: dict[
+        str, Callable[[], np.ndarray]
+    ] = {  # each category's span set is built when its turn comes and dropped after (one at a time)
         "Kernel": lambda: g[kcat & ~comm],
         "Memcpy": lambda: g[memcpy],
         "Memset": lambda: g[memset],

@@ -61,7 +61,8 @@ class _Context:
     def gpu_on(self, device: Optional[int]) -> np.ndarray:
         if device is None:
             return self.gpu
-        return self.gpu[self.ev.pid[self.gpu] == device]
+        out: np.ndarray = self.gpu[self.ev.pid[self.gpu] == device]
+        return out
 
     def busy_set(self, device: Optional[int]) -> iv.Set:
         return self.spans(self.gpu_on(device))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -28,7 +29,8 @@ from ._model import (
     Step,
     SyncSite,
 )
-from ._replay import Replay, launching_spans, sync_groups
+from ._replay import Replay
+from ._replay_events import launching_spans, sync_groups
 from ._source import SourceLoc, SourceMap
 from ._stats import _copies, _dataloader, _kernels, _memory
 from ._steps import _device, _steps
@@ -62,10 +64,6 @@ class Analysis:
     replay: Optional[Replay] = None  # the steps' dependency model (None without GPU events)
     observer: dict[str, Any] = field(default_factory=dict)  # unprofiled step, host rate fitted to it
     idle_library_lines: list[IdleLine] = field(default_factory=list)  # by the innermost library line instead
-    prediction: dict[str, Any] = field(default_factory=dict)  # the best stack of fixes (set by diagnose)
-    not_checked: list[dict[str, Any]] = field(
-        default_factory=list
-    )  # rules whose data is missing (set by diagnose)
     source_map: Optional[SourceMap] = field(default=None, repr=False, compare=False)  # for the rules
     had_sidecar: bool = False  # the source map was built with the capture's sidecar
     gaps: Optional[_Gaps] = field(default=None, repr=False, compare=False)  # every idle gap (idle_gaps())
@@ -97,33 +95,22 @@ class Analysis:
 
 
 def analyze(
-    trace: Trace, sidecar: Optional[dict] = None, step: Optional[int] = None, run_info: Optional[dict] = None
+    trace: Trace,
+    sidecar: Optional[dict[str, Any]] = None,
+    step: Optional[int] = None,
+    run_info: Optional[dict[str, Any]] = None,
+    extra_notes: Sequence[str] = (),
 ) -> Analysis:
-    """Measure where every step's time went and why the GPU idled. See docs/metrics.md."""
+    """Measure where every step's time went and why the GPU idled. See docs/metrics.md. `extra_notes`: the caller's
+    own (what it could not read of the run folder), listed after the analysis's."""
     validate.durations(trace)
     ev = trace.events
     ctx = _Context(ev)
     notes: list[str] = list(trace.warnings)
-    steps, source = _steps(ev, ctx, notes)
-    steps = validate.nonempty(trace, steps, notes)
-    if step is not None:
-        steps = [s for s in steps if s.number == step]
-        if not steps:
-            raise TraceError(trace.path, f"no ProfilerStep#{step} in this trace")
+    steps, source = _chosen_steps(trace, ctx, step, notes)
     device = _device(trace, ctx)
     gpu_recorded = ctx.gpu.size > 0
-    if device.unmeasured and not gpu_recorded:
-        shown = ", ".join(f"{c}: {n}" for c, n in device.unmeasured.items())
-        notes.append(
-            f"the trace shows {device.accelerator} device activity ({shown} events); idlehound measures "
-            "CUDA and ROCm GPU timelines only, so device busy and idle time are not reported: the host "
-            "side is analysed"
-        )
-    elif trace.cuda_run and not gpu_recorded:
-        notes.append(
-            "CUDA was in use but the trace holds no GPU events: CUPTI did not record "
-            "(profiling permissions?). Only the CPU side is analysed; GPU idle is unknown."
-        )
+    notes += _device_notes(trace, device, gpu_recorded)
     busy = ctx.busy_set(device.index)
     win_s = np.array([s.start_ns for s in steps], np.int64)
     win_e = np.array([s.end_ns for s in steps], np.int64)
@@ -158,7 +145,46 @@ def analyze(
         had_sidecar=sidecar is not None,
         gaps=gaps,
     )
-    a.ranks = _rank_figures(ctx, smap, steps, device.index, busy)
+    _finish(a, ctx, busy, win_s, win_e)
+    a.notes += extra_notes
+    return a
+
+
+def _chosen_steps(
+    trace: Trace, ctx: _Context, step: Optional[int], notes: list[str]
+) -> tuple[list[Step], str]:
+    """The steps to analyse (all, or the one asked for) and where they came from."""
+    steps, source = _steps(trace.events, ctx, notes)
+    steps = validate.nonempty(trace, steps, notes)
+    if step is not None:
+        steps = [s for s in steps if s.number == step]
+        if not steps:
+            raise TraceError(trace.path, f"no ProfilerStep#{step} in this trace")
+    return steps, source
+
+
+def _device_notes(trace: Trace, device: DeviceInfo, gpu_recorded: bool) -> list[str]:
+    """Why device time is not measured, where the trace shows a device but no GPU timeline."""
+    if device.unmeasured and not gpu_recorded:
+        shown = ", ".join(f"{c}: {n}" for c, n in device.unmeasured.items())
+        return [
+            f"the trace shows {device.accelerator} device activity ({shown} events); idlehound measures "
+            "CUDA and ROCm GPU timelines only, so device busy and idle time are not reported: the host "
+            "side is analysed"
+        ]
+    if trace.cuda_run and not gpu_recorded:
+        return [
+            "CUDA was in use but the trace holds no GPU events: CUPTI did not record "
+            "(profiling permissions?). Only the CPU side is analysed; GPU idle is unknown."
+        ]
+    return []
+
+
+def _finish(a: Analysis, ctx: _Context, busy: iv.Set, win_s: np.ndarray, win_e: np.ndarray) -> None:
+    """What needs the whole analysis: per-rank figures, one-off slow launches, the replay and its correction."""
+    smap, steps = a.source_map, a.steps
+    assert smap is not None
+    a.ranks = _rank_figures(ctx, smap, steps, a.device.index, busy)
     _slow_launches(ctx, a.kernels, busy, win_s, win_e)
     if a.kernels.slow_launches:
         a.notes.append(
@@ -166,11 +192,10 @@ def analyze(
             f"{a.kernels.slow_launch_max_us / 1e3:.2f} ms (first launch, code-object load) in the "
             "profiled steps: start-up cost; profile later steps (schedule wait/warmup) for steady state"
         )
-    if gpu_recorded and steps:
-        a.replay = _replay(ctx, smap, steps, device.index, gaps)
-        a.observer = observer.correct(a.replay, run_info or {})
+    if a.gpu_recorded and steps:
+        a.replay = _replay(ctx, smap, steps, a.device.index, a.gaps)
+        a.observer = observer.correct(a.replay, a.run_info)
         a.notes += observer.notes(a.observer)
-    return a
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -164,7 +164,9 @@ class _Gaps:
     def lines(self, top: int = 10, by: str = "user") -> list[IdleLine]:
         """GPU idle by source line and cause, largest first: the user's line, or (by="library") the innermost
         library line below it (only idle that has one)."""
-        keys: dict[tuple, int] = {}  # (cause, loc) -> row; idle summed per row with numpy, not per event
+        keys: dict[
+            tuple[Any, ...], int
+        ] = {}  # (cause, loc) -> row; idle summed per row with numpy, not per event
         rows_of, ns_of = [], []
         for cause in IDLE_CAUSES:
             sel = np.flatnonzero(self.ns[cause] > 0)
@@ -220,7 +222,8 @@ class _Gaps:
         """Each gap's main cause, as an index into IDLE_CAUSES: the one with the most of its time."""
         if self.count == 0:
             return np.zeros(0, np.int64)
-        return np.argmax(np.stack([self.ns[c] for c in IDLE_CAUSES]), axis=0)
+        out: np.ndarray = np.argmax(np.stack([self.ns[c] for c in IDLE_CAUSES]), axis=0)
+        return out
 
     def main_lines(self) -> list[Optional[SourceLoc]]:
         """Each gap's line for its main cause (as lines() charges that cause's time)."""
@@ -248,7 +251,8 @@ def _first_inside(a: iv.Set, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """First time within each window covered by a (or the window start)."""
     s, e = a
     if s.size == 0:
-        return lo.copy()
+        out: np.ndarray = lo.copy()
+        return out
     k = np.clip(np.searchsorted(e, lo, side="right"), 0, s.size - 1)
     t = np.maximum(lo, s[k])
     return np.where((e[k] > lo) & (t < hi), t, lo)

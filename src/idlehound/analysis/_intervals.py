@@ -80,7 +80,8 @@ def subtract(a: Set, b: Set) -> Set:
 
 def measure_in(a: Set, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """For each window [lo[i], hi[i]), the length of a inside it (windows may overlap)."""
-    return _cumulative(a, np.asarray(hi, np.int64)) - _cumulative(a, np.asarray(lo, np.int64))
+    out: np.ndarray = _cumulative(a, np.asarray(hi, np.int64)) - _cumulative(a, np.asarray(lo, np.int64))
+    return out
 
 
 def _cumulative(a: Set, t: np.ndarray) -> np.ndarray:

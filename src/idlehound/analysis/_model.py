@@ -3,35 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Optional
 
+from ..vocabulary import IdleCause as IdleCause  # re-exported: the vocabulary owns it
+from ..vocabulary import StrEnum as StrEnum
 from ._source import SourceLoc
 
 BREAKDOWN = ("Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CPU Exec", "Other")
-
-
-class StrEnum(str, Enum):
-    """A str-valued enum that prints and formats as its value, so JSON and text keep the plain string."""
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self.value), spec)
-
-
-class IdleCause(StrEnum):
-    """What the host was doing while the GPU idled, in the order a gap's time is claimed (docs/metrics.md).
-
-    Texts for each (label, definition) live in diagnose/_registry.py."""
-
-    DATA_LOADING = "data_loading"
-    ALLOCATOR = "allocator"
-    SYNC = "sync"
-    LAUNCH = "launch"
-    CPU_OPS = "cpu_ops"
-    PYTHON = "python"
 
 
 IDLE_CAUSES: tuple[str, ...] = tuple(c.value for c in IdleCause)

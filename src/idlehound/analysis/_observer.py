@@ -15,11 +15,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
-from ._replay import FIT_RATE_MIN, OVERHEAD_MAX_NS, Replay
+from ._replay import Replay
 
 PRIOR_FILE = Path(__file__).resolve().parent.parent / "data" / "profiler_cost.json"
 STEADY_SKIP = 3  # unprofiled steps at the run's start that warm up caches, the allocator and compilation
@@ -170,7 +170,7 @@ def _fit(rp: Replay, out: dict[str, Any], target: tuple[float, float]) -> Option
     """Fit the cost per event (else one host rate) to the unprofiled step; why not, where the fit cannot explain
     the run (on a bound, or faster than the recorded GPU work allows)."""
     un = out["unprofiled_ms"] * 1e6
-    if rp.fit_overhead(un):
+    if fit_overhead(rp, un):
         if rp.overhead_ns >= OVERHEAD_MAX_NS * 0.999:
             return f"the fitted profiler cost sits at its bound ({OVERHEAD_MAX_NS / 1e3:.0f} µs an event)"
         if rp.overhead_ns > 0:
@@ -178,7 +178,7 @@ def _fit(rp: Replay, out: dict[str, Any], target: tuple[float, float]) -> Option
             out["overhead_range_ns"] = _fit_range(rp, target)
         out["correction"] = FITTED
         return None
-    rate = rp.fit_rate(un)
+    rate = fit_rate(rp, un)
     if rate <= FIT_RATE_MIN:
         return f"the fitted host rate sits at its floor ({FIT_RATE_MIN})"
     if rp.play(rate=rate).step_ns > (1 + FIT_TOLERANCE) * un:
@@ -193,7 +193,7 @@ def _fit_range(rp: Replay, target: tuple[float, float]) -> tuple[float, float]:
     keep = rp.overhead_ns
     ends = []
     for t in target:
-        ends.append(rp.overhead_ns if rp.fit_overhead(t * 1e6) else keep)
+        ends.append(rp.overhead_ns if fit_overhead(rp, t * 1e6) else keep)
     rp.overhead_ns = keep
     return min(ends + [keep]), max(ends + [keep])
 
@@ -257,3 +257,50 @@ def notes(obs: dict[str, Any]) -> list[str]:
         f"{obs['recorded_ms']:.2f} ms profiled; the replay {how} to match, and every gain is predicted for the "
         "unprofiled step"
     ]
+
+
+# ---- the fit of the profiler's cost (or one host rate) to the unprofiled step
+FIT_RATE_MIN = 0.02  # the lowest host rate the observer fit tries (the profiler inflating host work 50x)
+FIT_STEPS = 12  # bisection steps of the fit: the rate to within 1/4096
+OVERHEAD_MAX_NS = 50_000.0  # the largest profiler cost per host event the observer fit tries
+OVERHEAD_STEPS = 20  # bisection steps of that fit: to within 0.05 ns
+
+
+def fit_overhead(rp: Replay, target_ns: float) -> bool:
+    """Set the profiler's cost per host event so the replayed step matches the measured unprofiled one;
+    False (and no cost) when no cost up to OVERHEAD_MAX_NS reaches it (then fit_rate scales host time)."""
+    rp.overhead_ns = 0.0
+    if rp.play().step_ns <= target_ns:
+        return True
+    rp.overhead_ns = OVERHEAD_MAX_NS
+    if rp.play().step_ns > target_ns:
+        rp.overhead_ns = 0.0
+        return False
+
+    def slow_at(cost: float) -> bool:
+        rp.overhead_ns = cost
+        return rp.play().step_ns > target_ns
+
+    rp.overhead_ns = round(_bisect(slow_at, 0.0, OVERHEAD_MAX_NS, OVERHEAD_STEPS), 1)
+    return True
+
+
+def fit_rate(rp: Replay, target_ns: float) -> float:
+    """Host rate at which the replayed step matches the measured unprofiled step (1 = no correction)."""
+    if rp.play(rate=1.0).step_ns <= target_ns:
+        return 1.0
+    if rp.play(rate=FIT_RATE_MIN).step_ns >= target_ns:
+        return FIT_RATE_MIN
+    return _bisect(lambda r: rp.play(rate=r).step_ns > target_ns, 1.0, FIT_RATE_MIN, FIT_STEPS)
+
+
+def _bisect(slow_at: Callable[[float], bool], slow: float, fast: float, steps: int) -> float:
+    """The setting between slow (the replayed step above its target there) and fast (at or below it) where the
+    step meets the target, by bisection; slow_at(x): whether it is still above at x."""
+    for _ in range(steps):
+        mid = (slow + fast) / 2
+        if slow_at(mid):
+            slow = mid
+        else:
+            fast = mid
+    return (slow + fast) / 2

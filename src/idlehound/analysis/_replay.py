@@ -9,95 +9,37 @@ of its host spans, the duration of its GPU ops, or the blocking calls it makes.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from . import _intervals as iv
-from . import _roles as roles
 from ._context import _Context
+from ._fixes import Fix
 from ._gaps import SYNC_TOLERANCE_NS
 from ._model import Step
+from ._replay_events import (
+    EVENT_KINDS,
+    _clip,
+    _kind_histogram,
+    _last_done,
+    _op_kinds,
+    kind_codes,
+)
 
 SYNC_END_TOLERANCE_NS = SYNC_TOLERANCE_NS  # GPU work that ended this soon after a blocking call returned was
 # waited for: the gap classifier's drain tolerance (docs/metrics.md, "A drain")
 LOADER_READY_NS = 50_000  # host cost of taking a batch that workers already prepared
 ASYNC_COPY_NS = 10_000  # host cost of an asynchronous copy from pinned memory
-GRAPH_HOST_RATE = 0.1  # CUDA graphs: host dispatch+launch cost left per op (conservative)
-COMPILE_HOST_RATE = 0.7  # torch.compile, default mode: fused kernels, each still launched from the host. The
-# Lightning loop on an H200, unprofiled: forward+backward host time 13.5 -> 9.9 ms compiled (0.73, hooks and
-# self.log included); the GPT-2 Trainer's default-mode truth (35.9%) needs 0.62 (docs/measurements/replay-h200.md)
-FP32_SPEEDUP = 2.0  # TF32/bf16 tensor cores vs fp32 CUDA-core GEMM (conservative)
-PAGEABLE_SPEEDUP = 2.0  # pinned vs pageable host-to-device bandwidth (conservative)
-CONV_GAIN = 0.10  # cudnn.benchmark: share of convolution time it saves (a guess the replay cannot check)
-CONV_SPEEDUP = 1 / (1 - CONV_GAIN)
-FIT_RATE_MIN = 0.02  # the lowest host rate the observer fit tries (the profiler inflating host work 50x)
-FIT_STEPS = 12  # bisection steps of the fit: the rate to within 1/4096
-OVERHEAD_MAX_NS = 50_000.0  # the largest profiler cost per host event the observer fit tries
-OVERHEAD_STEPS = 20  # bisection steps of that fit: to within 0.05 ns
 DENSITY_BIN_NS = 50_000  # host events are counted per bin of this width for the profiler's cost
 DENSITY_BINS_MAX = 20_000  # a longer window gets wider bins: every replay walks them
 SYNC_GROUPS = {"sync", "pageable", "allocator"}
 LOADER_WAITED_NS = 1_000_000  # a worker-loader call this much longer than taking a ready batch waited for one
 
 
-@dataclass
-class Fix:
-    """What one counterfactual changes: host span rates, GPU op durations, blocking calls."""
-
-    host_rate: dict[str, float] = field(default_factory=dict)  # host span kind -> rate
-    gpu_speedup: dict[str, float] = field(default_factory=dict)  # GPU op kind -> speed-up
-    drop_syncs: set[str] = field(default_factory=set)  # sync groups that no longer block
-    loader_ready: bool = False
-
-    def merged(self, other: Fix) -> Fix:
-        rate = dict(self.host_rate)
-        for k, v in other.host_rate.items():
-            rate[k] = min(rate.get(k, 1.0), v)
-        speed = dict(self.gpu_speedup)
-        for k, v in other.gpu_speedup.items():
-            speed[k] = max(speed.get(k, 1.0), v)
-        return Fix(rate, speed, self.drop_syncs | other.drop_syncs, self.loader_ready or other.loader_ready)
-
-
-# The constants the fixes are replayed with (their point values; data/profiler_cost.json holds each one's range).
-FIX_CONSTANTS: dict[str, float] = {
-    "graph_host_rate": GRAPH_HOST_RATE,
-    "compile_host_rate": COMPILE_HOST_RATE,
-    "fp32_speedup": FP32_SPEEDUP,
-    "pageable_speedup": PAGEABLE_SPEEDUP,
-    "conv_gain": CONV_GAIN,
-}
-
-
-def make_fixes(c: dict[str, float]) -> dict[str, Fix]:
-    """Each finding's cause (and each variant, by name) -> the change its fix makes, at these constants."""
-    c = {**FIX_CONSTANTS, **c}
-    return {
-        "sync": Fix(host_rate={"reads": 0.0}, drop_syncs={"sync"}),
-        "data_loading": Fix(loader_ready=True),
-        "launch_bound": Fix(host_rate={"launching": c["graph_host_rate"]}),
-        "host_bound": Fix(host_rate={"host_only": 0.0}),
-        "fp32_math": Fix(gpu_speedup={"fp32": c["fp32_speedup"]}),
-        "pageable_copy": Fix(
-            host_rate={"pageable": 0.0},
-            gpu_speedup={"pageable": c["pageable_speedup"]},
-            drop_syncs={"pageable"},
-        ),
-        "memory_churn": Fix(host_rate={"allocator": 0.0}, drop_syncs={"allocator"}),
-        "cudnn_benchmark": Fix(gpu_speedup={"conv": 1 / (1 - c["conv_gain"])}),
-        # Other ways of fixing a cause, by name: what a framework setting or a tune candidate makes instead of
-        # the cause's own fix (torch.compile in its default mode for launch-bound work).
-        "compile": Fix(host_rate={"launching": c["compile_host_rate"]}),
-    }
-
-
-ALL_FIXES: dict[str, Fix] = make_fixes({})
-VARIANTS = ("compile",)
-FIXES: dict[str, Fix] = {k: v for k, v in ALL_FIXES.items() if k not in VARIANTS}
-VARIANT_FIXES: dict[str, Fix] = {k: ALL_FIXES[k] for k in VARIANTS}
+# A replay's host segments: (per segment its spans, their kinds, their GPU op indices, ...); see _segments()
+Segments = tuple[list[list[tuple[Any, ...]]], list[str], np.ndarray, list[list[int]]]
 
 
 @dataclass
@@ -147,11 +89,11 @@ class Replay:
         self.host_spans = {k: _clip(v, self.w0, self.w1) for k, v in host_spans.items()}
         self.marks = np.array([[s.host_start_ns, s.host_end_ns] for s in steps], np.int64).reshape(-1, 2)
         self.recorded_ns = sum(s.duration_ns for s in steps) / max(len(steps), 1)
-        self._cache: dict[tuple, Outcome] = {}
+        self._cache: dict[tuple[Any, ...], Outcome] = {}
         # What every replay shares (filled on first use): the clock per set of host spans, the ops between
         # blocking calls, each op's step, the GPU op kinds' masks.
-        self._geometries: dict[tuple, _Geometry] = {}
-        self._segs: Optional[tuple[list[list[tuple]], list[str], np.ndarray, list[list[int]]]] = None
+        self._geometries: dict[tuple[Any, ...], _Geometry] = {}
+        self._segs: Optional[Segments] = None
         self._owner: Optional[tuple[np.ndarray, np.ndarray, np.ndarray]] = None
         self._masks: dict[str, np.ndarray] = {}
         self._costs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -236,7 +178,8 @@ class Replay:
         """Delay each op had beyond its launch and its stream (cross-stream waits, GPU-side gaps): kept as is."""
         prev = self._prev_end(self.rec_e)
         ready = np.where(self.fixed, self.rec_s, np.maximum(self.launch + self.lat, prev))
-        return np.clip(self.rec_s - ready, 0, None)
+        out: np.ndarray = np.clip(self.rec_s - ready, 0, None)
+        return out
 
     def _syncs(self, ctx: _Context, group: np.ndarray) -> None:
         ev = ctx.ev
@@ -393,7 +336,7 @@ class Replay:
         j = int(np.searchsorted(self.marks[:, 0], self.s_ts[k], side="right"))  # steps that asked by then
         return (float(producer[k]) - float(self.w0)) / max(j, 1)
 
-    def _segments(self) -> tuple[list[list[tuple]], list[str], np.ndarray, list[list[int]]]:
+    def _segments(self) -> Segments:
         """The ops each stretch between blocking calls launches, per stream in recorded order (the same for every
         replay): per stretch, (stream, its slice [a, b) of `order`, which of them run as recorded (None: none),
         their recorded start); each call's group; every op in that order; where the ops each call waits for lie
@@ -534,159 +477,10 @@ class Replay:
 
         def clock(name: str) -> np.ndarray:
             k, off, lump = g.at[name]
-            return cum[k] + off * slope[k] + lump
+            out: np.ndarray = cum[k] + off * slope[k] + lump
+            return out
 
         return clock
 
     def sync_set(self) -> iv.Set:
         return iv.union(self.s_ts.astype(np.int64), self.s_te.astype(np.int64))
-
-    # ---- figures
-    def fit_overhead(self, target_ns: float) -> bool:
-        """Set the profiler's cost per host event so the replayed step matches the measured unprofiled one;
-        False (and no cost) when no cost up to OVERHEAD_MAX_NS reaches it (then fit_rate scales host time)."""
-        self.overhead_ns = 0.0
-        if self.play().step_ns <= target_ns:
-            return True
-        self.overhead_ns = OVERHEAD_MAX_NS
-        if self.play().step_ns > target_ns:
-            self.overhead_ns = 0.0
-            return False
-
-        def slow_at(cost: float) -> bool:
-            self.overhead_ns = cost
-            return self.play().step_ns > target_ns
-
-        self.overhead_ns = round(_bisect(slow_at, 0.0, OVERHEAD_MAX_NS, OVERHEAD_STEPS), 1)
-        return True
-
-    def fit_rate(self, target_ns: float) -> float:
-        """Host rate at which the replayed step matches the measured unprofiled step (1 = no correction)."""
-        if self.play(rate=1.0).step_ns <= target_ns:
-            return 1.0
-        if self.play(rate=FIT_RATE_MIN).step_ns >= target_ns:
-            return FIT_RATE_MIN
-        return _bisect(lambda r: self.play(rate=r).step_ns > target_ns, 1.0, FIT_RATE_MIN, FIT_STEPS)
-
-
-def _bisect(slow_at: Callable[[float], bool], slow: float, fast: float, steps: int) -> float:
-    """The setting between slow (the replayed step above its target there) and fast (at or below it) where the
-    step meets the target, by bisection; slow_at(x): whether it is still above at x."""
-    for _ in range(steps):
-        mid = (slow + fast) / 2
-        if slow_at(mid):
-            slow = mid
-        else:
-            fast = mid
-    return (slow + fast) / 2
-
-
-def _last_done(
-    idx: np.ndarray, launched: np.ndarray, done: np.ndarray, t0: np.ndarray, t1: np.ndarray
-) -> np.ndarray:
-    """For each call k, the last op of idx launched by t0[k] and done by t1[k] (-1: none). In stream order both
-    times only grow, so that is a prefix: two binary searches; otherwise each call is checked in turn."""
-    if idx.size == 0:
-        return np.full(t0.size, -1, np.int64)
-    if (launched[1:] >= launched[:-1]).all() and (done[1:] >= done[:-1]).all():
-        last = (
-            np.minimum(np.searchsorted(launched, t0, side="right"), np.searchsorted(done, t1, side="right"))
-            - 1
-        )
-        return np.where(last >= 0, idx[np.clip(last, 0, None)], -1)
-    out = np.full(t0.size, -1, np.int64)
-    for k in range(t0.size):
-        cand = idx[(launched <= t0[k]) & (done <= t1[k])]
-        if cand.size:
-            out[k] = cand[-1]
-    return out
-
-
-EVENT_KINDS = ("python_function", "cpu_op", "runtime", "user_annotation", "other")
-
-
-def event_kinds(ctx: _Context, x: np.ndarray) -> np.ndarray:
-    """Each host event's kind for the profiler's cost model: Python frames (with_stack), ops, CUDA runtime and
-    driver calls, user annotations, the rest."""
-    return np.array(EVENT_KINDS, dtype=object)[kind_codes(ctx)[x]]
-
-
-def kind_codes(ctx: _Context) -> np.ndarray:
-    """Every event's kind as its index in EVENT_KINDS (a later kind wins where sets overlap)."""
-    out = np.full(ctx.ev.ts.size, EVENT_KINDS.index("other"), np.int8)
-    for k, idx in (
-        ("python_function", ctx.python),
-        ("cpu_op", ctx.cpu_ops),
-        ("runtime", ctx.runtime),
-        ("user_annotation", ctx.annotations),
-    ):
-        out[idx] = EVENT_KINDS.index(k)
-    return out
-
-
-def _kind_histogram(ts: np.ndarray, kind: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Events per kind and bin: np.histogram's counts (last edge inclusive) for every kind in one pass."""
-    nb = edges.size - 1
-    t = ts.astype(np.float64)
-    b = np.searchsorted(edges, t, side="right") - 1
-    b[t == edges[-1]] = nb - 1
-    ok = (b >= 0) & (b < nb)
-    flat = np.bincount(kind[ok].astype(np.int64) * nb + b[ok], minlength=len(EVENT_KINDS) * max(nb, 0))
-    return flat.reshape(len(EVENT_KINDS), max(nb, 0))
-
-
-def _clip(a: iv.Set, lo: int, hi: int) -> iv.Set:
-    return iv.intersect(a, (np.array([lo], np.int64), np.array([hi], np.int64))) if a[0].size else a
-
-
-def _op_kinds(ctx: _Context, g: np.ndarray) -> np.ndarray:
-    """'fp32' GEMM/conv kernels, 'conv' (other convolution kernels), 'pageable' HtoD copies, else ''."""
-    ev = ctx.ev
-    kinds = np.full(g.size, "", dtype=object)
-    prec = {n: roles.matmul_precision(ev.names[n]) for n in np.unique(ev.name[g])}
-    names = ev.name[g]
-    is_fp32 = np.array([prec[n] == "fp32" for n in names], bool)
-    ops = ctx.op_of_ext(ev.ext[g])
-    conv_ids = ev.name_ids(lambda n: bool(roles.CONV_OP_RE.match(n)))
-    is_conv = (ops >= 0) & np.isin(ev.name[np.clip(ops, 0, None)], conv_ids)
-    pageable = np.isin(names, ev.name_ids(lambda n: "HtoD" in n and "Pageable" in n))
-    kinds[is_conv] = "conv"
-    kinds[is_fp32] = "fp32"
-    kinds[pageable] = "pageable"
-    return kinds
-
-
-_FRAMEWORK_RE = re.compile(r"^(nn\.Module: |torch/(nn|optim|autograd)/)")
-
-
-def launching_spans(ctx: _Context) -> iv.Set:
-    """Host ops that launch GPU work (any nesting level), the launch/enqueue calls themselves, and the framework's
-    Python around them (module calls, optimizer steps): what a CUDA graph or compiled step no longer runs."""
-    ev = ctx.ev
-    fw = ctx.python[np.isin(ev.name[ctx.python], ev.name_ids(lambda n: bool(_FRAMEWORK_RE.match(n))))]
-    enq = ctx.runtime[np.isin(ev.name[ctx.runtime], ev.name_ids(roles.is_enqueue))]
-    ops = ctx.cpu_ops
-    has = np.zeros(ops.size, bool)
-    for tid in np.unique(ev.tid[enq]):
-        t = np.sort(ev.ts[enq][ev.tid[enq] == tid])
-        on = ev.tid[ops] == tid
-        a = np.searchsorted(t, ev.ts[ops][on], side="left")
-        b = np.searchsorted(t, ev.ts[ops][on] + ev.dur[ops][on], side="left")
-        has[np.flatnonzero(on)[b > a]] = True
-    sel = np.concatenate([ops[has], enq, fw])
-    return iv.union(ev.ts[sel], ev.ts[sel] + ev.dur[sel])
-
-
-def sync_groups(ctx: _Context, own: np.ndarray, copy_names: dict[int, str]) -> np.ndarray:
-    """For each blocking call in ctx.sync: the fix that removes it ('sync', 'pageable', 'allocator') or ''."""
-    ev = ctx.ev
-    s = ctx.sync
-    ops = ctx.op_of_ext(ev.ext[s])
-    out = np.full(s.size, "", dtype=object)
-    for k, j in enumerate(s):
-        if own[k]:
-            continue
-        op = ev.names[ev.name[ops[k]]] if ops[k] >= 0 else ""
-        kind = roles.sync_kind(ev.names[ev.name[j]], op, copy_names.get(int(ev.ext[j]), ""))
-        out[k] = {"allocator": "allocator", "pageable_h2d": "pageable"}.get(kind, "sync")
-    return out

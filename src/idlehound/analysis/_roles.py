@@ -7,6 +7,7 @@ so new kernels and runtime calls of the same kind are still recognised.
 from __future__ import annotations
 
 import re
+from typing import Any, Optional
 
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
 RUNTIME_CATS = ("cuda_runtime", "cuda_driver", "Runtime")
@@ -57,6 +58,32 @@ def is_dataloader(name: str) -> bool:
     )
 
 
+# Collectives as the calling thread records them (gloo and NCCL alike): a per-step one is a wait for every rank.
+COLLECTIVES = (
+    "c10d::allreduce_",
+    "c10d::barrier",
+    "c10d::allgather",
+    "c10d::_allgather_base",
+    "c10d::broadcast_",
+)
+
+
+def is_host_wait(name: str) -> bool:
+    """A host read of a device value (scalar read, data-dependent shape), a blocking runtime call, or a
+    collective: where the host waits for the GPU, or every rank for the others."""
+    return (
+        sync_kind("", name, "") in ("scalar_read", "data_dependent_shape")
+        or is_sync_call(name)
+        or name.startswith(COLLECTIVES)
+    )
+
+
+def is_idle_point(name: str) -> bool:
+    """Where the host waits while the GPU may idle: a host wait (is_host_wait), or a DataLoader wait. Capture
+    keeps the library stacks above these (sidecar version 3); the framework rule reads them."""
+    return is_host_wait(name) or is_dataloader(name)
+
+
 def is_comm_kernel(name: str) -> bool:
     return bool(_COMM_KERNEL_RE.search(name))
 
@@ -65,7 +92,7 @@ def is_comm_op(name: str) -> bool:
     return bool(_COMM_OP_RE.match(name))
 
 
-def step_number(name: str):
+def step_number(name: str) -> Optional[int]:
     m = _STEP_RE.match(name)
     return int(m.group(1)) if m else None
 
@@ -125,7 +152,7 @@ def is_matmul_kernel(kernel: str) -> bool:
     return bool(_GEMM_RE.search(kernel))
 
 
-def dtype_precision(input_types) -> str:
+def dtype_precision(input_types: Any) -> str:
     """'tensor_core' when a matmul/convolution op's inputs are half, bf16 or fp8; '' when the types cannot
     tell (fp32 runs on tensor cores only with TF32 on, which the trace does not record)."""
     return "tensor_core" if any(t in _TC_DTYPES for t in input_types or ()) else ""

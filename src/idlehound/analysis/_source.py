@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
@@ -40,7 +40,7 @@ class SourceLoc:
     def __str__(self) -> str:
         return location_text(self)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "file": self.file,
             "line": self.line,
@@ -76,7 +76,7 @@ def parse_frame(name: str) -> Optional[tuple[str, int, str]]:
 class SourceMap:
     """Python frames of one trace, indexed per thread, with a user-code anchor for every frame."""
 
-    def __init__(self, ev: EventTable, sidecar: Optional[dict] = None) -> None:
+    def __init__(self, ev: EventTable, sidecar: Optional[dict[str, Any]] = None) -> None:
         m = ev.mask_cat("python_function")
         idx = np.flatnonzero(m)
         order = np.lexsort((ev.ts[idx], ev.tid[idx]))
@@ -89,7 +89,7 @@ class SourceMap:
         self.parent = self._parents(ev.py_id[idx], ev.py_parent[idx])
         self._parents_py: Optional[list[int]] = None
         self._lib_memo: dict[int, Optional[tuple[int, int]]] = {}  # _library_frame's answers
-        self._locs: dict[tuple, SourceLoc] = {}
+        self._locs: dict[tuple[Any, ...], SourceLoc] = {}
         self.loc: list[Optional[SourceLoc]] = []
         self.anchor = self._anchors(sidecar or {})
         self._library_data(sidecar or {})
@@ -105,11 +105,11 @@ class SourceMap:
         found = (sorted_ids[pos] == py_parent) & (py_parent != -1)
         return np.where(found, order[pos], -1)
 
-    def _anchors(self, sidecar: dict) -> np.ndarray:
+    def _anchors(self, sidecar: dict[str, Any]) -> np.ndarray:
         """anchor[i]: nearest ancestor-or-self frame whose location is in user code, or -1."""
         callers = sidecar.get("callers", {})
         self.is_user: UserCode = sidecar.get("code") or BY_NAME
-        self._sources: dict[str, list] = sidecar.get("sources") or {}
+        self._sources: dict[str, list[Any]] = sidecar.get("sources") or {}
         by_name: dict[str, Optional[SourceLoc]] = {}  # def-line locations depend on the name only
         for name in set(self._names):
             parsed = parse_frame(name)
@@ -135,15 +135,18 @@ class SourceMap:
             nxt = step
         return nxt
 
-    def _library_data(self, sidecar: dict) -> None:
+    def _library_data(self, sidecar: dict[str, Any]) -> None:
         """Exact lines on the stacks above idle points (sidecar version 3): calls made from any line there."""
-        self._calls: dict = {**(sidecar.get("library_calls") or {}), **(sidecar.get("callers") or {})}
+        self._calls: dict[Any, Any] = {
+            **(sidecar.get("library_calls") or {}),
+            **(sidecar.get("callers") or {}),
+        }
         pts = sidecar.get("points") or []
         self._pt_start = np.array([p[0] for p in pts], dtype=np.int64)
-        self._pts = pts
-        self._lib_sources: dict[str, list] = sidecar.get("library_sources") or {}
+        self._pts: list[tuple[Any, ...]] = pts  # lists as JSON holds them; read by index only
+        self._lib_sources: dict[str, list[Any]] = sidecar.get("library_sources") or {}
 
-    def _point_at(self, t: int) -> Optional[tuple]:
+    def _point_at(self, t: int) -> Optional[tuple[Any, ...]]:
         """The idle point (start, end, file, line, function) running at time t, or None."""
         k = int(np.searchsorted(self._pt_start, t, side="right")) - 1
         for j in range(k, max(k - 8, -1), -1):  # points are outermost: at most a few (threads) overlap t
@@ -252,7 +255,7 @@ class SourceMap:
     def _snippet(self, file: str, line: int) -> Optional[tuple[int, tuple[str, ...]]]:
         return snippet_at(self._sources.get(file) or self._lib_sources.get(file), line)
 
-    def _exact(self, callers: dict, ts: int, name: str) -> Optional[SourceLoc]:
+    def _exact(self, callers: dict[Any, Any], ts: int, name: str) -> Optional[SourceLoc]:
         c = callers.get((ts, name))
         if c is None or not self.is_user(c[0]):
             return None
@@ -261,7 +264,7 @@ class SourceMap:
     def _loc(self, file: str, line: int, function: str, exact: bool) -> SourceLoc:
         return SourceLoc(file, line, function, exact, snippet_at(self._sources.get(file), line))
 
-    def time_by_line(self, s0: np.ndarray, s1: np.ndarray, n_steps: int, top: int = 40) -> list[list]:
+    def time_by_line(self, s0: np.ndarray, s1: np.ndarray, n_steps: int, top: int = 40) -> list[list[Any]]:
         """Time (ms per step) spent inside calls made from each user line, within the steps.
 
         Only outermost anchors count, so a call and the calls inside it are not counted twice.
@@ -273,7 +276,7 @@ class SourceMap:
             self.parent[anchors] >= 0, self.anchor[np.clip(self.parent[anchors], 0, None)], -1
         )
         # keep anchors whose enclosing anchor is a different line (a loop body frame contains its calls)
-        totals: dict[tuple, float] = {}
+        totals: dict[tuple[Any, ...], float] = {}
         lo, hi = s0.min() if s0.size else 0, s1.max() if s1.size else 0
         for k, pa in zip(anchors, parent_anchor):
             loc = self.loc[k]
@@ -359,7 +362,7 @@ def is_library(file: str, is_user: Any = None) -> bool:
     return not (is_user or is_user_file)(file)
 
 
-def _runs(keys: np.ndarray):
+def _runs(keys: np.ndarray) -> Iterator[tuple[Any, int, int]]:
     if keys.size == 0:
         return
     change = np.flatnonzero(np.diff(keys)) + 1
@@ -373,7 +376,7 @@ MAX_SIDECAR_BYTES = 256 << 20  # decompressed; a sidecar past this is ignored (a
 SNIPPET_CONTEXT = 3  # lines shown either side of a location
 
 
-def snippet_at(chunks: Optional[list], line: int) -> Optional[tuple[int, tuple[str, ...]]]:
+def snippet_at(chunks: Optional[list[Any]], line: int) -> Optional[tuple[int, tuple[str, ...]]]:
     """The stored lines around `line`, from capture's chunks [(first_line, lines), ...]; None if not stored."""
     for first, lines in chunks or ():
         if first <= line < first + len(lines):
@@ -383,7 +386,7 @@ def snippet_at(chunks: Optional[list], line: int) -> Optional[tuple[int, tuple[s
     return None
 
 
-def load_sidecar(path: Path, base_ns: int = 0) -> Optional[dict]:
+def load_sidecar(path: Path, base_ns: int = 0) -> Optional[dict[str, Any]]:
     """Read a capture sidecar (see idlehound.capture) into {"callers": {(ts_ns, name): (file, line, func)},
     "code": UserCode, "sources": {file: [(first_line, lines), ...]}}; None when it cannot be read.
 
@@ -411,7 +414,7 @@ def load_sidecar(path: Path, base_ns: int = 0) -> Optional[dict]:
     }
 
 
-def _callers(rows: Any, base_ns: int) -> dict:
+def _callers(rows: Any, base_ns: int) -> dict[Any, Any]:
     callers = {}
     for r in rows if isinstance(rows, list) else ():
         if isinstance(r, list) and len(r) == 5 and _ints(r[0], r[3]) and _strs(r[1], r[2], r[4]):
@@ -429,7 +432,7 @@ def _points(rows: Any, base_ns: int) -> list[tuple[int, int, str, int, str]]:
     return sorted(out)
 
 
-def _user_code(data: dict) -> Optional[UserCode]:
+def _user_code(data: dict[str, Any]) -> Optional[UserCode]:
     """What capture knew about the user's files (sidecar version 2); None for older sidecars."""
     files = data.get("files")
     files = {k: v for k, v in files.items() if isinstance(v, bool)} if isinstance(files, dict) else {}
@@ -439,8 +442,8 @@ def _user_code(data: dict) -> Optional[UserCode]:
     return UserCode(files, roots, prefixes)
 
 
-def _sources(raw: Any) -> dict[str, list]:
-    out: dict[str, list] = {}
+def _sources(raw: Any) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
     for file, chunks in raw.items() if isinstance(raw, dict) else ():
         good = (
             [

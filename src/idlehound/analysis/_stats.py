@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -13,7 +13,7 @@ from . import _roles as roles
 from . import _validate as validate
 from ._context import _Context
 from ._model import CopyStats, DataLoaderStats, DeviceInfo, KernelGroup, KernelStats, MemoryStats, Step
-from ._source import SourceMap
+from ._source import SourceLoc, SourceMap
 
 TOP_KERNELS = 10  # kernel families listed in the report
 MAX_CURVE_POINTS = 2000  # memory-curve points kept: enough to draw, bounded for huge traces
@@ -86,7 +86,8 @@ def _clipped(ev: EventTable, idx: np.ndarray, s0: np.ndarray, s1: np.ndarray) ->
         return np.zeros(0)
     o = iv.owner(ev.ts[idx], s0, s1)
     end = np.minimum(ev.ts[idx] + ev.dur[idx], s1[o])
-    return np.maximum(end - ev.ts[idx], 0).astype(np.float64)
+    out: np.ndarray = np.maximum(end - ev.ts[idx], 0).astype(np.float64)
+    return out
 
 
 def _kernel_groups(
@@ -96,7 +97,7 @@ def _kernel_groups(
     names, inv = np.unique(ev.name[k], return_inverse=True)
     time = np.bincount(inv, weights=ev.dur[k]).astype(np.int64)
     count = np.bincount(inv)
-    fam: dict[str, list] = {}
+    fam: dict[str, list[Any]] = {}
     for nid, t, c in zip(names, time, count):
         raw = ev.names[nid]
         prec = roles.matmul_precision(raw)
@@ -120,7 +121,7 @@ def _kernel_groups(
         st.conv_location = _op_location(ctx, smap, np.unique(ops[is_conv]), main_tid)
 
 
-def _tensor_cores_by_dtype(ctx: _Context, k: np.ndarray, st: KernelStats, fam: dict[str, list]) -> None:
+def _tensor_cores_by_dtype(ctx: _Context, k: np.ndarray, st: KernelStats, fam: dict[str, list[Any]]) -> None:
     """GEMM/conv kernels whose name does not tell their precision (nvjet-like names without a dtype): a
     half/bf16/fp8 matmul or convolution op that launched them ran them on tensor cores (docs/metrics.md)."""
     ev = ctx.ev
@@ -142,7 +143,7 @@ def _tensor_cores_by_dtype(ctx: _Context, k: np.ndarray, st: KernelStats, fam: d
             fam[roles.kernel_family(ev.names[ev.name[j]])][2] = "tensor_core"
 
 
-def _group(name: str, v: list):
+def _group(name: str, v: list[Any]) -> KernelGroup:
 
     return KernelGroup(name=name, time_ns=v[0], count=v[1], precision=v[2])
 
@@ -162,7 +163,7 @@ def _fp32_ops(ctx: _Context, k: np.ndarray) -> tuple[list[str], np.ndarray]:
     return sorted(names), np.array(kept, dtype=np.int64)
 
 
-def _op_location(ctx: _Context, smap: SourceMap, ops: np.ndarray, main_tid: int):
+def _op_location(ctx: _Context, smap: SourceMap, ops: np.ndarray, main_tid: int) -> Optional[SourceLoc]:
     """The user line of the longest of these ops (ops on the autograd thread: the line that ran backward)."""
     if ops.size == 0 or smap.n == 0:
         return None

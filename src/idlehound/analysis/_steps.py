@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -55,7 +55,9 @@ def _steps(ev: EventTable, ctx: _Context, notes: list[str]) -> tuple[list[Step],
     return steps, "ProfilerStep"
 
 
-def _within_trace(ev: EventTable, ctx: _Context, uniq: list, marks: np.ndarray, notes: list[str]) -> list:
+def _within_trace(
+    ev: EventTable, ctx: _Context, uniq: list[Any], marks: np.ndarray, notes: list[str]
+) -> list[Any]:
     """Drop step markers that end after the profiler's recording window: a step cannot outlast its trace."""
     end = _window_end(ev)
     if end is None:
@@ -75,7 +77,7 @@ def _within_trace(ev: EventTable, ctx: _Context, uniq: list, marks: np.ndarray, 
 WINDOW_SLACK_NS = 1_000_000
 
 
-def _window_end(ev: EventTable):
+def _window_end(ev: EventTable) -> Optional[int]:
     """End of Kineto's recording window: the `PyTorch Profiler` span or the `Record Window End` instant."""
     span = ev.mask_cat("Trace") & ev.mask_names(lambda n: n.startswith("PyTorch Profiler"))
     mark = (ev.ph == 1) & ev.mask_names(lambda n: n == "Record Window End")
@@ -179,7 +181,7 @@ def _extend_to_gpu(ev: EventTable, ctx: _Context, steps: list[Step], notes: list
 def _cut_short(ev: EventTable, ctx: _Context, s: Step) -> bool:
     """More than a tenth of the step's launches have no GPU op in the trace: the profiler stopped first."""
     la = ctx.launch[(ev.ts[ctx.launch] >= s.host_start_ns) & (ev.ts[ctx.launch] < s.host_end_ns)]
-    return la.size > 0 and np.isin(ev.corr[la], ev.corr[ctx.gpu]).mean() < 0.9
+    return bool(la.size > 0 and np.isin(ev.corr[la], ev.corr[ctx.gpu]).mean() < 0.9)
 
 
 BACKLOG_SHARE = (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -30,7 +30,7 @@ def _sync_sites(
     copies = _copy_name_by_ext(ctx)
     locs = smap.locate(ev.tid[sync], ev.ts[sync])
     frames = smap.call_frame(ev.tid[sync], ev.ts[sync])
-    sites: dict[tuple, SyncSite] = {}
+    sites: dict[tuple[Any, ...], SyncSite] = {}
     for k, j in enumerate(sync):
         call = ev.names[ev.name[j]]
         op = ev.names[ev.name[ops[k]]] if ops[k] >= 0 else ""

@@ -6,12 +6,13 @@ never silently built on impossible data.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
 from ..errors import TraceError
-from ..metrics import MAX_COPY_GBPS, MAX_EVENT_NS, MAX_MEMORY_BYTES  # noqa: F401 (re-exported)
+from ..metrics import MAX_COPY_GBPS, MAX_EVENT_NS  # noqa: F401 (re-exported)
+from ..metrics import MAX_MEMORY_BYTES as MAX_MEMORY_BYTES  # re-exported: _steps reads it here
 from ..trace import Trace
 from ._model import Step
 
@@ -49,7 +50,7 @@ def step_number(name: str) -> Optional[str]:
     return digits if len(digits) <= 18 else None
 
 
-def _numbers(nums: list) -> str:
+def _numbers(nums: list[Any]) -> str:
     shown = ", ".join("#" + str(n) if n is not None else "(whole trace)" for n in nums[:5])
     return shown + (f" and {len(nums) - 5} more" if len(nums) > 5 else "")
 

@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 from .. import sampler as _sampler
 from ..errors import CaptureError
 from ..runfolder import SAMPLES, write_run_file
+from ..vocabulary import ProfilerAction
 from ._budget import Watchdog
 from ._dataloader import record_dataloaders
 from ._options import CaptureOptions
@@ -66,7 +67,7 @@ class Session:
         self.loaders: list[dict[str, Any]] = []
         self.step_num = 0
         # the host clock of each step, for as many steps as CUDA events are kept
-        self.step_times: list[tuple[float, str]] = []
+        self.step_times: list[tuple[float, ProfilerAction]] = []
         self._recorded = 0  # steps the profiler recorded (also past the timed steps: --watch's later windows)
         self.window: list[float] = []
         self.manual = opts.step_on == "manual"
@@ -81,7 +82,7 @@ class Session:
 
         self._torch = torch
         self._cuda = torch.cuda.is_available()
-        self.gpu_marks: list[tuple[Any, str]] = []
+        self.gpu_marks: list[tuple[Any, ProfilerAction]] = []
         self._timing: Optional[dict[str, Any]] = None
         self._stopped = False
         self._profiled = False  # the profiler ran once already (one window per run)
@@ -169,7 +170,7 @@ class Session:
             self.gpu_marks.append((ev, action))
         if action in RECORDED and not self.window:
             self.window.append(self.step_times[-2][0] - self._t_start if len(self.step_times) > 1 else 0.0)
-        if action == "RECORD_AND_SAVE":
+        if action == ProfilerAction.RECORD_AND_SAVE:
             self.window.append(now - self._t_start)
             self.flags = torch_flags()
         self.step_num += 1
@@ -319,13 +320,13 @@ class Session:
         if id(optimizer) == self._first_opt:  # several optimizers per iteration: one step
             self.step()
 
-    def _action(self, n: int) -> str:
+    def _action(self, n: int) -> ProfilerAction:
         if (
             self._cut_step is not None and n >= self._cut_step
         ):  # after a cut: partly recorded, then not at all
-            return "CUT" if n == self._cut_step else "NONE"
-        name = self._schedule(n).name
-        return "LATER_WINDOW" if self.later_window and name != "NONE" else name
+            return ProfilerAction.CUT if n == self._cut_step else ProfilerAction.NONE
+        action = ProfilerAction(self._schedule(n).name)
+        return ProfilerAction.LATER_WINDOW if self.later_window and action != ProfilerAction.NONE else action
 
     def reopen(self, skip: int, warmup: int, active: int, trace_dir: Path) -> None:
         """Record a later window, steps [skip + warmup, skip + warmup + active), into trace_dir (--watch)."""

@@ -90,6 +90,8 @@ def _library_roots(decided: dict[str, bool]) -> list[str]:
 
 def _python_nodes(prof: Any) -> tuple[list, list]:
     """(Python call nodes, outermost idle points) of the profiler's event tree."""
+    from ..analysis import roles  # numpy: imported once a window is saved, not with capture
+
     try:
         from torch._C._profiler import _EventType
 
@@ -101,35 +103,13 @@ def _python_nodes(prof: Any) -> tuple[list, list]:
     points: list = []
     while stack:
         node, in_point = stack.pop()
-        point = not in_point and _is_idle_point(node.name)
+        point = not in_point and roles.is_idle_point(node.name)
         stack.extend((c, in_point or point) for c in node.children)
         if node.tag in py_tags:
             out.append(node)
         elif point and len(points) < MAX_POINTS:
             points.append(node)
     return out, points
-
-
-def _is_idle_point(name: str) -> bool:
-    """Where the host waits: the ops analysis counts as sync points, and DataLoader waits."""
-    from ..analysis import roles
-
-    return (
-        roles.sync_kind("", name, "") in ("scalar_read", "data_dependent_shape")
-        or roles.is_sync_call(name)
-        or name.startswith(COLLECTIVES)
-        or roles.is_dataloader(name)
-    )
-
-
-# Collectives as the calling thread records them (gloo and NCCL alike): a per-step one is a wait for every rank.
-COLLECTIVES = (
-    "c10d::allreduce_",
-    "c10d::barrier",
-    "c10d::allgather",
-    "c10d::_allgather_base",
-    "c10d::broadcast_",
-)
 
 
 def _library_stacks(points: list, decided: dict[str, bool]) -> tuple[list, list, dict[str, set[int]]]:

@@ -7,7 +7,9 @@ import statistics
 import sys
 from typing import Any, Callable, Optional
 
-RECORDED = ("RECORD", "RECORD_AND_SAVE")  # the profiler's actions while it records a step
+from ..vocabulary import RECORDING, ProfilerAction
+
+RECORDED = RECORDING  # the profiler's actions while it records a step
 
 
 def step_hook(
@@ -78,8 +80,8 @@ def count_child_processes(facts: dict[str, int]) -> Callable[[], None]:
 
 
 def step_timing(
-    step_times: list[tuple[float, str]],
-    gpu_marks: list[tuple[Any, str]],
+    step_times: list[tuple[float, ProfilerAction]],
+    gpu_marks: list[tuple[Any, ProfilerAction]],
     synchronize: Callable[[], None],
     steps_seen: int,
 ) -> dict[str, Any]:
@@ -102,7 +104,7 @@ def step_timing(
     first = next((i for i, (a, _) in enumerate(pairs) if a in RECORDED), len(pairs))
     last = max((i for i, (a, _) in enumerate(pairs) if a in RECORDED), default=len(pairs))
     # An interval is labelled by the step that opened it: the last "NONE" one already runs the profiler.
-    steps_before = [round(ms, 4) for a, ms in pairs[:first] if a == "NONE"][:-1]
+    steps_before = [round(ms, 4) for a, ms in pairs[:first] if a == ProfilerAction.NONE][:-1]
     steps_after = [round(ms, 4) for _, ms in pairs[last + 1 :]]
     outside = outside[3:] if len(outside) > 6 else outside  # first steps warm up caches and compile
     out: dict[str, Any] = {

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Optional, Union, overload
 
 from ..analysis import FP32_SPEEDUP, OBSERVER_RATE, PAGEABLE_SPEEDUP, Analysis, SourceLoc
-from ._registry import Kind, Severity
+from ..vocabulary import Cause, Kind, Severity
 
 
 @dataclass(frozen=True)
@@ -34,21 +35,22 @@ class Thresholds:
 DEFAULT = Thresholds()
 
 
-@dataclass
+@dataclass(frozen=True)
 class Finding:
-    """One cause of lost GPU time, with the evidence for it and what to change."""
+    """One cause of lost GPU time, with the evidence for it and what to change. Frozen: the steps after a rule
+    (the replay's prediction, the framework refinements, grading) return new findings."""
 
-    cause: str  # a Cause (diagnose/_registry.py)
+    cause: Cause
     title: str
     recoverable_ms: float  # per step, estimated
     step_ms: float
-    evidence: list[str]
+    evidence: tuple[str, ...]
     fix: str
     code: str = ""
     location: Optional[SourceLoc] = None
-    severity: str = ""  # a Severity, set by grade()
-    kind: str = Kind.IDLE  # IDLE: explains idle time; SLOW: slow GPU work; RISK: no time lost yet
-    details: dict[str, Any] = field(default_factory=dict)
+    severity: Union[Severity, Literal[""]] = ""  # set by grade()
+    kind: Kind = Kind.IDLE  # IDLE: explains idle time; SLOW: slow GPU work; RISK: no time lost yet
+    details: Mapping[str, Any] = field(default_factory=dict)
     basis_ms: Optional[float] = None  # for "slow" findings: the measured time the estimate is taken from
     # The replay's range over the correction's and the fix constants' uncertainty (docs/metrics.md, Intervals);
     # None: no replay, the point figure is both ends.
@@ -67,41 +69,50 @@ class Finding:
     def share_ends(self) -> tuple[float, float]:
         return self.share_range or (self.share, self.share)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "cause": str(self.cause),
-            "title": self.title,
-            "severity": str(self.severity),
-            "kind": str(self.kind),
-            "recoverable_ms_per_step": round(self.recoverable_ms, 4),
-            "recoverable_share_of_step": round(self.share, 4),
-            "recoverable_ms_range": [round(x, 4) for x in self.range_ms],
-            "recoverable_share_range": [round(x, 4) for x in self.share_ends],
-            "location": self.location.to_json() if self.location else None,
-            "evidence": self.evidence,
-            "fix": self.fix,
-            "code": self.code,
-            "details": self.details,
-        }
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """What diagnose() found in one analysis: the ranked findings, the replay's best stack of fixes, and the
+    rules that could not look (their data is missing from the trace). Iterating it iterates the findings, so code
+    written when diagnose() returned a list keeps working."""
+
+    findings: tuple[Finding, ...] = ()
+    prediction: Mapping[str, Any] = field(default_factory=dict)  # empty without a replay
+    not_checked: tuple[Mapping[str, Any], ...] = ()  # Rule.not_checked() entries
+
+    def __iter__(self) -> Iterator[Finding]:
+        return iter(self.findings)
+
+    def __len__(self) -> int:
+        return len(self.findings)
+
+    @overload
+    def __getitem__(self, i: int) -> Finding: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Finding, ...]: ...
+    def __getitem__(self, i: Union[int, slice]) -> Union[Finding, tuple[Finding, ...]]:
+        return self.findings[i]
+
+    def __bool__(self) -> bool:
+        return bool(self.findings)
 
 
 def grade(f: Finding, t: Thresholds) -> Optional[Finding]:
-    """Set the severity, or drop the finding when it explains too little to matter."""
+    """The finding with its severity, or None when it explains too little to matter."""
     if f.kind == Kind.RISK:
-        f.severity = Severity.MEDIUM
-        return f
+        return replace(f, severity=Severity.MEDIUM)
     basis = f.basis_ms if f.basis_ms is not None else f.recoverable_ms
     bar = t.framework_min_share if f.details.get("framework") else t.min_share
     if f.recoverable_ms < t.min_ms or (basis / f.step_ms if f.step_ms > 0 else 0.0) < bar:
         return None
-    f.severity = (
+    severity = (
         Severity.HIGH
         if f.share >= t.high_share
         else Severity.MEDIUM
         if f.share >= t.medium_share
         else Severity.LOW
     )
-    return f
+    return replace(f, severity=severity)
 
 
 def clears_bar(f: Finding, t: Thresholds) -> bool:

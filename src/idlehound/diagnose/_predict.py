@@ -2,31 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from functools import reduce
 from typing import Any, Optional
 
 from ..analysis import ALL_FIXES, FIXES, Analysis, Fix, fix_constant_ranges, make_fixes, overhead_at
+from ..vocabulary import Cause, FixName, Kind
 from ._finding import Finding
-from ._registry import Cause, Kind
-
-
-def replay_keys(a: Analysis) -> dict[str, str]:
-    """cause -> the replay fix (ALL_FIXES) its finding's fix makes where a framework setting phrases it and makes
-    another change than the cause's generic fix (Lightning's launch-bound fix compiles the module in
-    torch.compile's default mode, not CUDA graphs)."""
-    from .frameworks import runner
-    from .frameworks_table import SETTINGS
-
-    who = runner(a) if any(s.replay for s in SETTINGS) else None
-    return {s.cause: s.replay for s in SETTINGS if s.replay and who and s.framework == who[0]}
+from .frameworks import replay_keys
 
 
 def replay_fix(
     a: Analysis,
-    causes: list[str],
-    keys: Optional[dict[str, str]] = None,
-    fixes: Optional[dict[str, Fix]] = None,
+    causes: list[Cause],
+    keys: Optional[Mapping[Cause, FixName]] = None,
+    fixes: Optional[Mapping[FixName, Fix]] = None,
 ) -> Fix:
     """The replay's change for fixing these causes as the findings say to (replay_keys); `fixes`: ALL_FIXES at
     other constants (an interval's end)."""
@@ -35,47 +26,47 @@ def replay_fix(
     return reduce(Fix.merged, (table[keys.get(c, c)] for c in causes), Fix())
 
 
-def _ends() -> tuple[dict[str, Fix], dict[str, Fix]]:
+def _ends() -> tuple[dict[FixName, Fix], dict[FixName, Fix]]:
     """The fixes at the constants that give the least and the most gain (data/profiler_cost.json)."""
     r = fix_constant_ranges()
     return make_fixes({k: v[0] for k, v in r.items()}), make_fixes({k: v[1] for k, v in r.items()})
 
 
-def predict(a: Analysis, found: list[Finding]) -> dict[str, Any]:
-    """Set each finding's recoverable time to its replayed gain on the (unprofiled) step, with its range; return
-    the stack."""
+def predict(a: Analysis, found: list[Finding]) -> tuple[dict[str, Any], list[Finding]]:
+    """The best stack of fixes, and the findings with their recoverable time set to their replayed gain on the
+    (unprofiled) step, with its range (unchanged without a replay or a replay fix)."""
     rp = a.replay
     if rp is None:
-        return {}
+        return {}, found
     rate = float(a.observer.get("host_rate", 1.0))
     base = rp.play(rate=rate).step_ns
 
     keys = replay_keys(a)
 
-    def step(causes: list[str]) -> float:
+    def step(causes: list[Cause]) -> float:
         return rp.play(replay_fix(a, causes, keys), rate).step_ns
 
     fixable = [f for f in found if f.kind != Kind.RISK and f.cause in FIXES]
     alone = {f.cause: base - step([f.cause]) for f in fixable}
-    stack = sorted(
-        (str(c) for c, g in alone.items() if g > 0), key=lambda c: -alone[c]
-    )  # plain strings for JSON
+    stack = sorted((c for c, g in alone.items() if g > 0), key=lambda c: -alone[c])
     all_ns = step(stack)
     ranges = _ranges(a, [[f.cause] for f in fixable] + [stack], keys, rate)
+    replayed: dict[int, Finding] = {}
     for f, r in zip(fixable, ranges):
         others = [c for c in stack if c != f.cause]
         on_top = step(others) - step(others + [f.cause])
-        _apply(f, base, alone[f.cause], on_top, bool(others), r)
+        replayed[id(f)] = _apply(f, base, alone[f.cause], on_top, bool(others), r)
     stack_r = ranges[-1]
-    return {
+    prediction = {
         "step_ms": base / 1e6,
         "host_rate": rate,
-        "stack": stack,
+        "stack": [str(c) for c in stack],  # plain strings for JSON
         "stack_step_ms": all_ns / 1e6,
         "stack_gain_ms": (base - all_ns) / 1e6,
         "stack_step_range_ms": [stack_r.step_lo / 1e6, stack_r.step_hi / 1e6],
         "stack_gain_range_ms": [stack_r.gain_lo / 1e6, stack_r.gain_hi / 1e6],
     }
+    return prediction, [replayed.get(id(f), f) for f in found]
 
 
 @dataclass
@@ -97,7 +88,7 @@ class Range:
         self.step_lo, self.step_hi = min(self.step_lo, fixed), max(self.step_hi, fixed)
 
 
-def gain_range(a: Analysis, causes: list[str]) -> tuple[float, float, float]:
+def gain_range(a: Analysis, causes: list[Cause]) -> tuple[float, float, float]:
     """The predicted gain of fixing these causes together as a share of the step: point, low, high."""
     rp = a.replay
     assert rp is not None
@@ -109,7 +100,7 @@ def gain_range(a: Analysis, causes: list[str]) -> tuple[float, float, float]:
     return point, min(r.share_lo, point), max(r.share_hi, point)
 
 
-def _ranges(a: Analysis, sets: list[list[str]], keys: dict[str, str], rate: float) -> list[Range]:
+def _ranges(a: Analysis, sets: list[list[Cause]], keys: Mapping[Cause, FixName], rate: float) -> list[Range]:
     """Each set of causes' gain at every corner: the correction's low, fitted and high cost per event, times the
     fix constants at their point, least-gain and most-gain values."""
     rp = a.replay
@@ -126,21 +117,18 @@ def _ranges(a: Analysis, sets: list[list[str]], keys: dict[str, str], rate: floa
     return out
 
 
-def _apply(f: Finding, base: float, gain: float, on_top: float, has_others: bool, r: Range) -> None:
+def _apply(f: Finding, base: float, gain: float, on_top: float, has_others: bool, r: Range) -> Finding:
+    """f with the replay's gain as its recoverable time, its range, and the replay's line of evidence."""
     gain = max(gain, 0.0)
-    f.recoverable_ms, f.step_ms = gain / 1e6, base / 1e6
-    f.recoverable_range_ms = (min(r.gain_lo, gain) / 1e6, max(r.gain_hi, gain) / 1e6)
     share = gain / base if base > 0 else 0.0
-    f.share_range = (min(r.share_lo, share), max(r.share_hi, share))
-    if f.cause != Cause.CUDNN_BENCHMARK:  # its 10% of convolution time is a guess the replay cannot check
-        f.basis_ms = None
-    f.details["replay"] = {
+    share_range = (min(r.share_lo, share), max(r.share_hi, share))
+    replay = {
         "predicted_step_ms": (base - gain) / 1e6,
         "predicted_step_range_ms": [r.step_lo / 1e6, r.step_hi / 1e6],
         "gain_ms": gain / 1e6,
         "gain_with_other_fixes_ms": max(on_top, 0.0) / 1e6,
     }
-    lo, hi = f.share_range
+    lo, hi = share_range
     line = (
         f"replay: removing this cause alone takes the step from {base / 1e6:.2f} to "
         f"{(base - gain) / 1e6:.2f} ms ({100 * lo:.1f}-{100 * hi:.1f}% of the step over the correction's and the "
@@ -153,4 +141,14 @@ def _apply(f: Finding, base: float, gain: float, on_top: float, has_others: bool
             if more >= 0.005
             else "; with the other named fixes in place it gives back nothing more (they recover this time)"
         )
-    f.evidence.append(line)
+    return replace(
+        f,
+        recoverable_ms=gain / 1e6,
+        step_ms=base / 1e6,
+        recoverable_range_ms=(min(r.gain_lo, gain) / 1e6, max(r.gain_hi, gain) / 1e6),
+        share_range=share_range,
+        # its 10% of convolution time is a guess the replay cannot check: the bar stays on the measured basis
+        basis_ms=f.basis_ms if f.cause == Cause.CUDNN_BENCHMARK else None,
+        details={**f.details, "replay": replay},
+        evidence=(*f.evidence, line),
+    )

@@ -1,4 +1,4 @@
-"""The one registry of names: finding causes, severities, kinds and idle causes, with their texts.
+"""The texts of the vocabulary's names (idlehound/vocabulary.py): finding causes and idle causes.
 
 Every other place (rules, replay fixes, renderers, docs/metrics.md, docs/json-schema.md) reads or is checked
 against this module (tests/test_registry.py). Values are the strings the JSON documents carry.
@@ -8,35 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..analysis import IdleCause, StrEnum
-
-
-class Cause(StrEnum):
-    """A finding's cause: the `cause` key of a finding in the report."""
-
-    DATA_LOADING = "data_loading"
-    SYNC = "sync"
-    PAGEABLE_COPY = "pageable_copy"
-    LAUNCH_BOUND = "launch_bound"
-    HOST_BOUND = "host_bound"
-    FP32_MATH = "fp32_math"
-    CUDNN_BENCHMARK = "cudnn_benchmark"
-    MEMORY_CHURN = "memory_churn"
-    NEAR_OOM = "near_oom"
-    FRAMEWORK_SYNC = "framework_sync"
-
-
-class Severity(StrEnum):
-    HIGH = "high"
-    MEDIUM = "medium"
-    LOW = "low"
-
-
-class Kind(StrEnum):
-    IDLE = "idle"  # explains GPU idle time
-    SLOW = "slow"  # slow GPU work
-    RISK = "risk"  # no time lost yet
-
+from ..vocabulary import Cause, IdleCause, Kind, Severity
 
 DOCS = "docs/metrics.md#findings"
 
@@ -186,11 +158,6 @@ IDLE_CAUSE_LABELS: dict[str, str] = {c.value: i.label for c, i in IDLE_CAUSE_INF
 IDLE_CAUSE_DEFINITIONS: dict[str, str] = {c.value: i.definition for c, i in IDLE_CAUSE_INFO.items()}
 
 
-def idle_cause_label(cause: str) -> str:
-    """The label of an idle cause, or the string itself when it is not one (an older or foreign document)."""
-    return IDLE_CAUSE_LABELS.get(cause, cause)
-
-
 __all__ = [
     "CAUSES",
     "Cause",
@@ -202,5 +169,4 @@ __all__ = [
     "IdleCauseInfo",
     "Kind",
     "Severity",
-    "idle_cause_label",
 ]

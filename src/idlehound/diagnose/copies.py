@@ -40,7 +40,7 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
             CAUSES[Cause.PAGEABLE_COPY].title,
             idle + saved_copy,
             a.step_ms,
-            evidence,
+            tuple(evidence),
             fix,
             code,
             location=loc,

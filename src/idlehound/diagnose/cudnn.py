@@ -30,7 +30,7 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
             CAUSES[Cause.CUDNN_BENCHMARK].title,
             TYPICAL_GAIN * conv_ms,
             a.step_ms,
-            evidence,
+            tuple(evidence),
             fix,
             code,
             location=a.kernels.conv_location,

@@ -36,7 +36,7 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
             CAUSES[Cause.HOST_BOUND].title,
             idle,
             a.step_ms,
-            evidence,
+            tuple(evidence),
             fix,
             code,
             location=lines[0].location if lines else None,

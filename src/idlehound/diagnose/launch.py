@@ -39,7 +39,7 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
             CAUSES[Cause.LAUNCH_BOUND].title,
             idle,
             a.step_ms,
-            evidence,
+            tuple(evidence),
             fix,
             code,
             location=loc,

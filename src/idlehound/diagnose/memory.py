@@ -8,10 +8,6 @@ from ._registry import CAUSES, Cause, Kind
 from ._rule import GPU_EVENTS, MEMORY_EVENTS, Rule
 
 
-def check(a: Analysis, t: Thresholds) -> list[Finding]:
-    return [f for f in (_churn(a), _near_oom(a, t)) if f is not None]
-
-
 def check_churn(a: Analysis, t: Thresholds) -> list[Finding]:
     f = _churn(a)
     return [f] if f is not None else []
@@ -63,7 +59,7 @@ def _churn(a: Analysis) -> Finding | None:
         f"Memory churn: allocator calls {where}",
         idle,
         a.step_ms,
-        evidence,
+        tuple(evidence),
         fix,
         code,
         location=loc,
@@ -85,7 +81,14 @@ def _near_oom(a: Analysis, t: Thresholds) -> Finding | None:
     fix = CAUSES[Cause.NEAR_OOM].fix
     code = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True   # less fragmentation"
     return Finding(
-        Cause.NEAR_OOM, CAUSES[Cause.NEAR_OOM].title, 0.0, a.step_ms, evidence, fix, code, kind=Kind.RISK
+        Cause.NEAR_OOM,
+        CAUSES[Cause.NEAR_OOM].title,
+        0.0,
+        a.step_ms,
+        tuple(evidence),
+        fix,
+        code,
+        kind=Kind.RISK,
     )
 
 

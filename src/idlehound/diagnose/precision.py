@@ -36,7 +36,7 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
             CAUSES[Cause.FP32_MATH].title,
             saved,
             a.step_ms,
-            evidence,
+            tuple(evidence),
             fix,
             code,
             location=k.fp32_location,

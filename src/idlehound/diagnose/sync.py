@@ -75,7 +75,7 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
             CAUSES[Cause.SYNC].title,
             idle,
             a.step_ms,
-            evidence,
+            tuple(evidence),
             fix,
             code,
             location=top.location,

@@ -20,7 +20,8 @@ def _callback_base() -> type:
             raise ImportError(
                 "idlehound.integrations.lightning needs Lightning: pip install lightning"
             ) from None
-    return Callback
+    base: type = Callback  # untyped (lightning is not type-checked here)
+    return base
 
 
 class IdlehoundCallback(WindowCallback, _callback_base()):  # type: ignore[misc]  # base chosen at import (lightning or pytorch_lightning)

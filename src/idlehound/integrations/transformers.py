@@ -15,7 +15,7 @@ except ImportError:
     ) from None
 
 
-class IdlehoundCallback(WindowCallback, TrainerCallback):
+class IdlehoundCallback(WindowCallback, TrainerCallback):  # type: ignore[misc]  # transformers is untyped here (pyproject ignores its imports)
     """Profile optimizer steps [skip + warmup, skip + warmup + active), print the analysis, and put the
     headline figures into the Trainer's log history and, when `report_to` includes tensorboard, into
     TensorBoard scalars (see tensorboard_dir)."""

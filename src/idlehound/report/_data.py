@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Optional
 
 from .._version import __version__
@@ -17,6 +18,7 @@ from ..diagnose import (
     IDLE_CAUSE_DEFINITIONS,
     IDLE_CAUSE_INFO,
     IDLE_CAUSE_LABELS,
+    Diagnosis,
     Finding,
     IdleCause,
     clears_bar,
@@ -33,10 +35,10 @@ def r(x: Optional[float], nd: int = 3) -> Optional[float]:
     return rnd(x, nd)
 
 
-def build(a: Analysis, findings: list[Finding]) -> dict[str, Any]:
+def build(a: Analysis, d: Diagnosis) -> dict[str, Any]:
     """The versioned report document (docs/json-schema.md) as plain data. Every number in it is finite."""
     dropped: list[str] = []
-    doc: dict[str, Any] = _finite_only(as_data(build_model(a, findings)), "", dropped)
+    doc: dict[str, Any] = _finite_only(as_data(build_model(a, d)), "", dropped)
     if dropped:  # a backstop: validation upstream should leave nothing here
         doc["notes"].append(
             f"{len(dropped)} figure(s) were not finite numbers and are reported as null: "
@@ -84,7 +86,7 @@ def _idle_lines(a: Analysis, lines: list[IdleLine]) -> list[m.IdleLine]:
     ]
 
 
-def build_model(a: Analysis, findings: list[Finding]) -> m.Report:
+def build_model(a: Analysis, d: Diagnosis) -> m.Report:
     """The report document as its Struct; every figure rounded here, once (report/model.py, docs)."""
     t = a.trace
     n = a.n_steps
@@ -92,7 +94,7 @@ def build_model(a: Analysis, findings: list[Finding]) -> m.Report:
         schema=SCHEMA,
         schema_version=SCHEMA_VERSION,
         tool=m.Tool(name="idlehound", version=__version__),
-        headline=headline(a, findings),
+        headline=headline(a, d.findings),
         trace=m.TraceInfo(
             path=str(t.path),
             worker=t.worker,
@@ -154,9 +156,9 @@ def build_model(a: Analysis, findings: list[Finding]) -> m.Report:
         ),
         timeline=m.Timeline(**a.timeline),
         utilization_curve=_curve(a.run_info.get("utilization_curve")),
-        findings=[finding_model(f) for f in findings],
-        not_checked=[m.NotChecked(**n) for n in a.not_checked],  # rules not run: the trace lacks their data
-        replay=_replay(a),
+        findings=[finding_model(f) for f in d.findings],
+        not_checked=[m.NotChecked(**n) for n in d.not_checked],  # rules not run: the trace lacks their data
+        replay=_replay(a, d.prediction),
         notes=a.notes,
         run={k: v for k, v in a.run_info.items() if k != "utilization_curve"},
     )
@@ -173,10 +175,10 @@ def finding_model(f: Finding) -> m.Finding:
         recoverable_ms_range=_pair(f.range_ms, m.SHARE),
         recoverable_share_range=_pair(f.share_ends, m.SHARE),
         location=_loc(f.location),
-        evidence=f.evidence,
+        evidence=list(f.evidence),
         fix=f.fix,
         code=f.code,
-        details=f.details,
+        details=dict(f.details),
     )
 
 
@@ -289,7 +291,7 @@ CAUSE_WORDS = IDLE_CAUSE_LABELS  # kept for the renderers that import it from he
 IDLE_LINES_NOTE = "GPU idle time as measured; what a fix gives back is its finding's figure (the replay)."
 
 
-def headline(a: Analysis, findings: list[Finding]) -> str:
+def headline(a: Analysis, findings: Sequence[Finding]) -> str:
     step = _ms(a.step_ms)
     if not a.gpu_recorded:
         if a.device.unmeasured:
@@ -343,11 +345,11 @@ def _ms(x: float) -> str:
     return f"{x:.2f}" if x >= 0.01 or x == 0 else f"{x:.3g}"
 
 
-def _replay(a: Analysis) -> Optional[m.Replay]:
+def _replay(a: Analysis, pred: Mapping[str, Any]) -> Optional[m.Replay]:
     """The replay's baseline, observer fit and best stack of fixes (docs/metrics.md, Replay)."""
     if a.replay is None:
         return None
-    obs, pred = a.observer, a.prediction
+    obs = a.observer
     return m.Replay(
         recorded_step_ms=rnd(obs.get("recorded_ms")),
         replayed_step_ms=rnd(obs.get("replayed_ms")),

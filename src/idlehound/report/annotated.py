@@ -162,7 +162,7 @@ def _step_predictions(a: Analysis, findings: list[Finding]) -> dict[int, list[fl
     for i, f in enumerate(findings, 1):
         if f.kind == Kind.RISK or "replay" not in f.details:
             continue
-        steps = rp.play(replay_fix(a, [str(f.cause)]), rate).steps_ns
+        steps = rp.play(replay_fix(a, [f.cause]), rate).steps_ns
         if len(steps) == len(a.steps):
             out[i] = [float(x) for x in steps]
     return out

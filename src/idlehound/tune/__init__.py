@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import IdlehoundError
 from ..report.model import encode
+from ..vocabulary import Cause
 from ._budget import Budget
 from ._candidates import Candidate, Outcome, all_candidates
 from ._document import document as _document
@@ -109,7 +110,7 @@ def run_tune(
 
 def _start(
     lab: Lab, script: str, args: list[str], opts: TuneOptions
-) -> tuple[set[str], list[Candidate], list[Outcome]]:
+) -> tuple[set[Cause], list[Candidate], list[Outcome]]:
     """The baseline runs and the diagnosis: the causes found, the candidates to time and those left out."""
     lab.progress(f"baseline ({opts.skip} warm-up + {opts.steps} timed steps)", 0, 0)
     first = lab.first_baseline()
@@ -118,7 +119,7 @@ def _start(
             f"{script}: the unmodified script did not complete its warm-up and "
             f"{opts.steps} timed optimizer steps ({first['error'] or first['status']})"
         )
-    causes: set[str] = set()
+    causes: set[Cause] = set()
     if opts.diagnose:
         lab.progress("diagnosing the baseline (short profile)", lab.done, 0)
         causes, lab.predictor = _diagnosed_causes(script, args, opts, lab.run_dir)

@@ -6,6 +6,7 @@ import math as _math
 import time
 from typing import Callable, Optional
 
+from ..vocabulary import FixName
 from ._candidates import Candidate, Outcome
 from ._lab import Lab
 from ._stack import Stack
@@ -59,7 +60,7 @@ class Budget:
         refs = rounds + 1 - (1 if runs and runs[-1].arm == self.ref else 0)
         return refs + arms * rounds, refs * self.cost(self.ref) + arms * rounds * self.cost()
 
-    def plan_later(self, cands: list[Candidate], below: tuple[str, ...]) -> None:
+    def plan_later(self, cands: list[Candidate], below: tuple[FixName, ...]) -> None:
         """Keep room for the fewest rounds of each of cands the replay predicts to gain more than the margin."""
         pred = [self.lab.predictor.speedup(c.fixes, below) for c in cands]
         self.later_pred = [p for p in pred if p is not None and p >= 1 + MARGIN]

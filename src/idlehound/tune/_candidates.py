@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..diagnose.dataloader import worker_sweep
+from ..vocabulary import Cause, FixName, FixVariant, Math, OutcomeStatus
 from ._changes import FUSED_OPTIMIZERS as FUSED_OPTIMIZERS  # one constant, owned by the optimizer change
 from ._changes import no_op
 
@@ -15,15 +16,15 @@ class Candidate:
     name: str
     label: str
     settings: dict[str, Any]  # applied by the child at start-up (see _child.apply)
-    math: str  # "same": losses must match the baseline; "precision": within tolerance
+    math: Math  # "same": losses must match the baseline; "precision": within tolerance
     needs_loader: bool = False
     needs_cuda: bool = False
-    causes: tuple[str, ...] = ()  # diagnosis causes that propose it
+    causes: tuple[Cause, ...] = ()  # diagnosis causes that propose it
     why: str = ""
     framework: str = (
         ""  # "transformers" / "lightning": tried only where the script builds that framework's object
     )
-    fixes: tuple[str, ...] = ()  # the replay's fixes (analysis ALL_FIXES) it makes: its predicted gain
+    fixes: tuple[FixName, ...] = ()  # the replay's fixes (analysis ALL_FIXES) it makes: its predicted gain
     group: str = (
         ""  # in a stack, a candidate replaces one of the same group (as a loader setting replaces another)
     )
@@ -56,8 +57,8 @@ def workers_candidate(n: int, cuda: bool) -> Candidate:
         settings,
         "same",
         needs_loader=True,
-        causes=("data_loading", "pageable_copy"),
-        fixes=("data_loading",) + (("pageable_copy",) if cuda else ()),
+        causes=(Cause.DATA_LOADING, Cause.PAGEABLE_COPY),
+        fixes=(Cause.DATA_LOADING,) + ((Cause.PAGEABLE_COPY,) if cuda else ()),
         why="load batches in worker processes while the GPU computes",
     )
 
@@ -83,8 +84,8 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
                 "same",
                 needs_loader=True,
                 needs_cuda=True,
-                causes=("pageable_copy", "data_loading"),
-                fixes=("pageable_copy",),
+                causes=(Cause.PAGEABLE_COPY, Cause.DATA_LOADING),
+                fixes=(Cause.PAGEABLE_COPY,),
                 why="copy batches from page-locked memory without making the host wait",
             ),
             Candidate(
@@ -93,8 +94,8 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
                 {"cuda_graphs": True},
                 "same",
                 needs_cuda=True,
-                causes=("launch_bound", "host_bound"),
-                fixes=("launch_bound",),
+                causes=(Cause.LAUNCH_BOUND, Cause.HOST_BOUND),
+                fixes=(Cause.LAUNCH_BOUND,),
                 group="graphs",
                 why="one launch replays every kernel of the forward and backward, so Python no longer paces "
                 "the GPU",
@@ -104,8 +105,8 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
                 "torch.compile of the model (model.compile(), in place)",
                 {"compile": True},
                 "precision",
-                causes=("launch_bound", "host_bound"),
-                fixes=("compile",),
+                causes=(Cause.LAUNCH_BOUND, Cause.HOST_BOUND),
+                fixes=(FixVariant.COMPILE,),
                 group="graphs",
                 why="fewer, fused kernels and less Python per step; compiled once, then from the cache",
             ),
@@ -114,7 +115,7 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
                 "fused / foreach optimizer",
                 {"fused_optimizer": True},
                 "precision",
-                causes=("launch_bound", "host_bound"),
+                causes=(Cause.LAUNCH_BOUND, Cause.HOST_BOUND),
                 why="one kernel for all parameters",
             ),
             Candidate(
@@ -123,7 +124,7 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
                 {"threads": threads},
                 "same",
                 needs_cuda=True,
-                causes=("data_loading", "host_bound"),
+                causes=(Cause.DATA_LOADING, Cause.HOST_BOUND),
                 why="idle intra-op threads of the training process spin on the cores the loader workers need",
             ),
             Candidate(
@@ -132,8 +133,8 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
                 {"tf32": True},
                 "precision",
                 needs_cuda=True,
-                causes=("fp32_math",),
-                fixes=("fp32_math",),
+                causes=(Cause.FP32_MATH,),
+                fixes=(Cause.FP32_MATH,),
                 why="run fp32 matrix math on tensor cores",
             ),
             Candidate(
@@ -142,7 +143,7 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
                 {"channels_last": True},
                 "precision",
                 needs_cuda=True,
-                causes=("fp32_math",),
+                causes=(Cause.FP32_MATH,),
                 why="tensor-core convolutions read NHWC; NCHW costs layout transposes around each one",
             ),
             Candidate(
@@ -150,8 +151,8 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
                 "bf16 autocast around the model's forward",
                 {"autocast": "bfloat16"},
                 "precision",
-                causes=("fp32_math",),
-                fixes=("fp32_math",),
+                causes=(Cause.FP32_MATH,),
+                fixes=(Cause.FP32_MATH,),
                 why="half the bytes, tensor cores",
             ),
         ]
@@ -163,8 +164,8 @@ def all_candidates(cores: int, cuda: bool) -> list[Candidate]:
                 {"cudnn_benchmark": True},
                 "precision",
                 needs_cuda=True,
-                causes=("cudnn_benchmark", "fp32_math"),
-                fixes=("cudnn_benchmark",),
+                causes=(Cause.CUDNN_BENCHMARK, Cause.FP32_MATH),
+                fixes=(Cause.CUDNN_BENCHMARK,),
                 why="let cuDNN pick the fastest convolution algorithm",
             ),
         ]
@@ -190,8 +191,8 @@ def framework_candidates(cores: int, cuda: bool) -> list[Candidate]:
             "same",
             needs_loader=True,
             framework=hf,
-            causes=("data_loading", "pageable_copy"),
-            fixes=("data_loading",),
+            causes=(Cause.DATA_LOADING, Cause.PAGEABLE_COPY),
+            fixes=(Cause.DATA_LOADING,),
             why="the Trainer loads batches in worker processes",
         ),
         Candidate(
@@ -200,8 +201,8 @@ def framework_candidates(cores: int, cuda: bool) -> list[Candidate]:
             {"hf_args": {"logging_nan_inf_filter": False}},
             "same",
             framework=hf,
-            causes=("host_bound", "sync", "launch_bound"),
-            fixes=("sync",),
+            causes=(Cause.HOST_BOUND, Cause.SYNC, Cause.LAUNCH_BOUND),
+            fixes=(Cause.SYNC,),
             why="the filter checks every step's loss for nan/inf on the host: a GPU sync per step",
         ),
         Candidate(
@@ -220,8 +221,8 @@ def framework_candidates(cores: int, cuda: bool) -> list[Candidate]:
             "precision",
             needs_cuda=True,
             framework=hf,
-            causes=("fp32_math",),
-            fixes=("fp32_math",),
+            causes=(Cause.FP32_MATH,),
+            fixes=(Cause.FP32_MATH,),
             why="fp32 matmuls on tensor cores",
         ),
         Candidate(
@@ -231,8 +232,8 @@ def framework_candidates(cores: int, cuda: bool) -> list[Candidate]:
             "precision",
             needs_cuda=True,
             framework=hf,
-            causes=("fp32_math",),
-            fixes=("fp32_math",),
+            causes=(Cause.FP32_MATH,),
+            fixes=(Cause.FP32_MATH,),
             why="bf16 autocast in the Trainer",
         ),
         Candidate(
@@ -241,8 +242,8 @@ def framework_candidates(cores: int, cuda: bool) -> list[Candidate]:
             {"hf_args": {"torch_compile": True}},
             "precision",
             framework=hf,
-            causes=("launch_bound", "host_bound"),
-            fixes=("compile",),
+            causes=(Cause.LAUNCH_BOUND, Cause.HOST_BOUND),
+            fixes=(FixVariant.COMPILE,),
             why="fewer, fused kernels for the model's forward and backward",
         ),
         Candidate(
@@ -252,8 +253,8 @@ def framework_candidates(cores: int, cuda: bool) -> list[Candidate]:
             "precision",
             needs_cuda=True,
             framework=pl,
-            causes=("fp32_math",),
-            fixes=("fp32_math",),
+            causes=(Cause.FP32_MATH,),
+            fixes=(Cause.FP32_MATH,),
             why="bf16 autocast",
         ),
         Candidate(
@@ -263,8 +264,8 @@ def framework_candidates(cores: int, cuda: bool) -> list[Candidate]:
             "precision",
             needs_cuda=True,
             framework=pl,
-            causes=("cudnn_benchmark", "fp32_math"),
-            fixes=("cudnn_benchmark",),
+            causes=(Cause.CUDNN_BENCHMARK, Cause.FP32_MATH),
+            fixes=(Cause.CUDNN_BENCHMARK,),
             why="let cuDNN pick the fastest convolution algorithm",
         ),
         Candidate(
@@ -273,8 +274,8 @@ def framework_candidates(cores: int, cuda: bool) -> list[Candidate]:
             {"pl_log_epoch": True},
             "same",
             framework=pl,
-            causes=("sync", "host_bound"),
-            fixes=("sync",),
+            causes=(Cause.SYNC, Cause.HOST_BOUND),
+            fixes=(Cause.SYNC,),
             fact="lightning_step_prog_bar",
             why="the progress bar reads a tensor logged per step on the host every batch: a GPU sync per step",
         ),
@@ -284,8 +285,8 @@ def framework_candidates(cores: int, cuda: bool) -> list[Candidate]:
             {"pl_compile": True},
             "precision",
             framework=pl,
-            causes=("launch_bound", "host_bound"),
-            fixes=("compile",),
+            causes=(Cause.LAUNCH_BOUND, Cause.HOST_BOUND),
+            fixes=(FixVariant.COMPILE,),
             why="fewer, fused kernels for the module's forward",
         ),
     ]
@@ -307,7 +308,7 @@ def not_applicable(cand: Candidate, facts: dict[str, Any]) -> str:
 class Outcome:
     candidate: str
     label: str
-    status: str = "ok"  # ok (ran, math kept), rejected, skipped, failed, not applicable
+    status: OutcomeStatus = "ok"  # ok (ran, math kept), rejected, skipped, failed, not applicable
     reason: str = ""
     samples_per_s: float | None = None
     steps_per_s: float | None = None

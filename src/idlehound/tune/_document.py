@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..report import model as m
+from ..vocabulary import Cause
 from ._candidates import Outcome
 from ._diff import changed_source, make_diff
 from ._options import TuneOptions
@@ -17,7 +18,7 @@ from ._stats import MARGIN
 def document(
     script: str,
     opts: TuneOptions,
-    causes: set[str],
+    causes: set[Cause],
     outcomes: list[Outcome],
     run_dir: Path,
     noise: dict[str, Optional[float]],

@@ -9,6 +9,7 @@ from functools import reduce
 from typing import Any, Optional
 
 from ..analysis import ALL_FIXES, Fix, fix_constant_ranges, make_fixes, overhead_at
+from ..vocabulary import FixName
 from ._candidates import Candidate
 
 
@@ -26,20 +27,22 @@ class Predictor:
     def available(self) -> bool:
         return self.replay is not None and bool(self.replay.steps)
 
-    def _step_ns(self, causes: Sequence[str], table: Optional[dict[str, Fix]] = None) -> float:
+    def _step_ns(self, causes: Sequence[FixName], table: Optional[dict[FixName, Fix]] = None) -> float:
         t = ALL_FIXES if table is None else table
         fix = reduce(Fix.merged, (t[c] for c in dict.fromkeys(causes)), Fix())
         assert self.replay is not None  # callers check `available` first
         return self.replay.play(fix, self.rate).step_ns
 
-    def speedup(self, fixes: Sequence[str], below: Sequence[str] = ()) -> Optional[float]:
+    def speedup(self, fixes: Sequence[FixName], below: Sequence[FixName] = ()) -> Optional[float]:
         """The speed-up of making `fixes` on top of `below` (fixes already made), or None without a prediction."""
         if not self.available or not fixes or any(f not in ALL_FIXES for f in (*fixes, *below)):
             return None
         ref, new = self._step_ns(below), self._step_ns((*below, *fixes))
         return round(ref / new, 3) if new > 0 and ref > 0 else None
 
-    def speedup_range(self, fixes: Sequence[str], below: Sequence[str] = ()) -> Optional[tuple[float, float]]:
+    def speedup_range(
+        self, fixes: Sequence[FixName], below: Sequence[FixName] = ()
+    ) -> Optional[tuple[float, float]]:
         """The speed-up's low and high ends over the correction's range and the fix constants' ranges
         (docs/metrics.md, Intervals), or None without a prediction."""
         if self.speedup(fixes, below) is None:
@@ -60,7 +63,7 @@ class Predictor:
                         out.append(ref / new)
         return (round(min(out), 3), round(max(out), 3)) if out else None
 
-    def ordered(self, cands: list[Candidate], below: Sequence[str] = ()) -> list[Candidate]:
+    def ordered(self, cands: list[Candidate], below: Sequence[FixName] = ()) -> list[Candidate]:
         """Largest predicted gain (on top of the fixes `below`) first; candidates without a prediction after, in
         their own order."""
         pred = {c.name: self.speedup(c.fixes, below) for c in cands}

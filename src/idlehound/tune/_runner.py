@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from ..errors import IdlehoundError
 from ..settings import TUNE_LAUNCHED, TUNE_SCRIPT_DIR
+from ..vocabulary import Cause
 from ._options import TuneOptions
 from ._predict import Predictor
 
@@ -70,7 +71,7 @@ def failure(r: dict[str, Any]) -> str:
     return r.get("error") or r["status"]
 
 
-def diagnosed_causes(script, args, opts, run_dir: Path) -> tuple[set[str], Predictor]:
+def diagnosed_causes(script, args, opts, run_dir: Path) -> tuple[set[Cause], Predictor]:
     """Profile a short window of the unmodified script; the causes the diagnosis found, and its replay."""
     from ..pipeline import analyze_path
 
@@ -90,7 +91,7 @@ def diagnosed_causes(script, args, opts, run_dir: Path) -> tuple[set[str], Predi
     if (
         res.analysis.kernels.fp32_matmul_ns > 0
     ):  # hidden while the GPU waits for data; shows once that is fixed
-        causes.add("fp32_math")
+        causes.add(Cause.FP32_MATH)
     return causes, Predictor(res.analysis)
 
 

@@ -7,6 +7,7 @@ import os
 import re
 
 from ..diagnose.dataloader import suggested_workers
+from ..vocabulary import Cause, OutcomeStatus
 from ._budget import Budget
 from ._candidates import (
     FRAMEWORK_FACTS,
@@ -22,7 +23,7 @@ from ._stack import Stack
 
 
 def choose(
-    cands: list[Candidate], causes: set[str], base: dict, cuda: bool, opts: TuneOptions
+    cands: list[Candidate], causes: set[Cause], base: dict, cuda: bool, opts: TuneOptions
 ) -> tuple[list[Candidate], list[Outcome]]:
     """The candidates to time, and the outcomes of those left out (skipped, or not applicable: with why)."""
     facts = base.get("facts") or {}
@@ -58,7 +59,7 @@ def choose(
 
 
 def _wanted(
-    cands: list[Candidate], causes: set[str], facts: dict, cuda: bool, opts: TuneOptions
+    cands: list[Candidate], causes: set[Cause], facts: dict, cuda: bool, opts: TuneOptions
 ) -> list[Candidate]:
     """The candidates asked for: by name (--try, which also takes any workersN), else proposed by a diagnosed
     cause or by a fact of the baseline run; less those --skip names. Loader candidates first."""
@@ -76,7 +77,7 @@ def _wanted(
     ]
 
 
-def _left_out(c: Candidate, status: str, reason: str) -> Outcome:
+def _left_out(c: Candidate, status: OutcomeStatus, reason: str) -> Outcome:
     return Outcome(c.name, c.label, status=status, reason=reason, settings=c.settings)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ..vocabulary import FixName
 from ._candidates import Candidate, Outcome
 
 
@@ -59,7 +60,7 @@ class Stack:
         return " + ".join(c.name for c in self.cands)
 
     @property
-    def fixes(self) -> tuple[str, ...]:
+    def fixes(self) -> tuple[FixName, ...]:
         """The replay's fixes the stack makes: the reference its candidates' predictions are made over."""
         return tuple(f for c in self.cands for f in c.fixes)
 

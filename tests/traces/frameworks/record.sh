@@ -21,4 +21,8 @@ python $S/accelerate_loop.py tensor "$T/acc_tensor" && keep acc_tensor accelerat
 python $S/accelerate_loop.py number "$T/acc_number" && keep acc_number accelerate_tqdm_number
 python $S/accelerate_loop.py gather "$T/acc_gather" && keep acc_gather accelerate_gather_each_step
 python $S/accelerate_loop.py gather_epoch "$T/acc_gather_e" && keep acc_gather_e accelerate_gather_once
+python $S/lightning_loader.py kwarg memory "$T/pl_mem" && keep pl_mem lightning_loader_kwarg_memory
+python $S/lightning_loader.py kwarg slow "$T/pl_kw" && keep pl_kw lightning_loader_kwarg_slow
+python $S/lightning_loader.py datamodule slow "$T/pl_dm" && keep pl_dm lightning_loader_datamodule_slow
+python $S/lightning_loader.py hook slow "$T/pl_hook" && keep pl_hook lightning_loader_hook_slow
 rm -rf "$T"

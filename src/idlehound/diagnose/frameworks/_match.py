@@ -1,35 +1,23 @@
-"""Name the framework behind a sync point, and phrase the fix as that framework's own setting.
+"""Name the framework behind a sync point: match the Python stack above each host wait against the entries.
 
 Sync points are the host reads of device values found in the trace: the scalar-read and data-dependent-shape
 ops (aten::_local_scalar_dense behind .item(), `if tensor:`, formatting; aten::nonzero...) and the blocking
 runtime calls; and the collectives (c10d::allreduce_, c10d::barrier...), where every rank waits. On a GPU each of these makes the host wait for the GPU; on a CPU trace the same ops are there,
 so a CPU run already shows where a GPU run will wait. The python_function stack above each point is matched
-against the table in frameworks_table.py.
+against the entries of the framework modules beside this one.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
 
-from ..analysis import Analysis, SourceLoc, SourceMap, parse_frame, roles
-from ._finding import Finding
-from ._registry import Cause, Kind, Severity
-from ._rule import PYTHON_STACKS, Rule
-from .frameworks_table import ENTRIES, RUNNERS, SETTINGS, FrameworkEntry
+from ...analysis import Analysis, SourceLoc, SourceMap, parse_frame, roles
+from ._table import FrameworkEntry
 
-# Collectives as the calling thread records them (gloo and NCCL alike): a per-step one is a wait for every rank.
-_COLLECTIVES = (
-    "c10d::allreduce_",
-    "c10d::barrier",
-    "c10d::allgather",
-    "c10d::_allgather_base",
-    "c10d::broadcast_",
-)
 _OWN_FRAMES = ("idlehound/capture/", "torch/profiler/")  # the profiler's own syncs (window start/stop)
 MAX_STACK_DEPTH = 200  # frames walked up from a sync point (a recursion in a trace cannot loop forever)
 EVIDENCE_MATCHES = 4  # framework matches named in the evidence (all are in details)
@@ -83,7 +71,7 @@ def _loc_json(loc: SourceLoc) -> dict[str, Any]:
 
 
 def match_stack(
-    stack: list[str], entries: tuple[FrameworkEntry, ...] = ENTRIES
+    stack: list[str], entries: tuple[FrameworkEntry, ...]
 ) -> Optional[tuple[FrameworkEntry, tuple[str, int, str]]]:
     """The first entry whose frames appear in `stack` (python_function names, innermost first), with the
     library frame that matched; None when no entry does."""
@@ -92,9 +80,7 @@ def match_stack(
     return None if hit is None or frame is None else (hit[0], frame)
 
 
-def _match(
-    stack: list[str], entries: tuple[FrameworkEntry, ...] = ENTRIES
-) -> Optional[tuple[FrameworkEntry, int]]:
+def _match(stack: list[str], entries: tuple[FrameworkEntry, ...]) -> Optional[tuple[FrameworkEntry, int]]:
     """(entry, index in stack of the frame that matched), or None."""
     parsed = [(i, p) for i, p in ((i, parse_frame(n)) for i, n in enumerate(stack)) if p is not None]
     library = [(i, p) for i, p in parsed if not p[0].startswith(("torch/", "<"))]
@@ -109,13 +95,7 @@ def _match(
 def sync_stacks(a: Analysis) -> tuple[SourceMap, list[tuple[int, int, int]]]:
     """(tid, ts, innermost python frame) of each host read of a device value or collective in the steps."""
     ev = a.trace.events
-    is_point = ev.mask_names(
-        lambda n: (
-            roles.sync_kind("", n, "") in ("scalar_read", "data_dependent_shape")
-            or roles.is_sync_call(n)
-            or n.startswith(_COLLECTIVES)
-        )
-    )
+    is_point = ev.mask_names(roles.is_host_wait)
     cats = [ev.cat_id(c) for c in roles.CPU_OP_CATS + roles.RUNTIME_CATS]
     idx = np.flatnonzero(is_point & np.isin(ev.cat, [c for c in cats if c >= 0]))
     if a.steps and idx.size:
@@ -124,22 +104,10 @@ def sync_stacks(a: Analysis) -> tuple[SourceMap, list[tuple[int, int, int]]]:
             inside |= (ev.ts[idx] >= s.start_ns) & (ev.ts[idx] < s.end_ns)
         idx = idx[inside]
     idx = _outermost(ev, idx)
-    smap = a.source_map if a.source_map is not None and a.had_sidecar else None
-    if smap is None:  # analysed without the sidecar (a trace alone, through the API): read one if it exists
-        side = _sidecar(a)
-        smap = a.source_map if side is None and a.source_map is not None else SourceMap(ev, side)
+    # built by analyze() with the sidecar the pipeline loaded (none where the run folder has none)
+    smap = a.source_map if a.source_map is not None else SourceMap(ev, None)
     frames = smap.innermost(ev.tid[idx], ev.ts[idx]) if idx.size else np.zeros(0, np.int64)
     return smap, [(int(ev.tid[j]), int(ev.ts[j]), int(k)) for j, k in zip(idx, frames) if k >= 0]
-
-
-def _sidecar(a: Analysis) -> Optional[dict[str, Any]]:
-    """The capture sidecar beside the trace (exact user lines), as the pipeline loads it; None without one."""
-    from ..analysis import load_sidecar
-    from ..runfolder import sidecar_path
-
-    path = sidecar_path(a.trace.path)
-    base = a.trace.metadata.get("baseTimeNanoseconds")
-    return load_sidecar(path, int(base) if isinstance(base, (int, float)) else 0) if path.exists() else None
 
 
 def _outermost(ev: Any, idx: np.ndarray) -> np.ndarray:
@@ -153,7 +121,7 @@ def _outermost(ev: Any, idx: np.ndarray) -> np.ndarray:
     return np.array(keep, dtype=np.int64)
 
 
-def find_matches(a: Analysis) -> list[FrameworkMatch]:
+def find_matches(a: Analysis, entries: tuple[FrameworkEntry, ...]) -> list[FrameworkMatch]:
     """Sync points whose stack matches a framework entry, grouped by entry and library function, most first.
 
     Each group names the line its reads most often ran at (exact where capture recorded the stack).
@@ -167,7 +135,7 @@ def find_matches(a: Analysis) -> list[FrameworkMatch]:
         ):  # only frames below the user's code: `idlehound run` is above it
             continue
         path = smap.path(tid, ts)
-        hit = _match([smap.name(k) for k in path])
+        hit = _match([smap.name(k) for k in path], entries)
         if hit is None:
             continue
         entry, i = hit
@@ -205,128 +173,3 @@ def _set_at(smap: SourceMap, entry: FrameworkEntry) -> Optional[SourceLoc]:
                 if loc is not None:
                     found[loc] += 1
     return found.most_common(1)[0][0] if found else None
-
-
-def annotate(a: Analysis, findings: list[Finding]) -> list[Finding]:
-    """Phrase fixes as the settings of the framework that runs the loop: the sync finding's when a framework
-    caused the syncs (frameworks_table.ENTRIES), and the generic causes' (loader, launches, fp32 math) when a
-    Trainer runs the loop (frameworks_table.SETTINGS).
-
-    Without a GPU timeline there is no sync finding (nothing idles): a matched framework source is then
-    reported as a risk, since on a GPU the same reads wait for it. Where nothing matches, findings are unchanged.
-    """
-    _runner_settings(a, findings)
-    try:
-        matches = find_matches(a) if a.trace.with_stack else []
-    except Exception:  # a best-effort refinement: never lose the generic findings over it
-        matches = []
-    if not matches:
-        _library_evidence(a, next((f for f in findings if f.cause == "sync"), None))
-        return findings
-    top = matches[0]
-    lines = [
-        f"{m.library_str()}: {m.entry.title}, {m.count / a.n_steps:.1f}/step"
-        + (f", reached from {m.user}" if m.user else "")
-        for m in matches[:EVIDENCE_MATCHES]
-    ]
-    details = [m.to_json(a.n_steps) for m in matches]
-    sync = next((f for f in findings if f.cause == Cause.SYNC), None)
-    if sync is not None:
-        sync.details.update(framework=details, generic_fix={"fix": sync.fix, "code": sync.code})
-        sync.evidence.extend(lines)
-        sync.title = f"{sync.title}: {top.entry.title}"
-        sync.fix, sync.code = top.entry.fix, top.entry.code
-        if (
-            top.entry.set_at and top.user is not None
-        ):  # the user's self.log(...), not the .fit() above the reads
-            sync.location = top.user
-        return findings
-    if a.gpu_recorded:
-        return findings  # the GPU did not wait on these reads long enough to matter
-    risk = Finding(
-        Cause.FRAMEWORK_SYNC,
-        f"On a GPU this would wait: {top.entry.title}",
-        0.0,
-        a.step_ms,
-        [
-            "no GPU timeline in this trace: these host reads of tensor values (and collectives) make the "
-            "host wait for the GPU once it runs on one"
-        ]
-        + lines,
-        top.entry.fix,
-        top.entry.code,
-        location=top.user,
-        severity=Severity.MEDIUM,
-        kind=Kind.RISK,
-        details={"framework": details},
-    )
-    return [*findings, risk]
-
-
-def runner(a: Analysis) -> Optional[tuple[str, str]]:
-    """(framework, its name in words) of the framework whose code runs the loop, from the python_function
-    frames in the trace; None without stacks or without a known framework."""
-    if not a.trace.with_stack:
-        return None
-    for framework, words, files in RUNNERS:
-        if len(a.trace.events.name_ids(lambda n, fs=files: any(f in n for f in fs))):
-            return framework, words
-    return None
-
-
-def _runner_settings(a: Analysis, findings: list[Finding]) -> None:
-    """A generic finding's fix as the runner's own setting (the generic fix stays in details.generic_fix)."""
-    if not any(s.cause == f.cause for s in SETTINGS for f in findings):
-        return
-    try:
-        found = runner(a)
-    except Exception:  # a best-effort refinement, as the sync matching below
-        return
-    if found is None:
-        return
-    framework, words = found
-    for f in findings:
-        setting = next((s for s in SETTINGS if s.framework == framework and s.cause == f.cause), None)
-        if setting is None:
-            continue
-        workers = re.search(r"num_workers=(\d+)", f.code)
-        f.details["generic_fix"] = {"fix": f.fix, "code": f.code}
-        f.details["framework_setting"] = framework
-        f.evidence.append(f"the loop runs inside {words}: the fix below is its own setting")
-        f.fix = setting.fix
-        f.code = setting.code.replace("{workers}", workers.group(1) if workers else "8")
-
-
-def _library_evidence(a: Analysis, sync: Optional[Finding]) -> None:
-    """Where no table entry matches, the generic sync finding still names the library lines its reads ran in."""
-    if sync is None or not a.trace.with_stack:
-        return
-    try:
-        smap, points = sync_stacks(a)
-        found: Counter[tuple[SourceLoc, Optional[SourceLoc]]] = Counter()
-        for tid, ts, _ in points:
-            lib = smap.library_line(tid, ts)
-            if lib is not None and not smap.within(tid, ts, _OWN_FRAMES):
-                found[(lib, smap.locate(np.array([tid]), np.array([ts]))[0])] += 1
-    except Exception:  # best effort, as above
-        return
-    if not found:
-        return
-    top = found.most_common(3)
-    sync.evidence.extend(
-        f"host waits in {_where(lib)}, {n / a.n_steps:.1f}/step" + (f", reached from {user}" if user else "")
-        for (lib, user), n in top
-    )
-    sync.details["library_lines"] = [
-        {"library": _loc_json(lib), "user": user.to_json() if user else None, "count_per_step": n / a.n_steps}
-        for (lib, user), n in top
-    ]
-
-
-RULE = Rule(
-    Cause.FRAMEWORK_SYNC.value,
-    "a framework's own code reads tensor values (names the setting that fixes it)",
-    (Cause.FRAMEWORK_SYNC,),
-    needs=(PYTHON_STACKS,),
-    refine=annotate,
-)
