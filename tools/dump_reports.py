@@ -101,7 +101,7 @@ def main() -> int:
     )
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    same = values = differ = 0
+    same = values = differ = new = 0
     jobs = [(name, lambda p=path: _text(p)) for name, path in inputs()]
     others = _others(args.out)
     jobs += [(name, lambda t=text: t) for name, text in others.items()]
@@ -119,7 +119,10 @@ def main() -> int:
         if args.against is None:
             continue
         old = args.against / target.name
-        if old.read_bytes() == target.read_bytes():
+        if not old.exists():  # a trace recorded after the reference dump
+            new += 1
+            print(f"new: {name}")
+        elif old.read_bytes() == target.read_bytes():
             same += 1
         elif (
             name.endswith(".json")
@@ -132,7 +135,7 @@ def main() -> int:
             differ += 1
             print(f"DIFFERENT: {name}")
     if args.against is not None:
-        print(f"{same} byte-identical, {values} equal in value only, {differ} different")
+        print(f"{same} byte-identical, {values} equal in value only, {differ} different, {new} new")
     return 1 if differ else 0
 
 
