@@ -12,7 +12,7 @@ import numpy as np
 _ANY = msgspec.json.Decoder().decode
 
 PH_CODES = {"X": 0, "i": 1, "I": 1, "s": 2, "f": 3, "M": 4, "C": 5, "B": 6, "E": 7}
-PH_X, PH_I, PH_M = 0, 1, 4
+PH_X, PH_M = 0, 4  # complete events and metadata (PH_CODES)
 NONE = -1  # missing integer argument
 
 
