@@ -10,6 +10,8 @@ setup(
         Extension(
             "idlehound.trace._native",
             ["src/idlehound/trace/_native.c"],
+            # generated from trace/_native_columns.py by tools/gen_native_columns.py, and committed
+            depends=["src/idlehound/trace/_native_columns.h"],
             optional=True,
             extra_compile_args=["-O2", "-std=c99"],
         )

@@ -33,7 +33,8 @@ kids = lambda: resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 t0 = time.perf_counter()
 if tool.startswith("stages"):  # one process, each stage timed (inner calls by wrapping them)
     from pathlib import Path
-    from idlehound.trace import _decode, _load, _parallel, _table, _limits
+    from idlehound import _limits
+    from idlehound.trace import _decode, _kineto, _parallel, _table
     from idlehound.analysis import analyze, _core
     import idlehound.diagnose
     _diag = sys.modules["idlehound.diagnose"]
@@ -62,9 +63,9 @@ if tool.startswith("stages"):  # one process, each stage timed (inner calls by w
     marks = [("start", t0, peak()), ("imports", time.perf_counter(), peak())]
     pages = _limits.small_pages()  # as analyze_path runs (kept referenced: a dropped one restores huge pages)
     pages.__enter__()
-    buf = _load._read(Path(path), _limits.max_trace_bytes())
+    buf = _kineto._read(Path(path), _limits.max_trace_bytes())
     marks.append(("decompress" if path.endswith(".gz") else "read", time.perf_counter(), peak()))
-    trace = _load.parse_trace_bytes(buf, path); del buf; marks.append(("load", time.perf_counter(), peak()))
+    trace = _kineto.parse_trace_bytes(buf, path); del buf; marks.append(("load", time.perf_counter(), peak()))
     a = analyze(trace); marks.append(("analyse", time.perf_counter(), peak()))
     f = _diag.diagnose(a); marks.append(("diagnose", time.perf_counter(), peak()))
     build(a, f); marks.append(("report", time.perf_counter(), peak()))

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from idlehound.trace import _parallel, _table, parse_trace_bytes
-from idlehound.trace._table import PH_CODES
+from idlehound.trace._events import PH_CODES
 
 from .conftest import SHARED, TRACES
 

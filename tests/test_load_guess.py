@@ -1,4 +1,4 @@
-"""The top level found without reading the events array (trace/_load._guess_top) gives the same trace as the
+"""The top level found without reading the events array (trace/_kineto._guess_top) gives the same trace as the
 full top-level decode, on torch.profiler's layout and on layouts where the guess is wrong or does not fit."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from idlehound.trace import _load, parse_trace_bytes
+from idlehound.trace import _kineto, parse_trace_bytes
 
 from .conftest import TRACES
 from .test_decode_reference import _read, assert_same, reference
@@ -22,7 +22,7 @@ def _events() -> list[dict]:
 
 def _full(buf: bytes, monkeypatch):
     with monkeypatch.context() as m:
-        m.setattr(_load, "_guess_top", lambda b: None)
+        m.setattr(_kineto, "_guess_top", lambda b: None)
         return parse_trace_bytes(buf, "full.json")
 
 
@@ -39,7 +39,7 @@ def _same(a, b) -> None:
 
 def test_recorded_trace_takes_the_guess_and_matches_the_full_decode(monkeypatch):
     buf = _read(DEMO)
-    assert _load._guess_top(buf) is not None  # Kineto's layout: events, then "traceName"
+    assert _kineto._guess_top(buf) is not None  # Kineto's layout: events, then "traceName"
     guessed = parse_trace_bytes(buf, DEMO.name)
     _same(guessed, _full(buf, monkeypatch))
     assert_same(guessed.events, reference(buf))
@@ -79,10 +79,10 @@ def test_other_layouts_give_the_full_decode(case, monkeypatch):
 def test_wrong_guess_is_retried_not_reported(monkeypatch):
     buf = CASES["list after events"](json.dumps(_events()))
     assert (
-        _load._guess_top(buf) is not None
+        _kineto._guess_top(buf) is not None
     )  # the guess is taken, wrongly: the events fail to decode as one array
     retried = []
-    real = _load._decode_top
-    monkeypatch.setattr(_load, "_decode_top", lambda b, p: retried.append(p) or real(b, p))
+    real = _kineto._decode_top
+    monkeypatch.setattr(_kineto, "_decode_top", lambda b, p: retried.append(p) or real(b, p))
     trace = parse_trace_bytes(buf, "guess.json")
     assert retried and trace.device_properties == [{"id": 0, "name": "X", "computeMajor": 9}]

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from idlehound import TraceError, load_trace
-from idlehound.trace import _limits, _parallel, parse_trace_bytes
+from idlehound import TraceError, _limits, load_trace
+from idlehound.trace import _parallel, parse_trace_bytes
 
 from .conftest import TRACES
 

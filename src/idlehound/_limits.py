@@ -35,13 +35,15 @@ def _fastest_zlib() -> types.ModuleType:
     try:
         from zlib_ng import zlib_ng
 
-        return zlib_ng
+        fast: types.ModuleType = zlib_ng  # untyped (follow_imports = skip): Any to mypy
+        return fast
     except ImportError:
         pass
     try:
         from isal import isal_zlib
 
-        return isal_zlib
+        isal: types.ModuleType = isal_zlib
+        return isal
     except ImportError:
         return zlib
 
@@ -351,13 +353,15 @@ def _nonzero(cls: np.ndarray) -> np.ndarray:
         return np.flatnonzero(cls)
     k = np.flatnonzero(cls[:n].reshape(-1, 8)[words])
     tail = np.flatnonzero(cls[n:]) + n
-    return np.concatenate([words[k >> 3] * 8 + (k & 7), tail])
+    at: np.ndarray = np.concatenate([words[k >> 3] * 8 + (k & 7), tail])
+    return at
 
 
 def _escaped(quotes: np.ndarray, slashes: np.ndarray, carried: int) -> np.ndarray:
     """For each quote, whether an odd run of backslashes comes right before it."""
     if slashes.size == 0:
-        return (quotes == 0) & (carried % 2 == 1)
+        first: np.ndarray = (quotes == 0) & (carried % 2 == 1)
+        return first
     run_start = np.maximum.accumulate(np.where(np.r_[True, np.diff(slashes) != 1], slashes, 0))
     k = np.searchsorted(slashes, quotes) - 1
     kc = np.clip(k, 0, None)
@@ -366,7 +370,8 @@ def _escaped(quotes: np.ndarray, slashes: np.ndarray, carried: int) -> np.ndarra
     length = np.where(before, quotes - start, 0)
     # a run that reaches the start of this piece continues the previous piece's run
     length += np.where((before & (start == 0)) | (quotes == 0), carried, 0)
-    return length % 2 == 1
+    odd: np.ndarray = length % 2 == 1
+    return odd
 
 
 def _trailing_run(slashes: np.ndarray, size: int, carried: int) -> int:
@@ -403,7 +408,7 @@ def cuts_within(shape: Scan, lo: int, n: int) -> list[int]:
 
 
 def _address(obj: Any) -> int:
-    return np.frombuffer(obj, np.uint8).__array_interface__["data"][0]
+    return int(np.frombuffer(obj, np.uint8).__array_interface__["data"][0])
 
 
 def slices(

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from idlehound import TraceError
-from idlehound.trace import _limits, _parallel, parse_trace_bytes
+from idlehound import TraceError, _limits
+from idlehound.trace import _parallel, parse_trace_bytes
 
 from ..conftest import TRACES
 from ..test_decode_reference import assert_same, reference

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from idlehound import SettingError, TraceError, analyze, diagnose, load_trace
+from idlehound import SettingError, TraceError, _limits, analyze, diagnose, load_trace
 from idlehound.pipeline import analyze_path
 from idlehound.report._data import build, check_document, to_json
-from idlehound.trace import _limits, parse_trace_bytes
+from idlehound.trace import parse_trace_bytes
 
 from ..conftest import TRACES
 from .tracebuilder import TraceBuilder

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from idlehound import TraceError, load_trace
-from idlehound.trace import _limits
+from idlehound import TraceError, _limits, load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = 150_000  # ~10 MB: loading takes long enough for a truncation to land inside it

@@ -143,7 +143,12 @@ CPU_TICK_SLACK = 400
 
 
 def _check_field(
-    path: Path, data: dict, key: str, types: tuple, lo: Optional[float], hi: Optional[float]
+    path: Path,
+    data: dict[str, Any],
+    key: str,
+    types: tuple[type, ...],
+    lo: Optional[float],
+    hi: Optional[float],
 ) -> None:
     node: Any = data
     for part in key.split("."):
@@ -177,7 +182,7 @@ def _int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _names(types: tuple) -> str:
+def _names(types: tuple[type, ...]) -> str:
     return {
         "int": "an integer",
         "float": "a number",

@@ -38,7 +38,7 @@ _TRACE_END = re.compile(r"\.pt\.trace\.json(\.gz)?$")
 RANK_RE = re.compile(r"(?:^|[-_])rank[-_]?(\d+)", re.IGNORECASE)
 
 
-def match_trace(name: str) -> Optional[re.Match]:
+def match_trace(name: str) -> Optional[re.Match[str]]:
     """The worker and time stamp in a trace file name; None when the name is not a trace's."""
     return TRACE_RE.match(name) or RANK_FILE_RE.match(name)
 

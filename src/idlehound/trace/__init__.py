@@ -1,8 +1,18 @@
-"""Reading torch.profiler (Kineto) traces into a columnar table."""
+"""Reading profiler traces into a columnar table: torch.profiler's Kineto JSON today; other formats plug in as
+readers (_reader.TraceReader, registered in _load.READERS)."""
 
-from .. import _limits  # noqa: F401 - moved to idlehound._limits; tests/unit/test_hostile.py reads it from here
+from ._events import EventTable
 from ._files import TraceFile, list_traces
-from ._load import Trace, load_trace, parse_trace_bytes
-from ._table import EventTable
+from ._kineto import parse_trace_bytes
+from ._load import load_trace
+from ._reader import Trace, TraceReader
 
-__all__ = ["EventTable", "Trace", "TraceFile", "list_traces", "load_trace", "parse_trace_bytes"]
+__all__ = [
+    "EventTable",
+    "Trace",
+    "TraceFile",
+    "TraceReader",
+    "list_traces",
+    "load_trace",
+    "parse_trace_bytes",
+]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import mmap
+from collections.abc import Iterator
 from typing import Any, Literal, Optional, Union
 
 import msgspec
@@ -131,7 +132,7 @@ def decode_value(raw: msgspec.Raw) -> Any:
     return _ANY.decode(raw)
 
 
-def iter_event_batches(raws: list[msgspec.Raw], stats: dict[str, int]):
+def iter_event_batches(raws: list[msgspec.Raw], stats: dict[str, int]) -> Iterator[list[Event]]:
     """Yield lists of Event, BATCH_SIZE at a time. Counts skipped events in stats["malformed"]."""
     for lo in range(0, len(raws), BATCH_SIZE):
         chunk = raws[lo : lo + BATCH_SIZE]
@@ -158,7 +159,7 @@ def _lenient(raw: msgspec.Raw, stats: dict[str, int]) -> Optional[Event]:
     return _coerce(obj, stats)
 
 
-def _coerce(obj: dict, stats: dict[str, int]) -> Optional[Event]:
+def _coerce(obj: dict[str, Any], stats: dict[str, int]) -> Optional[Event]:
     """Keep what can be trusted from an event with odd-typed fields; drop the rest."""
     ts = _num(obj.get("ts"))
     dur = _num(obj.get("dur"))
@@ -178,7 +179,7 @@ def _coerce(obj: dict, stats: dict[str, int]) -> Optional[Event]:
     )
 
 
-def _coerce_args(a: dict) -> Args:
+def _coerce_args(a: dict[str, Any]) -> Args:
     out: dict[str, Any] = {}
     for f in Args.__struct_fields__:
         key = Args.__struct_encode_fields__[Args.__struct_fields__.index(f)]

@@ -21,7 +21,7 @@ class TraceFile:
     stamp: int
 
     @property
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[int, int]:
         return (self.stamp, self.path.stat().st_mtime_ns)
 
 

@@ -15,10 +15,10 @@ totals, string pids): those come back as their JSON text, which the caller decod
 #include <stdint.h>
 #include <string.h>
 
-#define MAX_NAME 16384        /* longer names are left to msgspec: kept here too, they would be held twice */
-#define MIN_EVENT_BYTES 40    /* a piece whose events average fewer bytes is left to msgspec (parse_piece) */
-#define MAX_DEPTH 63          /* deepest bracket in a piece, its own array's counted (trace/_limits.py: 64 - 1) */
-#define NO_ID INT64_MIN       /* an absent id argument, as trace/_decode.NO_ID */
+/* MAX_NAME, MIN_EVENT_BYTES, MAX_DEPTH, NO_ID, the column enums, the event and args keys, and the tuple that
+   decode() returns, generated from trace/_native_columns.py (the one list the Python side reads too). */
+#include "_native_columns.h"
+
 #define BAIL 1                /* not taken: the caller decodes the piece the msgspec way */
 #define FAIL (-1)             /* a Python error is set (no memory) */
 
@@ -146,9 +146,6 @@ static int64_t kinds_id(Kinds *k, const unsigned char *t[3], const uint32_t len[
 
 /* ---- one piece ---- */
 
-enum { C_TS, C_DUR, C_NBYTES, C_MEMBYTES, NF }; /* float64 columns */
-enum { C_PID, C_TID, C_EXT, C_EXTLC, C_CORR, C_PYID, C_PYPARENT, NI }; /* int64 columns */
-
 typedef struct {
     const unsigned char *p, *end;
     Kinds *kinds, *inputs_seen;   /* (ph, cat, name) triples; input-type texts */
@@ -271,6 +268,34 @@ static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1
 
 static inline int is_digit(int c) { return c >= '0' && c <= '9'; }
 
+/* The double that the number text start..p stands for: from its digits (m, a power of ten e10, the sign neg)
+   where that is exact, else by Python's own conversion of the text (which carries the sign). BAIL when the
+   value is not finite or the text not a number Python reads whole. */
+static int number_value(const unsigned char *start, const unsigned char *p, int neg, int inexact, uint64_t m,
+                        int64_t e10, double *out) {
+    double f;
+    if (!inexact && m <= (1ULL << 53) && e10 >= -22 && e10 <= 22) {
+        f = e10 >= 0 ? (double)m * POW10[e10] : (double)m / POW10[-e10];
+    } else {
+        char text[400];
+        size_t n = (size_t)(p - start);
+        if (n >= sizeof text) return BAIL;
+        memcpy(text, start, n);
+        text[n] = 0;
+        char *stop = NULL;
+        f = PyOS_string_to_double(text, &stop, NULL);
+        if (f == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return BAIL;
+        }
+        if (stop != text + n) return BAIL;
+        neg = 0; /* the text carried its sign */
+    }
+    if (!isfinite(f)) return BAIL;
+    *out = neg ? -f : f;
+    return 0;
+}
+
 /* A JSON number at s->p. Integers of up to 18 digits are exact (big is set beyond); a float is correctly
    rounded: exactly by one multiply or divide when its digits and power of ten are exact doubles, else by
    Python's own conversion. A float out of double range is not taken. */
@@ -318,27 +343,7 @@ static int scan_number(Piece *s, Num *out) {
         }
         return 0;
     }
-    double f;
-    if (!inexact && m <= (1ULL << 53) && e10 >= -22 && e10 <= 22) {
-        f = e10 >= 0 ? (double)m * POW10[e10] : (double)m / POW10[-e10];
-    } else {
-        char text[400];
-        size_t n = (size_t)(p - start);
-        if (n >= sizeof text) return BAIL;
-        memcpy(text, start, n);
-        text[n] = 0;
-        char *stop = NULL;
-        f = PyOS_string_to_double(text, &stop, NULL);
-        if (f == -1.0 && PyErr_Occurred()) {
-            PyErr_Clear();
-            return BAIL;
-        }
-        if (stop != text + n) return BAIL;
-        neg = 0; /* the text carried its sign */
-    }
-    if (!isfinite(f)) return BAIL;
-    out->f = neg ? -f : f;
-    return 0;
+    return number_value(start, p, neg, inexact, m, e10, &out->f);
 }
 
 static int literal(Piece *s, const char *word, size_t n) {
@@ -492,13 +497,10 @@ static int next_member(Piece *s, int *more) {
 
 static const unsigned char EMPTY[] = "\"\"";
 
-static const char *ARG_KEYS[] = {"External id", "external id",   "correlation", "Python id",
-                                 "Python parent id", "bytes",     "Bytes",       "Total Allocated",
-                                 "Total Reserved",   "Device Type", "blocks per SM",
-                                 "est. achieved occupancy %", "Input type"};
-enum { A_EXT, A_EXTLC, A_CORR, A_PYID, A_PYPARENT, A_BYTES, A_MEMBYTES, A_ALLOC, A_RESERVED, A_DEVICE, A_BPS,
-       A_OCC, A_INPUT, NA };
 static size_t ARG_LENS[NA];
+/* parse_args keeps the memory totals' texts in mem[a - A_TOTAL_ALLOCATED] */
+typedef char mem_args_in_order[A_TOTAL_RESERVED == A_TOTAL_ALLOCATED + 1 && A_DEVICE_TYPE == A_TOTAL_ALLOCATED + 2
+                                   ? 1 : -1];
 
 static int parse_args(Piece *s, int64_t *ids, double *fl) {
     const unsigned char *mem[3] = {NULL, NULL, NULL}, *input = NULL;
@@ -517,23 +519,23 @@ static int parse_args(Piece *s, int64_t *ids, double *fl) {
         if (member_key(s, ARG_KEYS, ARG_LENS, NA, &seen, &a)) return BAIL;
         skip_ws(s);
         switch (a) {
-        case A_EXT: case A_EXTLC: case A_CORR: case A_PYID: case A_PYPARENT:
-            r = int_field(s, &ids[C_EXT + (a - A_EXT)]);
+        case A_EXTERNAL_ID: case A_EXTERNAL_ID_LC: case A_CORRELATION: case A_PYTHON_ID: case A_PYTHON_PARENT_ID:
+            r = int_field(s, &ids[ARG_COLUMN[a]]);
             break;
-        case A_BYTES: case A_MEMBYTES:
-            r = float_field(s, &fl[a == A_BYTES ? C_NBYTES : C_MEMBYTES]);
+        case A_NBYTES: case A_MEM_BYTES:
+            r = float_field(s, &fl[ARG_COLUMN[a]]);
             break;
-        case A_ALLOC: case A_RESERVED: case A_DEVICE:
-            r = number_text(s, a == A_DEVICE, &mem[a - A_ALLOC], &memlen[a - A_ALLOC]);
+        case A_TOTAL_ALLOCATED: case A_TOTAL_RESERVED: case A_DEVICE_TYPE:
+            r = number_text(s, a == A_DEVICE_TYPE, &mem[a - A_TOTAL_ALLOCATED], &memlen[a - A_TOTAL_ALLOCATED]);
             break;
-        case A_BPS: case A_OCC: {
-            double *v = a == A_BPS ? &bps : &occ;
+        case A_BLOCKS_PER_SM: case A_OCCUPANCY: {
+            double *v = a == A_BLOCKS_PER_SM ? &bps : &occ;
             if (is_null(s)) { r = 0; break; }
             r = float_field(s, v);
-            *(a == A_BPS ? &have_bps : &have_occ) = 1;
+            *(a == A_BLOCKS_PER_SM ? &have_bps : &have_occ) = 1;
             break;
         }
-        case A_INPUT:
+        case A_INPUT_TYPE:
             if (is_null(s)) { r = 0; break; }
             if (peek(s) != '[') return BAIL;
             input = s->p;
@@ -559,13 +561,34 @@ static int parse_args(Piece *s, int64_t *ids, double *fl) {
     return 0;
 }
 
-static const char *EVENT_KEYS[] = {"ph", "cat", "name", "pid", "tid", "ts", "dur", "args"};
-enum { E_PH, E_CAT, E_NAME, E_PID, E_TID, E_TS, E_DUR, E_ARGS, NE };
 static size_t EVENT_LENS[NE];
+/* parse_event keeps the tokens of ph, cat and name in tok[e] */
+typedef char triple_keys_first[E_PH == 0 && E_CAT == 1 && E_NAME == 2 ? 1 : -1];
+
+/* Append one event's values to the piece's columns. */
+static int append_event(Piece *s, const double *fl, const int64_t *ids, int32_t kind) {
+    if (s->kind.len + 4 > s->kind.cap) { /* room for many more rows in every column at once */
+        size_t rows = s->kind.cap ? s->kind.cap / 2 : 1024;
+        for (int i = 0; i < NF; i++)
+            if (buf_grow(&s->f[i], rows * 8)) return FAIL;
+        for (int i = 0; i < NI; i++)
+            if (buf_grow(&s->i[i], rows * 8)) return FAIL;
+        if (buf_grow(&s->kind, rows * 4)) return FAIL;
+    }
+    size_t at = (size_t)s->row;
+    for (int i = 0; i < NF; i++) ((double *)s->f[i].data)[at] = fl[i];
+    for (int i = 0; i < NI; i++) ((int64_t *)s->i[i].data)[at] = ids[i];
+    ((int32_t *)s->kind.data)[at] = kind;
+    s->row++;
+    for (int i = 0; i < NF; i++) s->f[i].len += 8;
+    for (int i = 0; i < NI; i++) s->i[i].len += 8;
+    s->kind.len += 4;
+    return 0;
+}
 
 static int parse_event(Piece *s) {
-    double fl[NF] = {NAN, NAN, NAN, NAN};
-    int64_t ids[NI] = {-1, -1, NO_ID, NO_ID, NO_ID, NO_ID, NO_ID};
+    double fl[NF] = F_ABSENT;
+    int64_t ids[NI] = I_ABSENT;
     const unsigned char *tok[3] = {EMPTY, EMPTY, EMPTY};
     uint32_t toklen[3] = {2, 2, 2};
     unsigned seen = 0;
@@ -611,24 +634,7 @@ static int parse_event(Piece *s) {
     }
     int64_t id = kinds_id(s->kinds, tok, toklen);
     if (id < 0) return FAIL;
-    int32_t id32 = (int32_t)id;
-    if (s->kind.len + 4 > s->kind.cap) { /* room for many more rows in every column at once */
-        size_t rows = s->kind.cap ? s->kind.cap / 2 : 1024;
-        for (int i = 0; i < NF; i++)
-            if (buf_grow(&s->f[i], rows * 8)) return FAIL;
-        for (int i = 0; i < NI; i++)
-            if (buf_grow(&s->i[i], rows * 8)) return FAIL;
-        if (buf_grow(&s->kind, rows * 4)) return FAIL;
-    }
-    size_t at = (size_t)s->row;
-    for (int i = 0; i < NF; i++) ((double *)s->f[i].data)[at] = fl[i];
-    for (int i = 0; i < NI; i++) ((int64_t *)s->i[i].data)[at] = ids[i];
-    ((int32_t *)s->kind.data)[at] = id32;
-    s->row++;
-    for (int i = 0; i < NF; i++) s->f[i].len += 8;
-    for (int i = 0; i < NI; i++) s->i[i].len += 8;
-    s->kind.len += 4;
-    return 0;
+    return append_event(s, fl, ids, (int32_t)id);
 }
 
 /* The array elements in text: ws (event (ws , ws event)*)? ws. */
@@ -715,24 +721,18 @@ static void piece_free(Piece *s) {
 static PyObject *piece_result(Decoder *self, Piece *s) {
     PyObject *kinds = new_texts(&self->kinds, &self->reported, 3);
     if (!kinds) return NULL;
-    PyObject *inputs = new_texts(&self->inputs, &self->inputs_reported, 1);
-    if (!inputs) {
+    PyObject *input_texts = new_texts(&self->inputs, &self->inputs_reported, 1);
+    if (!input_texts) {
         Py_DECREF(kinds);
         return NULL;
     }
-    return Py_BuildValue("(LNNNNNNNNNNNNNNNNNNNNOO)", (long long)s->row, kinds, bytes_of(&s->f[C_TS]),
-                         bytes_of(&s->f[C_DUR]), bytes_of(&s->i[C_PID]), bytes_of(&s->i[C_TID]),
-                         bytes_of(&s->i[C_EXT]), bytes_of(&s->i[C_EXTLC]), bytes_of(&s->i[C_CORR]),
-                         bytes_of(&s->i[C_PYID]), bytes_of(&s->i[C_PYPARENT]), bytes_of(&s->f[C_NBYTES]),
-                         bytes_of(&s->f[C_MEMBYTES]), bytes_of(&s->kind), bytes_of(&s->bps_rows),
-                         bytes_of(&s->bps_vals), bytes_of(&s->occ_rows), bytes_of(&s->occ_vals), inputs,
-                         bytes_of(&s->in_rows), bytes_of(&s->in_ids), s->strids, s->mem);
+    return Py_BuildValue(PIECE_FORMAT, PIECE_VALUES(s)); /* the N items: references handed to the tuple */
 }
 
 PyDoc_STRVAR(decode_doc,
              "decode(buf, lo, hi) -> tuple or None\n\n"
              "The events of buf[lo:hi] (array elements, no brackets) as columns, or None when the piece is one\n"
-             "to decode the msgspec way. See trace/_table.py (TableBuilder.add_text) for the tuple's fields.");
+             "to decode the msgspec way. trace/_native_columns.py (NativePiece) names the tuple's fields.");
 
 static PyObject *Decoder_decode(Decoder *self, PyObject *args) {
     Py_buffer view;

@@ -1,4 +1,5 @@
-# The C decoder (trace/_native.c); see TableBuilder.add_text for what decode returns.
+# The C decoder (trace/_native.c). decode's tuple is unpacked by name as trace/_native_columns.NativePiece, the
+# list its C side is generated from (tools/gen_native_columns.py).
 from typing import Any, Optional, Union
 
 class Decoder:

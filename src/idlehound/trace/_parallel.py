@@ -18,22 +18,27 @@ import multiprocessing
 import os
 import re
 import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Optional, Union
 
 import msgspec
 import numpy as np
 
-from .. import settings
-from . import _decode, _limits
-from ._table import Refused, TableBuilder
+from .. import _limits, settings
+from . import _decode
+from ._events import Refused
+from ._table import Parts, TableBuilder
 
 PIECE_BYTES = 2**20  # one piece of events decoded at a time (about 4k events, ~3 MB of structs)
 PIECE_SHARE = 8  # a smaller file's pieces are an eighth of it (at least SMALL_PIECE): its mapped pages and
 SMALL_PIECE = 2**16  # decoded piece are a fraction of the file, not all of it (a Ray task's memory per file)
 PARALLEL_MIN = 48 * 2**20  # below this, starting worker processes costs more than it saves
 _CUT = re.compile(rb",\s*\{")
-_SHARED: Optional[tuple] = None  # (events array, mapped file, its offset there), inherited by forked workers
+Source = tuple[
+    memoryview, Optional[_limits.Buffer], int
+]  # the events array, the mapped file, its offset there
+_SHARED: Optional[Source] = None  # inherited by forked workers
 
 _QUOTE, _BACKSLASH, _OPEN, _CLOSE = 1, 2, 3, 4
 _DEPTH_CLASS = np.zeros(256, np.uint8)
@@ -135,15 +140,6 @@ def worth_it(size: int, n_jobs: Optional[int] = None) -> bool:
     return n_jobs > 1 and size >= PARALLEL_MIN and _can_fork()
 
 
-def add_piece(builder: TableBuilder, piece: bytes, stats: dict[str, int]) -> None:
-    """One JSON array of whole events into builder; odd-typed fields fall back to the lenient path."""
-    try:
-        builder.add(_decode.decode_batch(piece))
-    except msgspec.ValidationError:
-        for batch in _decode.iter_event_batches(_decode.split_events(piece), stats):
-            builder.add(batch)
-
-
 def _can_fork() -> bool:
     """Worker processes need fork (Linux, macOS), a parent that may have children (not a daemon), and no other
     threads (a lock held by one at fork time would stay held in the child: a training process loading a trace)."""
@@ -175,7 +171,7 @@ def cuts(mv: memoryview, lo: int, hi: int, size: int) -> list[int]:
     return out
 
 
-def _pieces(mv: memoryview, lo: int, hi: int):
+def _pieces(mv: memoryview, lo: int, hi: int) -> Iterator[tuple[int, int]]:
     """(start, end) of pieces of about PIECE_BYTES (an eighth of a smaller range) in mv[lo:hi], each cut found
     just before it is read (a search maps pages of the file: they are released with the piece)."""
     size = min(PIECE_BYTES, max(SMALL_PIECE, (hi - lo) // PIECE_SHARE))
@@ -186,7 +182,7 @@ def _pieces(mv: memoryview, lo: int, hi: int):
         lo = end + 1
 
 
-def _decode_range(src: tuple, lo: int, hi: int, builder: TableBuilder, stats: dict[str, int]) -> None:
+def _decode_range(src: Source, lo: int, hi: int, builder: TableBuilder, stats: dict[str, int]) -> None:
     """Decode the elements in mv[lo:hi] piece by piece into builder; raises BadCut on a false boundary, TooDeep
     on nesting past the limit."""
     mv, buf, at = src
@@ -221,7 +217,7 @@ def _decode_range(src: tuple, lo: int, hi: int, builder: TableBuilder, stats: di
             builder.add(batch)
 
 
-def _decode_piece(piece: bytes, known: list[bool]) -> Optional[list]:
+def _decode_piece(piece: bytes, known: list[bool]) -> Optional[Sequence[_decode.Event]]:
     """The piece's events; None when a field has an odd type (fine if the piece is still a whole array).
     known[0]: try KnownEvent first; cleared for the rest of the range at the first piece it does not fit."""
     if known[0]:
@@ -235,7 +231,7 @@ def _decode_piece(piece: bytes, known: list[bool]) -> Optional[list]:
         return None
 
 
-def _fill_parallel(builder: TableBuilder, src: tuple, stats: dict[str, int], n_jobs: int) -> None:
+def _fill_parallel(builder: TableBuilder, src: Source, stats: dict[str, int], n_jobs: int) -> None:
     global _SHARED
     mv = src[0]
     lo, hi = 1, _inner_end(mv)
@@ -263,7 +259,7 @@ def _fill_parallel(builder: TableBuilder, src: tuple, stats: dict[str, int], n_j
             stats[k] = stats.get(k, 0) + v
 
 
-def _work(rng: tuple[int, int]) -> Union[tuple[tuple, dict[str, int]], str, Refused, None]:
+def _work(rng: tuple[int, int]) -> Union[tuple[Parts, dict[str, int]], str, Refused, None]:
     assert _SHARED is not None
     builder = TableBuilder()
     stats: dict[str, int] = {}
