@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Optional, Union
 
 from ..errors import IdlehoundError
+from ._catalog import RULES, LintFinding
+from ._facts import file_facts
 from ._model import Functions
 from ._output import FORMATS, annotation, render, sarif_log, summary
 from ._project import imported_defs, shared_facts
-from ._rules import RULES, Checker, LintFinding, check_tree, file_facts
+from ._rules import Checker, check_tree
 from ._source import parse_source, python_files, read_source
 
 

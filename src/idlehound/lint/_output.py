@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from .._version import __version__
 from ..report import encode, model
-from ._rules import RULES, LintFinding
+from ._catalog import RULES, LintFinding
 
 FORMATS = ("text", "github", "sarif", "json")
 Costs = dict[tuple[str, int], float]

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Optional, Union
 
-from ._rules import Facts
+from ._facts import Facts
 
 
 def _module_paths(name: str, roots: list[Path]) -> list[Path]:

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._rules import RULES
+from ._catalog import RULES
 from ._source import read_source
 
 _LABEL = re.compile(r"#\s*expect:\s*([\w\-, ]+)")

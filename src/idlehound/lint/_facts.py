@@ -1,0 +1,243 @@
+"""What one file shows as a whole: GPU use, its DataLoaders, cudnn.benchmark, the first convolution."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Optional
+
+from ..errors import IdlehoundError
+from ._kwargs import resolve_kwargs
+from ._model import const, dotted
+
+_DEVICE_WORDS = ("device", "gpu", "rank", "cuda")
+
+
+def _device_like(e: ast.expr) -> bool:
+    if isinstance(e, ast.Constant) and isinstance(e.value, str):
+        return e.value.startswith("cuda")
+    if isinstance(e, ast.Call) and dotted(e.func) == "torch.device":
+        return not (e.args and const(e.args[0]) == "cpu")
+    name = dotted(e).lower()
+    return any(w in name for w in _DEVICE_WORDS)
+
+
+def gpu_evidence(tree: ast.Module) -> bool:
+    """Whether the file runs on an accelerator: `cuda`, `torch.accelerator`, `nccl`, or tensors moved to a
+    device variable (device-agnostic scripts pick the GPU when there is one)."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Attribute) and n.attr in ("cuda", "accelerator"):
+            return True
+        if isinstance(n, ast.Call) and _accelerate_call(n):
+            return True  # Accelerate puts the model and the batches on the GPU it finds
+        if (
+            isinstance(n, ast.Constant)
+            and isinstance(n.value, str)
+            and (n.value.startswith("cuda") or n.value == "nccl")
+        ):
+            return True
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "to"
+            and n.args
+            and _device_like(n.args[0])
+        ):
+            return True
+        if (
+            isinstance(n, ast.keyword)
+            and n.arg == "device"
+            and const(n.value) != "cpu"
+            and _device_like(n.value)
+        ):
+            return True
+    return False
+
+
+def _accelerate_call(n: ast.Call) -> bool:
+    """`Accelerator(...)`, `accelerator.backward(loss)`, `accelerator.prepare(...)`."""
+    name = dotted(n.func)
+    recv, _, method = name.rpartition(".")
+    return name.rsplit(".", 1)[-1] == "Accelerator" or (
+        "accelerator" in recv.lower() and method in ("backward", "prepare")
+    )
+
+
+def _prepares(n: ast.Call) -> bool:
+    """`accelerator.prepare(...)` or Lightning's `fabric.setup_dataloaders(...)`."""
+    recv, _, method = dotted(n.func).rpartition(".")
+    return (_accelerate_call(n) and method == "prepare") or (
+        "fabric" in recv.lower() and method == "setup_dataloaders"
+    )
+
+
+def _prepared_names(tree: ast.Module) -> set[str]:
+    """Names passed to `accelerator.prepare(...)` / `fabric.setup_dataloaders(...)`: those loaders copy their
+    batches to the device themselves (a `.to(device)` on them is a no-op, pinning is the framework's setting)."""
+    return {
+        a.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and _prepares(n)
+        for a in n.args
+        if isinstance(a, ast.Name)
+    }
+
+
+_EVAL_WORDS = re.compile(
+    r"(^|_)(val|valid|validation|eval|evaluation|test|testing|dev)(_|$|loader|dl|iter)", re.I
+)
+
+_EVAL_FUNC = re.compile(
+    r"(^|_)(eval|evaluate|evaluation|val|valid|validate|validation|test|testing)(_|$)", re.I
+)
+
+
+def _with_scopes(tree: ast.Module) -> Iterator[tuple[ast.AST, tuple[ast.AST, ...]]]:
+    """Every node with the chain of module and functions that encloses it (iteratively: no recursion limit)."""
+    stack: list[tuple[ast.AST, tuple[ast.AST, ...]]] = [(tree, (tree,))]
+    while stack:
+        node, chain = stack.pop()
+        yield node, chain
+        sub = chain + (node,) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else chain
+        stack += [(c, sub) for c in ast.iter_child_nodes(node)]
+
+
+class _Loader:
+    """What a DataLoader(...) call passes for num_workers and pin_memory, reading `**kwargs` dicts."""
+
+    def __init__(self, call: ast.Call, chain: tuple[ast.AST, ...]) -> None:
+        self.call = call
+        self.names: list[str] = []  # the names it is assigned to
+        self.prepared = False  # passed to accelerator.prepare(...)
+        # a validation/test loader beside the training one, or built in an evaluation function (`eval_split`)
+        self.evaluation = any(
+            isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and _EVAL_FUNC.search(f.name)
+            for f in chain
+        )
+        self.known = not any(isinstance(a, ast.Starred) for a in call.args)
+        self.keys: dict[str, list[ast.expr]] = {}
+        for k in call.keywords:
+            sub = {k.arg: [k.value]} if k.arg else resolve_kwargs(k.value, list(chain))
+            if sub is None:
+                self.known = False
+                break
+            for name, values in sub.items():
+                self.keys.setdefault(name, []).extend(values)
+        if len(call.args) > 5:
+            self.keys.setdefault("num_workers", []).append(call.args[5])
+        if len(call.args) > 7:
+            self.keys.setdefault("pin_memory", []).append(call.args[7])
+
+    def no_workers(self) -> bool:
+        values = self.keys.get("num_workers")
+        return self.known and (
+            values is None or all(const(v) == 0 and isinstance(v, ast.Constant) for v in values)
+        )
+
+    def unpinned(self) -> bool:
+        values = self.keys.get("pin_memory")
+        return self.known and (values is None or all(const(v) is False for v in values))
+
+    def pinned(self) -> bool:
+        return not self.prepared and any(const(v) is not False for v in self.keys.get("pin_memory", []))
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What one file shows about the program: run on a GPU, a loader pinning memory, cudnn.benchmark set."""
+
+    gpu: bool
+    pinned: bool
+    benchmark: bool
+
+    def __or__(self, other: Facts) -> Facts:
+        return Facts(self.gpu or other.gpu, self.pinned or other.pinned, self.benchmark or other.benchmark)
+
+
+def _loaders(tree: ast.Module) -> list[_Loader]:
+    found = [
+        _Loader(n, c)
+        for n, c in _with_scopes(tree)
+        if isinstance(n, ast.Call) and dotted(n.func).rsplit(".", 1)[-1] == "DataLoader"
+    ]
+    by_call = {id(ld.call): ld for ld in found}
+    for n in ast.walk(tree):  # the name each loader is kept under
+        if isinstance(n, ast.Assign) and id(n.value) in by_call:
+            by_call[id(n.value)].names = [dotted(t) for t in n.targets]
+    prepared = _prepared_names(tree)
+    for ld in found:
+        ld.prepared = any(name in prepared for name in ld.names)
+    if len(found) > 1:  # a validation/test loader beside a training one: its epoch pass is not the training
+        for ld in found:
+            ld.evaluation = ld.evaluation or (
+                bool(ld.names) and all(_EVAL_WORDS.search(n.rsplit(".", 1)[-1]) for n in ld.names)
+            )
+    return found
+
+
+_CONVS = ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")
+
+
+def _vision_model_names(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """Aliases of torchvision.models (`models`) and model builders imported from it (`resnet18`)."""
+    modules, builders = {"torchvision.models"}, set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            modules |= {a.asname for a in n.names if a.name == "torchvision.models" and a.asname}
+        elif isinstance(n, ast.ImportFrom) and n.module == "torchvision":
+            modules |= {a.asname or a.name for a in n.names if a.name == "models"}
+        elif isinstance(n, ast.ImportFrom) and (n.module or "").startswith("torchvision.models"):
+            builders |= {a.asname or a.name for a in n.names}
+    return modules, builders
+
+
+def _first_conv(tree: ast.Module) -> Optional[ast.Call]:
+    """The first convolution layer or torchvision model built in this file."""
+    modules, builders = _vision_model_names(tree)
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.Call):
+            continue
+        func = n.func.value if isinstance(n.func, ast.Subscript) else n.func  # models.__dict__[arch](...)
+        name = dotted(func)
+        if (
+            name.endswith(_CONVS)
+            or name in builders
+            or name.rsplit(".", 1)[0] in modules
+            or name.rsplit(".", 2)[0] in modules
+        ):
+            return n
+    return None
+
+
+def _benchmark_on(tree: ast.Module) -> bool:
+    """Whether the file sets cudnn.benchmark to anything but a literal False (a flag counts as set)."""
+    for n in ast.walk(tree):
+        if (
+            isinstance(n, ast.Assign)
+            and any(dotted(t).endswith("cudnn.benchmark") for t in n.targets)
+            and const(n.value) is not False
+        ):
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def _deep_stack(file: str) -> Iterator[None]:
+    """Deep but valid expressions (the parser accepts a few thousand levels) need more than 1000 frames."""
+    limit = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(max(limit, 20_000))
+        yield
+    except RecursionError:
+        raise IdlehoundError(f"{file}: an expression is nested too deeply to lint") from None
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def file_facts(tree: ast.Module, file: str) -> Facts:
+    with _deep_stack(file):
+        return Facts(gpu_evidence(tree), any(ld.pinned() for ld in _loaders(tree)), _benchmark_on(tree))
