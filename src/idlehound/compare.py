@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .report import model as m
-from .report import render_compare_markdown
 from .report.model import rnd
 
-__all__ = ["compare_docs", "render_compare_markdown", "samples_per_s"]  # the renderer lives in report/
+__all__ = ["compare_docs", "samples_per_s"]  # its renderers live in report/
 
 
 def samples_per_s(doc: dict[str, Any]) -> Optional[float]:

@@ -12,7 +12,6 @@ import json
 import math
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -344,8 +343,3 @@ def _folder_mb(folder: Path) -> float:
             with contextlib.suppress(OSError):
                 total += os.stat(os.path.join(root, f)).st_size
     return total / 2**20
-
-
-def median_step_ms(rows: list[list[Any]]) -> Optional[float]:
-    """The median of the rows' mean step times (steps.jsonl rows), or None."""
-    return statistics.median(r[2] for r in rows) if rows else None

@@ -22,7 +22,6 @@ from .. import settings
 from ..analysis import location_text, roles
 from ..errors import IdlehoundError
 from ..report import model as m
-from ..report import ranks_title, render_ranks, render_ranks_html
 from ..report.model import rnd
 from ..runfolder import rank_of
 from ..trace import list_traces
@@ -386,7 +385,4 @@ __all__ = [
     "analyze_ranks",
     "compare_ranks",
     "rank_traces",
-    "ranks_title",
-    "render_ranks",
-    "render_ranks_html",
 ]

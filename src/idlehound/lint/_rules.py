@@ -340,12 +340,6 @@ def check_tree(
     return c
 
 
-def check_source(source: str, file: str) -> list[LintFinding]:
-    from ._source import parse_source
-
-    return check_tree(parse_source(source, file), source, file).findings()
-
-
 def _suppressed(found: list[LintFinding], lines: list[str]) -> list[LintFinding]:
     """One finding per rule and line; drop those whose line says `# idlehound: ignore` or
     `# idlehound: ignore[IH001,...]`."""
