@@ -29,14 +29,14 @@ def _fail(msg: str, code: int = 2) -> None:
     sys.exit(code)
 
 
-def _guard(fn):
+def _guard(fn: Callable[..., None]) -> Callable[..., None]:
     """Typed errors become one line on stderr and exit 2; never a traceback for bad input."""
     import functools
 
     @functools.wraps(fn)
-    def wrapper(*a, **kw):
+    def wrapper(*a: Any, **kw: Any) -> None:
         try:
-            return fn(*a, **kw)
+            fn(*a, **kw)
         except IdlehoundError as e:
             _fail(str(e))
         except KeyboardInterrupt:
@@ -50,13 +50,13 @@ def _guard(fn):
 
 
 class _Group(click.Group):
-    def main(self, *args, **kwargs):
+    def main(self, *args: Any, **kwargs: Any) -> Any:
         try:
             return super().main(*args, **kwargs)
         finally:  # click always leaves through SystemExit here; the code is decided
             _startup.ignore_interrupts()
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: click.Context) -> Any:
         """A Ctrl-C anywhere in a command exits 130, as a shell expects, not click's "Aborted!" and 1."""
         try:
             _startup.restore()
@@ -162,7 +162,7 @@ def analyze(**options: Any) -> None:
 @click.option("--max-windows-mb", type=float, default=2048.0, show_default=True, help="Disk cap of windows/.")
 @click.argument("script_and_args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
-def run(ctx: click.Context, **options: Any) -> None:
+def run(ctx: click.Context, /, **options: Any) -> None:
     """Profile an unmodified training script: idlehound run [OPTIONS] train.py [args...].
 
     idlehound's options go before the script: everything after the script's name is the script's own

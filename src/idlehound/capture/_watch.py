@@ -73,7 +73,7 @@ class Watcher:
         self.planned: list[Planned] = []
         self.open: Optional[Planned] = None
         self.windows: list[dict[str, Any]] = []
-        self.children: list[subprocess.Popen] = []
+        self.children: list[subprocess.Popen[bytes]] = []
         self._undo: Optional[Callable[[], None]] = None
         self._root: Optional[tuple[dict[str, Any], list[float], tuple[int, int, int]]] = None
         self._root_end = 0
