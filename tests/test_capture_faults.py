@@ -15,10 +15,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from idlehound.capture._folders import shared_run_dir  # noqa: E402
 
 from idlehound.capture._quiet import kineto_quiet  # noqa: E402
 from idlehound.errors import CaptureError  # noqa: E402
+from idlehound.runfolder import shared_run_dir  # noqa: E402
 
 from ._zygote import FAULTS, Zygote  # noqa: E402
 from .conftest import SCRIPTS, TRACES  # noqa: E402

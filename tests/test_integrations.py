@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("torch")
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
 
 from .conftest import ROOT, SCRIPTS  # noqa: E402
 
@@ -61,9 +60,11 @@ def framework_entries(report: dict) -> set:
 
 
 def scalars(folder: Path) -> dict:
+    """The last value of each TensorBoard scalar under folder (the test skips here without tensorboard)."""
+    ea = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
     out = {}
     for d in {p.parent for p in folder.rglob("events.out.tfevents.*")}:
-        acc = EventAccumulator(str(d))
+        acc = ea.EventAccumulator(str(d))
         acc.Reload()
         out.update({tag: acc.Scalars(tag)[-1].value for tag in acc.Tags()["scalars"]})
     return out

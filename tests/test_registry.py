@@ -156,7 +156,8 @@ def test_html_and_terminal_show_not_checked_only_when_rules_were_skipped():
 
 
 def test_compare_does_not_call_a_finding_gone_where_the_other_side_could_not_check_it(tmp_path):
-    from idlehound.compare import compare_docs, render_compare_markdown
+    from idlehound.compare import compare_docs
+    from idlehound.report import render_compare_markdown
 
     for p in (TRACES / "cudnn_off").glob("*.gz"):
         shutil.copy(p, tmp_path / p.name)

@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from idlehound.compare import compare_docs, render_compare_markdown
-from idlehound.distributed import analyze_ranks, render_ranks_html
+from idlehound.compare import compare_docs
+from idlehound.distributed import analyze_ranks
 from idlehound.ladder import ladder_markdown
 from idlehound.pipeline import analyze_path
+from idlehound.report import render_compare_markdown, render_ranks_html
 from idlehound.report._escape import md_code, md_fence, md_text, visible
 from idlehound.report.files import write_report
 from idlehound.report.html import render_compare_html, render_html, render_ladder_html

@@ -21,7 +21,7 @@ quiet_interrupts()
 import os  # noqa: E402  (after the interrupt guard, on purpose)
 from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Optional, Union  # noqa: E402
+from typing import Any, Optional, Union  # noqa: E402
 
 from ._version import __version__  # noqa: E402
 from .analysis import Analysis  # noqa: E402
@@ -33,9 +33,9 @@ from .trace import Trace, load_trace  # noqa: E402
 
 def analyze(
     source: Union[str, "os.PathLike[str]", Trace],
-    sidecar: Optional[dict] = None,
+    sidecar: Optional[dict[str, Any]] = None,
     step: Optional[int] = None,
-    run_info: Optional[dict] = None,
+    run_info: Optional[dict[str, Any]] = None,
     *,
     run: Optional[str] = None,
     worker: Optional[str] = None,
@@ -63,7 +63,7 @@ def analyze(
     )
 
 
-def report_data(result: Analysis, findings: Union[Diagnosis, Sequence[Finding]]) -> dict:
+def report_data(result: Analysis, findings: Union[Diagnosis, Sequence[Finding]]) -> dict[str, Any]:
     """The versioned JSON report (schema in docs/json-schema.md) of a diagnosis (`diagnose()`); given a list of
     findings instead, the replay's prediction and the rules not checked are taken from `result`'s own diagnosis
     when it is a Result (else none)."""
@@ -75,7 +75,7 @@ def report_data(result: Analysis, findings: Union[Diagnosis, Sequence[Finding]])
     return build(result, findings)
 
 
-def profile(*args, **kwargs):
+def profile(*args: Any, **kwargs: Any) -> Any:
     """Profile a block of training code (idlehound.capture.profile), then analyse and report it (idlehound.app)."""
     from .app import profile as _profile
 

@@ -36,7 +36,7 @@ def is_cli() -> bool:
     return False
 
 
-def _exit_quietly(signum, frame) -> None:
+def _exit_quietly(signum: int, frame: object) -> None:
     try:  # noqa: SIM105 - contextlib is not imported yet this early
         sys.stdout.flush()
     except Exception:  # noqa: BLE001, S110 - a flush interrupted mid-write; exiting anyway

@@ -8,6 +8,7 @@ Exit codes: 0 ok, 1 gate failed, 2 bad input."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
@@ -28,14 +29,14 @@ def _fail(msg: str, code: int = 2) -> None:
     sys.exit(code)
 
 
-def _guard(fn):
+def _guard(fn: Callable[..., None]) -> Callable[..., None]:
     """Typed errors become one line on stderr and exit 2; never a traceback for bad input."""
     import functools
 
     @functools.wraps(fn)
-    def wrapper(*a, **kw):
+    def wrapper(*a: Any, **kw: Any) -> None:
         try:
-            return fn(*a, **kw)
+            fn(*a, **kw)
         except IdlehoundError as e:
             _fail(str(e))
         except KeyboardInterrupt:
@@ -49,13 +50,13 @@ def _guard(fn):
 
 
 class _Group(click.Group):
-    def main(self, *args, **kwargs):
+    def main(self, *args: Any, **kwargs: Any) -> Any:
         try:
             return super().main(*args, **kwargs)
         finally:  # click always leaves through SystemExit here; the code is decided
             _startup.ignore_interrupts()
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: click.Context) -> Any:
         """A Ctrl-C anywhere in a command exits 130, as a shell expects, not click's "Aborted!" and 1."""
         try:
             _startup.restore()
@@ -65,6 +66,12 @@ class _Group(click.Group):
             _fail(str(e))
         except KeyboardInterrupt:
             _fail("interrupted", 130)
+
+
+def _capture_option(flag: str, kind: Any, text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """An option of `run` whose default, shown in --help, is CaptureOptions' field of the same name."""
+    default = getattr(CaptureOptions, flag.lstrip("-").replace("-", "_"))
+    return click.option(flag, type=kind, default=default, show_default=True, help=text)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -117,35 +124,12 @@ def analyze(**options: Any) -> None:
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("-m", "module", default=None, metavar="MODULE", help="Run a module, like python -m.")
-@click.option(
-    "--logdir",
-    type=click.Path(path_type=Path),
-    default=CaptureOptions.logdir,
-    show_default=True,
-    help="Folder for run folders (TensorBoard layout).",
-)
+@_capture_option("--logdir", click.Path(path_type=Path), "Folder for run folders (TensorBoard layout).")
 @click.option("--name", "run_name", default=None, help="Run name prefix (default: the script name).")
-@click.option(
-    "--skip",
-    type=int,
-    default=CaptureOptions.skip,
-    show_default=True,
-    help="Steps to run before profiling (warm-up, compile).",
-)
-@click.option(
-    "--warmup",
-    type=int,
-    default=CaptureOptions.warmup,
-    show_default=True,
-    help="Profiler warm-up steps (recorded, discarded).",
-)
-@click.option("--active", type=int, default=CaptureOptions.active, show_default=True, help="Steps to record.")
-@click.option(
-    "--step-on",
-    default=CaptureOptions.step_on,
-    show_default=True,
-    help="What ends a step: optimizer, dataloader, or a function name.",
-)
+@_capture_option("--skip", int, "Steps to run before profiling (warm-up, compile).")
+@_capture_option("--warmup", int, "Profiler warm-up steps (recorded, discarded).")
+@_capture_option("--active", int, "Steps to record.")
+@_capture_option("--step-on", None, "What ends a step: optimizer, dataloader, or a function name.")
 @click.option("--stop-after", is_flag=True, help="End the script once the window is captured.")
 @click.option(
     "--no-stack", is_flag=True, help="Do not record Python stacks (less overhead, no source lines)."
@@ -157,19 +141,13 @@ def analyze(**options: Any) -> None:
 @click.option(
     "--nproc", type=int, default=None, help="Launch N processes through torchrun (torch.distributed)."
 )
-@click.option(
-    "--max-window-seconds",
-    type=float,
-    default=CaptureOptions.max_window_seconds,
-    show_default=True,
-    help="Cut the profiled window when it records longer than this (0: no limit).",
+@_capture_option(
+    "--max-window-seconds", float, "Cut the profiled window when it records longer than this (0: no limit)."
 )
-@click.option(
+@_capture_option(
     "--max-window-mb",
-    type=float,
-    default=CaptureOptions.max_window_mb,
-    show_default=True,
-    help="Cut the profiled window when the process grows by more than this while recording (0: no limit).",
+    float,
+    "Cut the profiled window when the process grows by more than this while recording (0: no limit).",
 )
 @click.option("--run-dir", type=click.Path(path_type=Path), default=None, hidden=True)
 # Long runs (docs/long-runs.md): later windows on demand (`idlehound capture`) or on a slowdown.
@@ -184,7 +162,7 @@ def analyze(**options: Any) -> None:
 @click.option("--max-windows-mb", type=float, default=2048.0, show_default=True, help="Disk cap of windows/.")
 @click.argument("script_and_args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
-def run(ctx: click.Context, **options: Any) -> None:
+def run(ctx: click.Context, /, **options: Any) -> None:
     """Profile an unmodified training script: idlehound run [OPTIONS] train.py [args...].
 
     idlehound's options go before the script: everything after the script's name is the script's own

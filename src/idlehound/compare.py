@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .report import model as m
-from .report import render_compare_markdown
 from .report.model import rnd
 
-__all__ = ["compare_docs", "render_compare_markdown", "samples_per_s"]  # the renderer lives in report/
+__all__ = ["compare_docs", "samples_per_s"]  # its renderers live in report/
 
 
 def samples_per_s(doc: dict[str, Any]) -> Optional[float]:
@@ -49,14 +48,6 @@ def compare_model(a: dict[str, Any], b: dict[str, Any]) -> m.Compare:
         for k in a["idle_by_cause_ms"]
         if a["idle_by_cause_ms"].get(k) or b["idle_by_cause_ms"].get(k)
     ]
-    ka = {k["name"]: k["ms_per_step"] for k in a["kernels"]["top"]}
-    kb = {k["name"]: k["ms_per_step"] for k in b["kernels"]["top"]}
-    names = dict.fromkeys(
-        [*ka, *kb]
-    )  # A's order, then B's new names: ties keep it (a set's order varied by run)
-    kernels = sorted(
-        (_row(n, ka.get(n), kb.get(n), "ms") for n in names), key=lambda x: -max(x.a or 0, x.b or 0)
-    )[:10]
     mem = [
         _row(label, a["memory"].get(k), b["memory"].get(k), "GiB")
         for k, label in (("peak_allocated_gib", "Peak allocated"), ("peak_reserved_gib", "Peak reserved"))
@@ -75,7 +66,7 @@ def compare_model(a: dict[str, Any], b: dict[str, Any]) -> m.Compare:
         metrics=rows,
         breakdown_ms=breakdown,
         idle_by_cause_ms=idle,
-        kernels_ms=kernels,
+        kernels_ms=_kernel_rows(a, b),
         memory=mem,
         findings_gone=[_brief(fa[c]) for c in fa if c not in fb and c not in ub],
         findings_new=[_brief(fb[c]) for c in fb if c not in fa and c not in ua],
@@ -92,6 +83,18 @@ def compare_model(a: dict[str, Any], b: dict[str, Any]) -> m.Compare:
             if c in fa
         ],
     )
+
+
+def _kernel_rows(a: dict[str, Any], b: dict[str, Any]) -> list[m.CompareRow]:
+    """The ten kernels with the most time per step on either side."""
+    ka = {k["name"]: k["ms_per_step"] for k in a["kernels"]["top"]}
+    kb = {k["name"]: k["ms_per_step"] for k in b["kernels"]["top"]}
+    names = dict.fromkeys(
+        [*ka, *kb]
+    )  # A's order, then B's new names: ties keep it (a set's order varied by run)
+    return sorted(
+        (_row(n, ka.get(n), kb.get(n), "ms") for n in names), key=lambda x: -max(x.a or 0, x.b or 0)
+    )[:10]
 
 
 def _brief(f: dict[str, Any]) -> m.FindingBrief:

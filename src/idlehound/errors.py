@@ -15,7 +15,11 @@ class TraceError(IdlehoundError):
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
 
-    def __reduce__(self):  # pickle by (path, problem), so the error can cross a process boundary
+    def __reduce__(
+        self,
+    ) -> tuple[
+        type[TraceError], tuple[str, str]
+    ]:  # pickle by (path, problem), so the error can cross a process boundary
         return (type(self), (self.path, self.problem))
 
 
@@ -31,5 +35,9 @@ class SettingError(IdlehoundError):
         self.problem = problem
         super().__init__(f"{name}: {problem}")
 
-    def __reduce__(self):  # pickle by (name, problem), so the error can cross a process boundary
+    def __reduce__(
+        self,
+    ) -> tuple[
+        type[SettingError], tuple[str, str]
+    ]:  # pickle by (name, problem), so the error can cross a process boundary
         return (type(self), (self.name, self.problem))

@@ -91,6 +91,23 @@ def _columns(rows: list[dict[str, Any]]) -> Optional[list[str]]:
     return list(rows[0]) if rows else None
 
 
+def _finding_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            "rank": i,
+            "cause": f["cause"],
+            "title": f["title"],
+            "severity": f["severity"],
+            "kind": f["kind"],
+            "recoverable_ms_per_step": f["recoverable_ms_per_step"],
+            "recoverable_share_of_step": f["recoverable_share_of_step"],
+            "location": location_text(f["location"], approx=False) if f["location"] else None,
+            "fix": f["fix"],
+        }
+        for i, f in enumerate(doc["findings"], 1)
+    ]
+
+
 def table_rows(doc: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """Flat rows for each table of a report document; figures as the document has them (ms per step)."""
     where = location_text
@@ -108,20 +125,7 @@ def table_rows(doc: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
             }
             for s in doc["steps"]
         ],
-        "findings": [
-            {
-                "rank": i,
-                "cause": f["cause"],
-                "title": f["title"],
-                "severity": f["severity"],
-                "kind": f["kind"],
-                "recoverable_ms_per_step": f["recoverable_ms_per_step"],
-                "recoverable_share_of_step": f["recoverable_share_of_step"],
-                "location": where(f["location"], approx=False) if f["location"] else None,
-                "fix": f["fix"],
-            }
-            for i, f in enumerate(doc["findings"], 1)
-        ],
+        "findings": _finding_rows(doc),
         "idle_by_cause": [{"cause": c, "idle_ms_per_step": ms} for c, ms in doc["idle_by_cause_ms"].items()],
         "idle_by_line": [
             {

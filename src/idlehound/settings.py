@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Generic, TypeVar
+from typing import Any, Callable, Generic, TypeVar
 
 from .errors import SettingError
 
@@ -98,7 +98,7 @@ TUNE_COMPILE_BACKEND = Setting("IDLEHOUND_TUNE_COMPILE_BACKEND", _text, None)  #
 TUNE_SCRIPT_DIR = Setting("IDLEHOUND_TUNE_SCRIPT_DIR", _text, None, internal=True)  # the script's folder
 TUNE_LAUNCHED = Setting("IDLEHOUND_TUNE_LAUNCHED", _timestamp, None, internal=True)  # time.time() at launch
 
-ALL: tuple[Setting, ...] = (
+ALL: tuple[Setting[Any], ...] = (
     DEBUG,
     JOBS,
     NATIVE,

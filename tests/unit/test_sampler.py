@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from idlehound.capture import _sampler
+from idlehound import sampler as _sampler
 from idlehound.errors import TraceError
 from idlehound.runfolder import read_samples
 

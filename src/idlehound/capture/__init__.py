@@ -1,9 +1,5 @@
 """Capture: run a script or a block under the profiler; write traces, a source-line sidecar, run.json."""
 
-import sys as _sys
-
-from .. import runfolder
-from .. import sampler as _sampler  # noqa: F401 - moved to idlehound.sampler; tests/unit/test_sampler.py
 from ..runfolder import new_run_dir
 from ._api import profile
 from ._clock import read_clock
@@ -15,10 +11,6 @@ from ._session import Session, active_session
 from ._signals import EXIT_SIGINT, EXIT_SIGTERM, Terminated, sigterm_raises
 from ._trigger import parse_when
 from ._watch import WatchOptions
-
-# Moved to idlehound.runfolder (git mv, so merges follow the file); the old name stays importable for
-# tests/test_capture_faults.py without a file at the old path.
-_sys.modules.setdefault(__name__ + "._folders", runfolder)
 
 __all__ = [
     "LEAD_S",

@@ -82,7 +82,9 @@ class profile:  # noqa: N801 - used like torch.profiler.profile
         self.session.manual = True
         self.session.step()
 
-    def __exit__(self, exc_type, exc, tb) -> Literal[False]:
+    def __exit__(
+        self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException], tb: object
+    ) -> Literal[False]:
         assert self.session is not None
         code = (
             0

@@ -83,14 +83,14 @@ class StepClock:
         original = dl._BaseDataLoaderIter.__next__
         clock = self
 
-        def __next__(it):
+        def __next__(it: Any) -> Any:
             t = time.perf_counter()
             try:
                 return original(it)
             finally:
                 clock._loader_s += time.perf_counter() - t
 
-        dl._BaseDataLoaderIter.__next__ = __next__  # type: ignore[method-assign]  # timing the loader, on purpose
+        dl._BaseDataLoaderIter.__next__ = __next__  # timing the loader, on purpose
         return lambda: setattr(dl._BaseDataLoaderIter, "__next__", original)
 
     def tick(self, step: int, now: float) -> None:
@@ -154,7 +154,7 @@ class StepClock:
 
     def _memory_mib(self) -> Optional[float]:
         try:
-            return round(self._torch.cuda.memory_allocated() / 2**20, 1)
+            return round(float(self._torch.cuda.memory_allocated()) / 2**20, 1)
         except Exception:
             return None
 

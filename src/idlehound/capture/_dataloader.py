@@ -12,7 +12,7 @@ def record_dataloaders(sink: list[dict[str, Any]]) -> Callable[[], None]:
 
     original = DataLoader.__init__
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
         with contextlib.suppress(Exception):  # an exotic subclass: settings unknown, training unaffected
             sink.append(

@@ -13,12 +13,13 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Iterator
 
 NOISE = re.compile(rb"^(USDT:|STAGE:|ERROR:.*\] gpuGetDeviceCount failed)")  # STAGE: older Kineto's stages
 
 
 @contextlib.contextmanager
-def kineto_quiet():
+def kineto_quiet() -> Iterator[None]:
     try:
         sys.stderr.flush()
         saved = os.dup(2)

@@ -73,7 +73,11 @@ def export_window(s: Session, prof: Any) -> None:
 
 
 def write_run_json(
-    s: Session, status: str, code: int | None = None, error: str | None = None, samples: dict | None = None
+    s: Session,
+    status: str,
+    code: int | None = None,
+    error: str | None = None,
+    samples: dict[str, Any] | None = None,
 ) -> None:
     """run.json as the run stands: "running" from the start, "done" with the exit code and samples at the end."""
     info: dict[str, Any] = {

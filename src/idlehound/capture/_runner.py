@@ -11,7 +11,7 @@ import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn, Optional
+from typing import Callable, NoReturn, Optional
 
 from ..errors import CaptureError
 from ._options import CaptureOptions
@@ -121,19 +121,19 @@ def _signalled(e: BaseException) -> tuple[int, str]:
     return code, error
 
 
-def _block_signals() -> Optional[set]:
+def _block_signals() -> Optional[set[int]]:
     """Block SIGINT and SIGTERM at the OS level (delivered once unblocked); returns the mask to restore."""
     if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
         return None
     return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
-def _unblock_signals(mask: Optional[set]) -> None:
+def _unblock_signals(mask: Optional[set[int]]) -> None:
     if mask is not None:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
-def _drop_pending_signals(mask: Optional[set]) -> None:
+def _drop_pending_signals(mask: Optional[set[int]]) -> None:
     """A Ctrl-C or SIGTERM that came while the run was being saved: the run has ended already; say so, drop it."""
     if mask is None:
         return
@@ -146,7 +146,7 @@ def _drop_pending_signals(mask: Optional[set]) -> None:
     _unblock_signals(mask)
 
 
-def _flush_on_os_exit(session: Session):
+def _flush_on_os_exit(session: Session) -> Callable[[], None]:
     """os._exit() ends the process at once, past every finally: save the trace and run.json first.
 
     Only in this process: forked children (DataLoader workers, multiprocessing) leave by os._exit too.
@@ -171,7 +171,7 @@ def _flush_on_os_exit(session: Session):
     return lambda: setattr(os, "_exit", real_exit)
 
 
-def _exit_code(c) -> int:
+def _exit_code(c: object) -> int:
     if c is None:
         return 0
     if isinstance(c, int):

@@ -118,7 +118,7 @@ class Session:
             self._undo.append(stepper)
         self.watcher = Watcher(self, o.watch).start()  # the step clock, and --watch
         self.sampler = _sampler.Sampler(hz=o.sample_hz).start() if o.sample_hz > 0 else None
-        self._make_profiler = lambda: profile(
+        self._make_profiler: Callable[[], Any] = lambda: profile(
             activities=acts,
             schedule=self._schedule,
             on_trace_ready=lambda prof: export_window(self, prof),
@@ -311,7 +311,7 @@ class Session:
         return self.run_dir
 
     # ---- stepping
-    def _on_optimizer_step(self, optimizer, args, kwargs) -> None:
+    def _on_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self.facts["optimizer_steps"] += 1
         if self.manual:
             return
@@ -373,7 +373,7 @@ class Session:
         return out
 
 
-def _teardown_cupti_after(torch) -> None:
+def _teardown_cupti_after(torch: Any) -> None:
     """Ask Kineto to release CUPTI when the window closes, so steps after it run at full speed.
 
     Without teardown CUPTI's callbacks stay on and slow every later kernel launch (pytorch#146604). The crash

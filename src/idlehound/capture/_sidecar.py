@@ -88,7 +88,7 @@ def _library_roots(decided: dict[str, bool]) -> list[str]:
     return sorted({module_root(f) for f, user in rel.items() if not user} - user_roots)
 
 
-def _python_nodes(prof: Any) -> tuple[list, list]:
+def _python_nodes(prof: Any) -> tuple[list[Any], list[Any]]:
     """(Python call nodes, outermost idle points) of the profiler's event tree."""
     from ..analysis import roles  # numpy: imported once a window is saved, not with capture
 
@@ -99,8 +99,8 @@ def _python_nodes(prof: Any) -> tuple[list, list]:
         stack = [(n, False) for n in prof.profiler.kineto_results.experimental_event_tree()]
     except Exception:  # no tree (older torch, or profiling failed): the analysis falls back to def lines
         return [], []
-    out: list = []
-    points: list = []
+    out: list[Any] = []
+    points: list[Any] = []
     while stack:
         node, in_point = stack.pop()
         point = not in_point and roles.is_idle_point(node.name)
@@ -112,7 +112,9 @@ def _python_nodes(prof: Any) -> tuple[list, list]:
     return out, points
 
 
-def _library_stacks(points: list, decided: dict[str, bool]) -> tuple[list, list, dict[str, set[int]]]:
+def _library_stacks(
+    points: list[Any], decided: dict[str, bool]
+) -> tuple[list[Any], list[Any], dict[str, set[int]]]:
     """The exact lines on the stack above each idle point, where they are not the user's (those are in `frames`).
 
     library_calls: [start_ns, name, file, line, function] of each Python call on those stacks made from a library
@@ -121,8 +123,8 @@ def _library_stacks(points: list, decided: dict[str, bool]) -> tuple[list, list,
     bytecode with no call of its own (`if t:`, `a or b` on tensors) and the line is that of the frame's last call
     before it.
     """
-    calls: dict[tuple, list] = {}
-    rows: list[list] = []
+    calls: dict[tuple[Any, ...], list[Any]] = {}
+    rows: list[list[Any]] = []
     refs: dict[str, set[int]] = {}
     for p in points:
         frames = _python_ancestors(p)
@@ -147,10 +149,10 @@ def _ref(refs: dict[str, set[int]], decided: dict[str, bool], file: str, line: i
         refs.setdefault(file, set()).add(line)
 
 
-def _python_ancestors(node: Any) -> list:
+def _python_ancestors(node: Any) -> list[Any]:
     from torch._C._profiler import _EventType
 
-    out: list = []
+    out: list[Any] = []
     n = node.parent
     while n is not None and len(out) < 500:
         if n.tag in (_EventType.PyCall, _EventType.PyCCall):
@@ -159,7 +161,7 @@ def _python_ancestors(node: Any) -> list:
     return out
 
 
-def _line_inside(frame: Any, point: Any) -> Optional[list]:
+def _line_inside(frame: Any, point: Any) -> Optional[list[Any]]:
     """[file, line, function, how] of the line running in `frame` when `point` started."""
     from torch._C._profiler import _EventType
 
@@ -248,9 +250,9 @@ def _library_prefixes() -> tuple[str, ...]:
 
 def read_sources(
     refs: dict[str, set[int]], here: CaptureFiles, context: int = CONTEXT, total: int = MAX_LINES
-) -> dict[str, list]:
+) -> dict[str, list[Any]]:
     """{file: [[first_line, [line, ...]], ...]}: the lines around each referenced line, bounded in size."""
-    out: dict[str, list] = {}
+    out: dict[str, list[Any]] = {}
     budget = total
     for file in sorted(refs):
         text = _read_source(here.resolve(file))
@@ -276,7 +278,7 @@ def _read_source(path: Optional[str]) -> Optional[list[str]]:
     return raw.decode("utf-8", errors="replace").splitlines()
 
 
-def _chunks(text: list[str], lines: list[int], budget: int, context: int = CONTEXT) -> list:
+def _chunks(text: list[str], lines: list[int], budget: int, context: int = CONTEXT) -> list[Any]:
     """Merge the windows around `lines` into runs of consecutive lines, at most `budget` lines in all."""
     spans: list[list[int]] = []
     for n in lines:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 import sys
+from types import FrameType
 from typing import Any, Callable, Optional
 
 from ..vocabulary import RECORDING, ProfilerAction
@@ -19,14 +20,15 @@ def step_hook(
     if how == "optimizer":
         from torch.optim.optimizer import register_optimizer_step_post_hook
 
-        return register_optimizer_step_post_hook(on_optimizer_step).remove
+        handle = register_optimizer_step_post_hook(on_optimizer_step)
+        return lambda: handle.remove()
     if how == "dataloader":
         from torch.utils.data import dataloader as dl
 
         original = dl._BaseDataLoaderIter.__next__
         started = [False]
 
-        def __next__(it):
+        def __next__(it: Any) -> Any:
             if started[0]:
                 step()
             started[0] = True
@@ -48,12 +50,12 @@ def _step_on_function(name: str, step: Callable[[], None]) -> Callable[[], None]
     """
     previous = sys.gettrace()
 
-    def on_return(frame, event, arg):
+    def on_return(frame: FrameType, event: str, arg: Any) -> Any:
         if event == "return":
             step()
         return on_return
 
-    def tracer(frame, event, arg):
+    def tracer(frame: FrameType, event: Any, arg: Any) -> Any:
         if event == "call" and frame.f_code.co_name == name:
             frame.f_trace_lines = False
             return on_return
@@ -70,12 +72,12 @@ def count_child_processes(facts: dict[str, int]) -> Callable[[], None]:
 
     original = BaseProcess.start
 
-    def start(proc):
+    def start(proc: BaseProcess) -> None:
         if "_worker_loop" not in getattr(getattr(proc, "_target", None), "__name__", ""):
             facts["child_processes"] += 1
         return original(proc)
 
-    BaseProcess.start = start  # type: ignore[method-assign]  # counting child processes: patched on purpose
+    BaseProcess.start = start  # type: ignore[method-assign,assignment]  # counting child processes: patched on purpose
     return lambda: setattr(BaseProcess, "start", original)
 
 

@@ -12,7 +12,6 @@ import json
 import math
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -74,7 +73,7 @@ class Watcher:
         self.planned: list[Planned] = []
         self.open: Optional[Planned] = None
         self.windows: list[dict[str, Any]] = []
-        self.children: list[subprocess.Popen] = []
+        self.children: list[subprocess.Popen[bytes]] = []
         self._undo: Optional[Callable[[], None]] = None
         self._root: Optional[tuple[dict[str, Any], list[float], tuple[int, int, int]]] = None
         self._root_end = 0
@@ -344,8 +343,3 @@ def _folder_mb(folder: Path) -> float:
             with contextlib.suppress(OSError):
                 total += os.stat(os.path.join(root, f)).st_size
     return total / 2**20
-
-
-def median_step_ms(rows: list[list[Any]]) -> Optional[float]:
-    """The median of the rows' mean step times (steps.jsonl rows), or None."""
-    return statistics.median(r[2] for r in rows) if rows else None

@@ -22,10 +22,11 @@ from .. import settings
 from ..analysis import location_text, roles
 from ..errors import IdlehoundError
 from ..report import model as m
-from ..report import ranks_title, render_ranks, render_ranks_html
 from ..report.model import rnd
 from ..runfolder import rank_of
 from ..trace import list_traces
+
+Entry = tuple[str, str, str, tuple[Any, ...]]  # (trace path, run, worker, sort key): plain data for Ray
 
 
 def rank_traces(path: Union[str, Path]) -> list[Path]:
@@ -33,18 +34,18 @@ def rank_traces(path: Union[str, Path]) -> list[Path]:
     return [Path(e[0]) for e in newest_per_worker(list_entries(path), path)]
 
 
-def list_entries(path: Union[str, Path]) -> list[tuple[str, str, str, tuple]]:
+def list_entries(path: Union[str, Path]) -> list[Entry]:
     """(path, run, worker, sort key) of every trace under path: plain data, so a listing task on another node
     can send it back (the Ray engine runs this on every node)."""
     return [(str(t.path), t.run, t.worker, t.sort_key) for t in list_traces(Path(path))]
 
 
-def newest_per_worker(found: list[tuple[str, str, str, tuple]], path: Union[str, Path]) -> list[tuple]:
+def newest_per_worker(found: list[Entry], path: Union[str, Path]) -> list[Entry]:
     """The entries of the newest run's newest trace per worker, in rank order."""
     if not found:
         raise IdlehoundError(f"{path}: no traces (*.pt.trace.json[.gz] or rank-N.json[.gz] files)")
     run = max(found, key=lambda t: t[3])[1]
-    newest: dict[str, tuple] = {}
+    newest: dict[str, Entry] = {}
     for t in (t for t in found if t[1] == run):
         if t[2] not in newest or t[3] > newest[t[2]][3]:
             newest[t[2]] = t
@@ -386,7 +387,4 @@ __all__ = [
     "analyze_ranks",
     "compare_ranks",
     "rank_traces",
-    "ranks_title",
-    "render_ranks",
-    "render_ranks_html",
 ]

@@ -137,7 +137,7 @@ def _ray_in(base: str) -> None:
         os.chdir(base)
 
 
-def _ray_list(path: str, base: str) -> tuple[str, list[tuple[str, str, str, tuple]]]:
+def _ray_list(path: str, base: str) -> tuple[str, list[tuple[str, str, str, tuple[Any, ...]]]]:
     """On one node: its id and the traces it sees under path (none if path is not there)."""
     import ray
 
@@ -169,7 +169,7 @@ def _ray_run(ray: Any, path: str) -> list[dict[str, Any]]:
         ]
     )
     where: dict[str, list[str]] = {}
-    entries: dict[str, tuple] = {}
+    entries: dict[str, tuple[Any, ...]] = {}
     for node, found in listed:
         for e in found:
             where.setdefault(e[0], []).append(node)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import os
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 from ..errors import IdlehoundError
 from ._catalog import RULES, LintFinding
@@ -62,7 +62,7 @@ def _check_foreign_helpers(checkers: dict[Path, Checker]) -> None:
             checkers[k].drain()
 
 
-def join_costs(found: list[LintFinding], doc: dict) -> dict[tuple[str, int], float]:
+def join_costs(found: list[LintFinding], doc: dict[str, Any]) -> dict[tuple[str, int], float]:
     """Measured GPU idle (ms per step) at each finding's line, from an analysis report document."""
     per_line: dict[tuple[str, int], float] = {}
     rows = [(r["location"], r["idle_ms_per_step"]) for r in doc.get("idle_by_line", [])]
@@ -78,7 +78,7 @@ def join_costs(found: list[LintFinding], doc: dict) -> dict[tuple[str, int], flo
     }
 
 
-def measured_doc(trace: Optional[Path]) -> Optional[dict]:
+def measured_doc(trace: Optional[Path]) -> Optional[dict[str, Any]]:
     if trace is None:
         return None
     from ..pipeline import analyze_path

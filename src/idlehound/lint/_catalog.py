@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ class LintFinding:
     def info(self) -> Rule:
         return RULES[self.rule]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         r = self.info
         return {
             "rule": self.rule,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Any, Optional
+from typing import Any, Literal, Optional, Union
 
 from ._model import const, dotted, own_nodes
 
@@ -81,7 +81,9 @@ def _resolve_name(name: str, scopes: list[ast.AST], depth: int) -> Optional[dict
     return None
 
 
-def _dict_step(node: ast.AST, name: str, scopes: list[ast.AST], depth: int):
+def _dict_step(
+    node: ast.AST, name: str, scopes: list[ast.AST], depth: int
+) -> Union[dict[str, list[ast.expr]], None, Literal[False]]:
     """What this statement adds to dict `name`: a key map, None (unreadable) or False (not about `name`)."""
     if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
         return resolve_kwargs(node.value, scopes, depth + 1)

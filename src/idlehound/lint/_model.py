@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable, Iterator
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 from ._vocab import (
     _MODULE_NAMES,
@@ -44,7 +44,7 @@ def kw(call: ast.Call, name: str) -> Optional[ast.expr]:
     return next((k.value for k in call.keywords if k.arg == name), None)
 
 
-def const(node: Optional[ast.expr]):
+def const(node: Optional[ast.expr]) -> Any:
     return node.value if isinstance(node, ast.Constant) else None
 
 

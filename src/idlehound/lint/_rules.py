@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Optional
+from typing import Optional, Union
 
 from ._catalog import LintFinding
 from ._facts import Facts, _deep_stack, _device_like, _first_conv, _loaders, file_facts
@@ -109,7 +109,7 @@ class Checker(ast.NodeVisitor):
 
     visit_FunctionDef = visit_AsyncFunctionDef = _function
 
-    def _loop(self, node) -> None:
+    def _loop(self, node: Union[ast.For, ast.AsyncFor, ast.While]) -> None:
         training = self.gpu and reaches_step(loop_body(node), self.funcs, self.scope)
         self.step += training
         if isinstance(node, ast.While) and self.per_step and self.scope.kind(node.test) == TENSOR:
@@ -364,12 +364,6 @@ def check_tree(
     c = Checker(file, source, tree, facts, funcs)
     c.run()
     return c
-
-
-def check_source(source: str, file: str) -> list[LintFinding]:
-    from ._source import parse_source
-
-    return check_tree(parse_source(source, file), source, file).findings()
 
 
 def _suppressed(found: list[LintFinding], lines: list[str]) -> list[LintFinding]:

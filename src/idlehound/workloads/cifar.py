@@ -10,7 +10,7 @@ import hashlib
 import json
 import pickle
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -64,7 +64,7 @@ def ensure_data(data: Optional[Path] = None, per_batch: int = 10000) -> tuple[Pa
     return root, True
 
 
-def cifar10(root: Path, train: bool = True, transform=None, synthetic: bool = False):
+def cifar10(root: Path, train: bool = True, transform: Any = None, synthetic: bool = False) -> Any:
     """torchvision.datasets.CIFAR10 over root; the md5 check is skipped only for the synthetic copy."""
     from torchvision.datasets import CIFAR10
 
@@ -73,7 +73,7 @@ def cifar10(root: Path, train: bool = True, transform=None, synthetic: bool = Fa
 
     sums = json.loads((Path(root) / "cifar-10-batches-py" / MARKER).read_text())["md5"]
 
-    class SyntheticCIFAR10(CIFAR10):
+    class SyntheticCIFAR10(CIFAR10):  # type: ignore[misc]  # torchvision is not followed: Any
         # Same files and checks as the real set; only the checksums are those of the synthetic copy.
         train_list = [[name, sums[name]] for name in _BATCHES]
         test_list = [["test_batch", sums["test_batch"]]]

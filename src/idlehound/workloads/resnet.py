@@ -42,7 +42,7 @@ MEAN = (0.4914, 0.4822, 0.4465)
 STD = (0.2470, 0.2435, 0.2616)
 
 
-def make_loader(cfg: TrainConfig):
+def make_loader(cfg: TrainConfig) -> Any:
     import torch
     from torchvision import transforms as T
 
@@ -65,7 +65,7 @@ def make_loader(cfg: TrainConfig):
     return torch.utils.data.DataLoader(ds, generator=g, **kw), synthetic
 
 
-def make_model(cfg: TrainConfig):
+def make_model(cfg: TrainConfig) -> Any:
     import torch
     from torchvision.models import resnet18
 
@@ -105,11 +105,11 @@ class Trainer:
             self._mean = torch.tensor(MEAN, device=self.device).view(1, 3, 1, 1) * 255
             self._std = torch.tensor(STD, device=self.device).view(1, 3, 1, 1) * 255
 
-    def _forever(self):
+    def _forever(self) -> Any:  # a generator of batches
         while True:
             yield from self.loader
 
-    def _batch(self):
+    def _batch(self) -> tuple[Any, Any]:
         torch = self.torch
         if self.batches is None:
             return self._x, self._y
@@ -122,7 +122,7 @@ class Trainer:
             x = (x - self._mean) / self._std
         return x, y
 
-    def step(self):
+    def step(self) -> Any:
         torch = self.torch
         x, y = self._batch()
         if self.cfg.channels_last:
@@ -153,7 +153,7 @@ class Trainer:
             self.torch.cuda.synchronize()
 
 
-def time_steps(trainer: Trainer, warmup: int, steps: int, on_step: Optional[Callable[[], None]] = None) -> dict:
+def time_steps(trainer: Trainer, warmup: int, steps: int, on_step: Optional[Callable[[], None]] = None) -> dict[str, Any]:
     """Run warmup steps, then time `steps` steps; returns samples/s and ms/step (host wall clock, synced)."""
     for _ in range(warmup):
         trainer.step()

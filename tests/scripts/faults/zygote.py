@@ -18,7 +18,7 @@ import torch  # noqa: F401  (the point: imported once, before any fork)
 import torch._dynamo  # noqa: F401  (the first optimizer step imports it: seconds)
 import torch.profiler  # noqa: F401
 
-import idlehound.capture.report_run  # noqa: F401
+import idlehound.app  # noqa: F401  (what `idlehound run` does after the capture)
 import idlehound.cli as cli
 import idlehound.pipeline  # noqa: F401
 import idlehound.report.html  # noqa: F401
