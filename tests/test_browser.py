@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from idlehound.pipeline import analyze_path
-from idlehound.report.files import write_report
+from idlehound.report import write
 from idlehound.report.html import fmt_metric
 
 from .conftest import TRACES
@@ -47,7 +47,7 @@ def chromium(tmp_path, *args):
 @pytest.mark.parametrize("name", ["sync_item", "dataloader_bound", "healthy", "memory_churn"])
 def test_report_renders_with_matching_numbers(tmp_path, name):
     res = analyze_path(TRACES / name)
-    page = write_report(res.doc, tmp_path / "report.html")
+    page = write(res.report, tmp_path / "report.html")
     r = chromium(tmp_path, "--dump-dom", page.as_uri())
     assert r.returncode == 0, r.stderr[-2000:]
     console = [ln for ln in r.stderr.splitlines() if "CONSOLE" in ln]
@@ -75,7 +75,7 @@ def test_report_renders_with_matching_numbers(tmp_path, name):
 
 def test_memory_curve_drawn_when_recorded(tmp_path):
     res = analyze_path(TRACES / "memory_churn")
-    page = write_report(res.doc, tmp_path / "report.html")
+    page = write(res.report, tmp_path / "report.html")
     dom = chromium(tmp_path, "--dump-dom", page.as_uri()).stdout
     points = re.search(r'<svg id="memory-curve".*?points="([^"]+)"', dom, re.S).group(1).split()
     assert len(points) == len(res.doc["memory"]["curve"]) > 10

@@ -25,13 +25,14 @@ def test_docs_define_every_metric_with_the_same_text():
 
 
 def test_html_is_self_contained_and_matches_json():
-    doc = analyze_path(TRACES / "sync_item").doc
-    page = render_html(doc)
+    res = analyze_path(TRACES / "sync_item")
+    doc = res.doc
+    page = render_html(res.report)
     assert "http://" not in page and "https://" not in page  # opens offline
     embedded = json.loads(re.search(r"id='idlehound-data'>(.*?)</script>", page, re.S).group(1))
     assert embedded["headline"] == doc["headline"]
-    for key, m in doc["metrics"].items():
-        if m["value"] is not None:
+    for key, m in res.report.metrics.items():
+        if m.value is not None:
             card = re.search(rf"data-metric='{key}'><div class='v'>(.*?)</div>", page).group(1)
             assert html.unescape(card) == fmt_metric(m)
     assert "<svg id='breakdown-chart'" in page and "<svg id='timeline'" in page

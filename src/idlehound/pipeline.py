@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -10,7 +11,9 @@ from ._limits import small_pages
 from .analysis import Analysis, analyze, load_sidecar
 from .diagnose import Finding, Thresholds, diagnose
 from .errors import IdlehoundError
-from .report import build
+from .report import build_model
+from .report import model as m
+from .report.model import as_data
 from .result import Result as Diagnosed
 from .runfolder import read_run_info, run_info_rank, sidecar_path
 from .trace import Trace, load_trace
@@ -20,11 +23,16 @@ from .trace import Trace, load_trace
 class Result:
     analysis: Analysis
     findings: list[Finding]
-    doc: dict[str, Any]
+    report: m.Report  # the report document, what report.write and the renderers take
+
+    @cached_property
+    def doc(self) -> dict[str, Any]:
+        """The report document as plain data (what its JSON holds)."""
+        return as_data(self.report)
 
     def diagnosed(self) -> Diagnosed:
         """The same analysis, findings and document as the one object `idlehound.analyze()` returns."""
-        return Diagnosed.of(self.analysis, self.findings, self.doc)
+        return Diagnosed.of(self.analysis, self.findings, self.report)
 
 
 def analyze_path(
@@ -57,7 +65,7 @@ def diagnose_trace(
     """Analyse (with the run folder, as analyze_run_folder), diagnose and build the report of a loaded trace."""
     a = analyze_run_folder(trace, step=step, sidecar=sidecar, run_info=run_info)
     findings = diagnose(a, thresholds)
-    return Result(a, findings, build(a, findings))
+    return Result(a, findings, build_model(a, findings))
 
 
 def analyze_run_folder(
@@ -105,11 +113,11 @@ def parse_gates(specs: tuple[str, ...]) -> dict[str, float]:
     return gates
 
 
-def failed_gates(doc: dict[str, Any], gates: dict[str, float]) -> list[str]:
+def failed_gates(doc: m.Report, gates: dict[str, float]) -> list[str]:
     """Gates whose metric is below its floor (or missing from the trace)."""
     out = []
     for key, floor in gates.items():
-        v = doc["metrics"][key]["value"]
+        v = doc.metrics[key].value
         if v is None:
             out.append(f"{key}: not measured in this trace (floor {floor:g})")
         elif v < floor:

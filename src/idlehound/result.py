@@ -13,7 +13,9 @@ from typing import Any, Optional
 
 from .analysis import Analysis, location_text
 from .diagnose import Finding
-from .report import build
+from .report import build_model
+from .report import model as m
+from .report.model import as_data
 
 # The report's tables that to_pandas() and to_polars() hand over, each a list of flat rows made from the document.
 TABLES = ("metrics", "steps", "findings", "idle_by_cause", "idle_by_line", "sync_points", "kernels")
@@ -25,22 +27,30 @@ class Result(Analysis):
     report document, the same as `idlehound analyze --json` prints)."""
 
     findings: list[Finding] = field(default_factory=list)
+    _report: Optional[m.Report] = field(default=None, repr=False, compare=False)
     _doc: Optional[dict[str, Any]] = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def of(cls, a: Analysis, findings: list[Finding], doc: Optional[dict[str, Any]] = None) -> Result:
+    def of(cls, a: Analysis, findings: list[Finding], report: Optional[m.Report] = None) -> Result:
         values = {f.name: getattr(a, f.name) for f in fields(Analysis)}
-        return cls(**values, findings=findings, _doc=doc)
+        return cls(**values, findings=findings, _report=report)
 
     @property
     def analysis(self) -> Analysis:
         return self
 
     @property
+    def report(self) -> m.Report:
+        """The report document as its typed Struct (report/model.py): what `idlehound.report.write` takes."""
+        if self._report is None:
+            self._report = build_model(self, self.findings)
+        return self._report
+
+    @property
     def doc(self) -> dict[str, Any]:
-        """The versioned report document (docs/json-schema.md)."""
+        """The versioned report document (docs/json-schema.md) as plain data."""
         if self._doc is None:
-            self._doc = build(self, self.findings)
+            self._doc = as_data(self.report)
         return self._doc
 
     def __repr__(self) -> str:  # the dataclass's would print every field of the analysis
@@ -49,14 +59,14 @@ class Result(Analysis):
 
     @property
     def headline(self) -> str:
-        return str(self.doc["headline"])
+        return self.report.headline
 
     def _repr_html_(self) -> str:
         """The HTML report's headline, metrics, charts and findings, for Jupyter: inline CSS scoped to this
         output and inline SVG, nothing fetched."""
         from .report import render_html_fragment
 
-        return render_html_fragment(self.doc)
+        return render_html_fragment(self.report)
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:
         """The report's tables as lists of flat rows (what to_pandas() and to_polars() turn into frames)."""

@@ -21,11 +21,11 @@ def analyze_run(run_dir: Path, print_report: bool = True, html: bool = True) -> 
         sys.stderr.write(f"idlehound: {e}\n")
         return None
     try:
-        from ..report import scalars_of, write_report, write_scalars
+        from ..report import scalars_of, write, write_scalars
 
         for name in REPORTS if html else [n for n in REPORTS if not n.endswith(".html")]:
-            write_report(res.doc, run_dir / name, force=True)  # the run's own folder: its reports
-        why = write_scalars(run_dir, scalars_of(res.doc))
+            write(res.report, run_dir / name, force=True)  # the run's own folder: its reports
+        why = write_scalars(run_dir, scalars_of(res.report))
         if why:
             res.analysis.notes.append(why)
     except Exception as e:  # a report writer failed: the analysis is still printed
@@ -33,7 +33,7 @@ def analyze_run(run_dir: Path, print_report: bool = True, html: bool = True) -> 
     if print_report:
         from ..report import render
 
-        render(res.doc)
+        render(res.report)
         sys.stderr.write(f"idlehound: run folder {run_dir}\n")
     return res
 

@@ -94,7 +94,7 @@ def show_recorded(console=None) -> None:
     c = console or Console()
     c.print()
     c.print(Rule("no GPU here; the same workload recorded on an H200:", style="bold yellow"))
-    render(analyze_path(RECORDED).doc, c)
+    render(analyze_path(RECORDED).report, c)
     c.print(
         f"(recorded run folder: {RECORDED}; `idlehound analyze` or `idlehound report` read it like any other)",
         style="dim",

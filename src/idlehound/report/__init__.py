@@ -1,8 +1,9 @@
 """Reports: terminal (rich), JSON, markdown, HTML and TensorBoard, all from one report document.
 
 report/model.py types every output document (msgspec Structs); `encode` writes their JSON text and `validate`
-reads it back strictly. Every renderer of every document (report, compare, ranks, ladder; tune's renderers use these helpers) lives
-here, and other packages use only the names in __all__. The renderers load on first use (PEP 562), so
+reads it back strictly. Builders return these Structs; every renderer of every document (report, compare, ranks,
+lint, ladder, tune) lives here and takes them, and `write(doc, path)` writes any of them as JSON, markdown or
+HTML. Other packages use only the names in __all__. The renderers load on first use (PEP 562), so
 building a document does not import rich or jinja2.
 """
 
@@ -27,10 +28,10 @@ if TYPE_CHECKING:  # the lazy names' types, for mypy; at run time __getattr__ lo
     from .annotated import annotation_events, check_annotated_output, is_annotated_name, write_annotated
     from .compare import render_compare, render_compare_markdown
     from .files import (
+        Document,
         check_output,
-        write_compare,
-        write_ranks,
-        write_report,
+        render_as,
+        write,
     )
     from .html import (
         fmt_metric,
@@ -80,9 +81,9 @@ _LAZY = {  # public name -> the module of this package that defines it
     "ladder_markdown": "ladder",
     "ladder_table_rows": "ladder",
     "check_output": "files",
-    "write_report": "files",
-    "write_compare": "files",
-    "write_ranks": "files",
+    "write": "files",
+    "render_as": "files",
+    "Document": "files",
     "scalars_of": "tensorboard",
     "write_scalars": "tensorboard",
     "write_ladder_scalars": "tensorboard",
@@ -108,6 +109,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [  # the eager names and _LAZY's (tests/test_report_lazy_names.py keeps them in step)
     "DOCUMENTS",
+    "Document",
     "SCHEMA",
     "SCHEMA_VERSION",
     "annotation_events",
@@ -141,16 +143,15 @@ __all__ = [  # the eager names and _LAZY's (tests/test_report_lazy_names.py keep
     "render_markdown",
     "render_page",
     "render_ranks",
+    "render_as",
     "render_ranks_html",
     "scalars_of",
     "sparkline",
     "to_json",
     "validate",
     "visible",
+    "write",
     "write_annotated",
-    "write_compare",
     "write_ladder_scalars",
-    "write_ranks",
-    "write_report",
     "write_scalars",
 ]
