@@ -127,9 +127,9 @@ def test_run_refuses_a_mistyped_option_before_the_script(tmp_path, run_cli):
 
 
 def _compare(a="dataloader_bound", b="dataloader_workers"):
-    from idlehound.compare import compare_docs
+    from idlehound.compare import compare_model
 
-    return compare_docs(analyze_path(TRACES / a).doc, analyze_path(TRACES / b).doc)
+    return compare_model(analyze_path(TRACES / a).report, analyze_path(TRACES / b).report)
 
 
 @pytest.mark.slow  # two recorded traces analysed (about a second each)
@@ -141,19 +141,19 @@ def test_compare_in_the_terminal_is_a_table_with_units_and_says_which_side_is_be
     render_compare(c, Console(file=out, width=120, color_system=None))
     text = out.getvalue()
     assert "##" not in text and "|---" not in text  # not raw markdown
-    step = next(r for r in c["metrics"] if r["label"] == "Step time")
-    assert f"{step['a']:,.2f} ms" in text and f"{step['b']:,.2f} ms" in text  # the unit beside each figure
+    step = next(r for r in c.metrics if r.label == "Step time")
+    assert f"{step.a:,.2f} ms" in text and f"{step.b:,.2f} ms" in text  # the unit beside each figure
     from idlehound.report.compare import judgement
 
     # two loader workers: a shorter step and less data-loading idle time are better, not worse
-    assert judgement("metrics", step) == "better" and step["b"] < step["a"]
-    idle = next(r for r in c["idle_by_cause_ms"] if r["label"] == "data_loading")
+    assert judgement("metrics", step) == "better" and step.b < step.a
+    idle = next(r for r in c.idle_by_cause_ms if r.label == "data_loading")
     assert judgement("idle_by_cause_ms", idle) == "better"
-    busy = next(r for r in c["metrics"] if r["label"] == "GPU busy")
-    assert judgement("metrics", busy) == ("better" if busy["b"] > busy["a"] else "worse")
+    busy = next(r for r in c.metrics if r.label == "GPU busy")
+    assert judgement("metrics", busy) == ("better" if busy.b > busy.a else "worse")
     assert "| B is |" in render_compare_markdown(c)
     page = render_compare_html(c)
-    assert page.count("<rect") >= 4 and "class='n better'" in page and f"{step['b']:,.2f} ms" in page
+    assert page.count("<rect") >= 4 and "class='n better'" in page and f"{step.b:,.2f} ms" in page
 
 
 @pytest.mark.slow
@@ -161,7 +161,7 @@ def test_compare_leaves_out_an_empty_findings_section():
     from idlehound.report import render_compare, render_compare_markdown
 
     c = _compare("healthy", "healthy")
-    assert not any(c[k] for k in ("findings_gone", "findings_new", "findings_kept"))
+    assert not (c.findings_gone or c.findings_new or c.findings_kept)
     out = io.StringIO()
     render_compare(c, Console(file=out, width=120, color_system=None))
     assert "Findings" not in out.getvalue() and "## Findings" not in render_compare_markdown(c)

@@ -124,16 +124,15 @@ def report(path: Path, output: Path, run: Optional[str], worker: Optional[str], 
 
 def compare(a: Path, b: Path, as_json: bool, output: Optional[Path], force: bool = False) -> None:
     """`idlehound compare A B`."""
-    from ..compare import compare_docs
+    from ..compare import compare_model
     from ..pipeline import analyze_path
     from ..report import check_output, render_compare, write
-    from ..report.model import Compare, typed
 
     if output is not None:
         check_output(output, force, [a, b])
-    doc = compare_docs(analyze_path(a).doc, analyze_path(b).doc)
+    doc = compare_model(analyze_path(a).report, analyze_path(b).report)
     if output is not None:
-        write(typed(doc, Compare), output, force=force, inputs=[a, b])
+        write(doc, output, force=force, inputs=[a, b])
     if as_json:
         click.echo(encode(doc))
     else:

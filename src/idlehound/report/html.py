@@ -344,49 +344,44 @@ def _memory(mem: m.Memory) -> Optional[dict[str, Any]]:
     }
 
 
-_COMPARE_SECTIONS = (
-    ("Metrics", "metrics"),
-    ("Step time breakdown (ms per step)", "breakdown_ms"),
-    ("GPU idle by cause (ms per step)", "idle_by_cause_ms"),
-    ("Top kernels (ms per step)", "kernels_ms"),
-    ("Memory", "memory"),
-)
-
-
-def render_compare_html(c: dict[str, Any]) -> str:
+def render_compare_html(doc: Union[m.Compare, Mapping[str, Any]]) -> str:
     """Two runs side by side: bars of each one's step, a table per section (units, B better or worse)."""
-    from .compare import cells, judgement
+    from .compare import SECTIONS, cells, judgement, rows_of
 
+    c = typed(doc, m.Compare)
     sections = [
         {
             "title": title,
-            "rows": [{"label": x["label"], "cells": cells(x), "mark": judgement(key, x)} for x in c[key]],
+            "rows": [
+                {"label": x.label, "cells": cells(x), "mark": judgement(key, x)} for x in rows_of(c, key)
+            ],
         }
-        for title, key in _COMPARE_SECTIONS
-        if c[key]
+        for title, key in SECTIONS
+        if rows_of(c, key)
     ]
     items = finding_lines(c)  # the page's template escapes them
     return render_page(
-        "compare.html", a=c["a"], b=c["b"], sections=sections, findings=items, chart=_compare_chart(c)
+        "compare.html", a=c.a, b=c.b, sections=sections, findings=items, chart=_compare_chart(c)
     )
 
 
-def _compare_chart(c: dict[str, Any]) -> dict[str, Any]:
+def _compare_chart(c: m.Compare) -> dict[str, Any]:
     """A's and B's step as stacked bars of the breakdown categories, on one ms scale."""
-    rows = c["breakdown_ms"]
-    total = {side: sum(r[side] or 0.0 for r in rows) for side in ("a", "b")}
+    rows = c.breakdown_ms
+    sides = {"a": [r.a or 0.0 for r in rows], "b": [r.b or 0.0 for r in rows]}
+    total = {side: sum(ms) for side, ms in sides.items()}
     scale = max(total.values()) or 1.0
     bars = []
-    for side in ("a", "b"):
+    for side, ms in sides.items():
         x, parts = 0.0, []
-        for r in rows:
-            w = 100.0 * (r[side] or 0.0) / scale
+        for r, v in zip(rows, ms):
+            w = 100.0 * v / scale
             if w > 0:
-                color = COLORS.get(r["label"], "#9e9e9e")
-                parts.append({"x": round(x, 3), "w": round(w, 3), "color": color, "label": r["label"]})
+                color = COLORS.get(r.label, "#9e9e9e")
+                parts.append({"x": round(x, 3), "w": round(w, 3), "color": color, "label": r.label})
                 x += w
         bars.append({"side": side.upper(), "parts": parts, "ms": num(total[side], unit=" ms")})
-    legend = [{"label": r["label"], "color": COLORS.get(r["label"], "#9e9e9e")} for r in rows]
+    legend = [{"label": r.label, "color": COLORS.get(r.label, "#9e9e9e")} for r in rows]
     return {"bars": bars, "legend": legend}
 
 
