@@ -84,15 +84,14 @@ def analyze_ranks(
     address: Optional[str] = None,
 ) -> None:
     """`idlehound analyze --ranks`: every rank of a distributed run, the straggler and why."""
-    from ..distributed import analyze_ranks as _analyze_ranks
+    from ..distributed import ranks_report
     from ..report import check_output, render_ranks, write
-    from ..report.model import Ranks, typed
 
     if output is not None:
         check_output(output, force, [path])
-    doc = _analyze_ranks(path, engine=engine, address=address)
+    doc = ranks_report(path, engine=engine, address=address)
     if output is not None:
-        write(typed(doc, Ranks), output, force=force, inputs=[path])
+        write(doc, output, force=force, inputs=[path])
     if as_json:
         click.echo(encode(doc))
     else:
