@@ -20,9 +20,8 @@ from markdown_it import MarkdownIt
 
 from idlehound.compare import compare_docs, render_compare_markdown
 from idlehound.distributed import analyze_ranks, render_ranks_html
-from idlehound.ladder import ladder_markdown
 from idlehound.pipeline import analyze_path
-from idlehound.report import write
+from idlehound.report import ladder_markdown, write
 from idlehound.report._escape import md_code, md_fence, md_text, visible
 from idlehound.report.html import render_compare_html, render_html, render_ladder_html
 from idlehound.report.markdown import render_markdown
@@ -417,10 +416,16 @@ def _ladder_doc():
         "speedup": 1.0,
         "pct_of_ceiling": 2.7,
         "top_finding": PAYLOAD,
+        "config": {},
+        "tried": [],
+        "trace": PAYLOAD,
     }
     return {
+        "schema": "idlehound/ladder",
+        "schema_version": 1,
         "device": PAYLOAD,
         "rungs": [row, {**row, "name": "amp", "status": "failed", "samples_per_s": None}],
+        "best": "baseline",
     }
 
 

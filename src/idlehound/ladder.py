@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .diagnose.dataloader import worker_sweep
-from .report import ladder_markdown, model, render_ladder_html, write_ladder_scalars
+from .report import model, write, write_ladder_scalars
 from .runfolder import document_files
 from .workloads.resnet import TrainConfig, Trainer, baseline, cpu_count, default_device, time_steps
 
@@ -223,10 +223,8 @@ def measured_label(label: str, cfg: TrainConfig, tried: list[dict[str, Any]]) ->
 def _save(results: list[RungResult], device: str, run_dir: Path) -> None:
     _relative(results)
     doc = ladder_doc(results, device)
-    json_file, md_file, html_file = document_files(run_dir, "ladder")
-    json_file.write_text(model.encode(doc))
-    md_file.write_text(ladder_markdown(doc))
-    html_file.write_text(render_ladder_html(doc), encoding="utf-8")
+    for path in document_files(run_dir, "ladder"):  # rewritten whole after each rung
+        write(doc, path, force=True)
     for old in run_dir.glob("events.out.tfevents.*"):  # rewritten whole after each rung
         old.unlink()
     write_ladder_scalars(run_dir, doc)
@@ -369,7 +367,7 @@ def _profile_rung(trainer: Trainer, res: RungResult, run_dir: Path, steps: int =
             p.step()
     trainer.sync()
     out = analyze_path(folder)
-    res.gpu_busy_pct = out.doc["metrics"]["gpu_util"]["value"]
+    res.gpu_busy_pct = out.report.metrics["gpu_util"].value
     top = next((f for f in out.findings if f.kind != "risk"), None)
     res.top_finding = f"{top.title} ({top.recoverable_ms:.2f} ms/step)" if top else "none"
     res.trace = str(out.analysis.trace.path.relative_to(run_dir))
@@ -398,7 +396,8 @@ def _relative(results: list[RungResult]) -> None:
             r.pct_of_ceiling = round(100 * r.samples_per_s / ceil, 1)
 
 
-def ladder_doc(results: list[RungResult], device: str) -> dict[str, Any]:
+def ladder_doc(results: list[RungResult], device: str) -> model.Ladder:
+    """The ladder document (schema idlehound/ladder), what report.write and the renderers take."""
     from dataclasses import asdict
 
     best = max(
@@ -406,12 +405,10 @@ def ladder_doc(results: list[RungResult], device: str) -> dict[str, Any]:
         key=lambda r: r.samples_per_s or 0.0,  # the filter keeps measured rungs only
         default=None,
     )
-    return model.as_data(
-        model.Ladder(
-            schema="idlehound/ladder",
-            schema_version=1,
-            device=device,
-            rungs=[model.Rung(**asdict(r)) for r in results],
-            best=best.name if best else None,
-        )
+    return model.Ladder(
+        schema="idlehound/ladder",
+        schema_version=1,
+        device=device,
+        rungs=[model.Rung(**asdict(r)) for r in results],
+        best=best.name if best else None,
     )

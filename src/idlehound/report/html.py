@@ -398,42 +398,45 @@ _LADDER_HEAD = (
 )
 
 
-def render_ladder_html(doc: dict[str, Any]) -> str:
+def render_ladder_html(doc: Union[m.Ladder, Mapping[str, Any]]) -> str:
     """Throughput per rung as bars against the in-memory ceiling line, and the ladder table."""
     from .ladder import ladder_table_rows
 
-    rungs = [r for r in doc["rungs"] if r["name"] != "ceiling"]
-    ceiling = next((r["samples_per_s"] for r in doc["rungs"] if r["name"] == "ceiling"), None)
-    top = max([r["samples_per_s"] or 0 for r in rungs] + [ceiling or 0]) or 1
+    lad = typed(doc, m.Ladder)
+    rungs = [r for r in lad.rungs if r.name != "ceiling"]
+    ceiling = next((r.samples_per_s for r in lad.rungs if r.name == "ceiling"), None)
+    top = max([r.samples_per_s or 0 for r in rungs] + [ceiling or 0]) or 1
     w, bar, gap = 640, 22, 8
     h = len(rungs) * (bar + gap) + 20
-    bars = []
-    for i, r in enumerate(rungs):
-        y = 4 + i * (bar + gap)
-        b = {
-            "y": y,
-            "text_y": y + 15,
-            "label": r["label"][:46],
-            "status": r["status"],
-            "reason": r["reason"],
-            "bar": None,
-        }
-        if r["samples_per_s"]:
-            bw = w * r["samples_per_s"] / top * 0.95
-            b["bar"] = {"w": f"{bw:.1f}", "end_x": f"{334 + bw:.1f}", "rate": f"{r['samples_per_s']:,.0f}"}
-        bars.append(b)
+    bars = [_rung_bar(i, r, top, w, bar + gap) for i, r in enumerate(rungs)]
     line = None
     if ceiling:
         x = 330 + w * 0.95 * ceiling / top
         line = {"x": f"{x:.1f}", "text_x": f"{x + 4:.1f}", "rate": f"{ceiling:,.0f}"}
     return render_page(
         "ladder.html",
-        device=doc["device"],
+        device=lad.device,
         width=w + 360,
         height=h,
         bar_h=bar,
         bars=bars,
         ceiling=line,
         head=_LADDER_HEAD,
-        rows=ladder_table_rows(doc),
+        rows=ladder_table_rows(lad),
     )
+
+
+def _rung_bar(i: int, r: m.Rung, top: float, w: int, pitch: int) -> dict[str, Any]:
+    y = 4 + i * pitch
+    b: dict[str, Any] = {
+        "y": y,
+        "text_y": y + 15,
+        "label": r.label[:46],
+        "status": r.status,
+        "reason": r.reason,
+        "bar": None,
+    }
+    if r.samples_per_s:
+        bw = w * r.samples_per_s / top * 0.95
+        b["bar"] = {"w": f"{bw:.1f}", "end_x": f"{334 + bw:.1f}", "rate": f"{r.samples_per_s:,.0f}"}
+    return b

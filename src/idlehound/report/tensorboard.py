@@ -55,18 +55,22 @@ def write_scalars(folder: Path, values: dict[str, float], step: int = 0) -> Opti
     return None
 
 
-def write_ladder_scalars(folder: Path, doc: dict[str, Any]) -> Optional[str]:
+def write_ladder_scalars(folder: Path, doc: Union[m.Ladder, Mapping[str, Any]]) -> Optional[str]:
     """One point per rung (step = rung index): samples/s, ms/step, GPU busy, speed-up."""
+    lad = typed(doc, m.Ladder)
     try:
         w, Event, Summary = _writer(folder)
     except ImportError:
         return "tensorboard is not installed: no scalar summaries written (pip install tensorboard)"
-    for i, r in enumerate(doc["rungs"]):
-        vals = {
-            f"ladder/{k}": float(r[k])
-            for k in ("samples_per_s", "ms_per_step", "gpu_busy_pct", "speedup", "pct_of_ceiling")
-            if r.get(k) is not None
+    for i, r in enumerate(lad.rungs):
+        figures = {
+            "samples_per_s": r.samples_per_s,
+            "ms_per_step": r.ms_per_step,
+            "gpu_busy_pct": r.gpu_busy_pct,
+            "speedup": r.speedup,
+            "pct_of_ceiling": r.pct_of_ceiling,
         }
+        vals = {f"ladder/{k}": float(v) for k, v in figures.items() if v is not None}
         if vals:
             w.add_event(
                 Event(
