@@ -266,8 +266,14 @@ def test_a_step_that_spans_an_epoch_boundary_and_its_evaluation_is_left_out_of_t
 
 
 def test_tune_counts_runs_and_says_what_a_verdict_means(capsys):
+    from dataclasses import asdict
+
+    from msgspec.structs import replace
+
+    from idlehound.report.model import validate
+    from idlehound.report.tune import prediction_line, verdict
     from idlehound.tune import print_progress
-    from idlehound.tune.report import prediction_line, verdict
+    from idlehound.tune._candidates import Outcome
 
     print_progress("baseline (2 warm-up + 4 timed steps)", 0, 0)
     print_progress("baseline (run 1)", 0, 0)
@@ -280,19 +286,19 @@ def test_tune_counts_runs_and_says_what_a_verdict_means(capsys):
         "idlehound tune: [run 3 of ~8] workers2 (run 1)",
         "idlehound tune: diagnosing the baseline (short profile)",
     ]
-    v = {"candidate": "workers2", "status": "rejected", "effect": None, "on_top_of": None}
-    v["reason"] = "bitwise equal: diverged at step 111: 2.30259 vs 2.30411"
-    assert verdict(v) == (
+    reason = "bitwise equal: diverged at step 111: 2.30259 vs 2.30411"
+    v = Outcome("workers2", "workers", status="rejected", reason=reason)
+    assert verdict(asdict(v)) == (
         "rejected: the losses changed at step 111 (2.30259 as written, 2.30411 with the change; "
         "check: bitwise equal)"
     )
-    ok = {"candidate": "bf16", "status": "ok", "reason": "", "on_top_of": None}
-    wide = {**ok, "effect": "no measurable effect", "speedup": 1.74, "speedup_ci": [1.01, 3.02]}
-    assert verdict(wide) == "not proven faster: interval 1.01–3.02×"
-    flat = {**ok, "effect": "no measurable effect", "speedup": 1.01, "speedup_ci": [0.95, 1.09]}
-    assert verdict(flat) == "no measurable effect"
-    doc = {"schema_version": 3, "prediction": {"available": False}, "budget_s": 300, "wall_s": 306.0}
+    wide = Outcome("bf16", "bf16", effect="no measurable effect", speedup=1.74, speedup_ci=[1.01, 3.02])
+    assert verdict(asdict(wide)) == "not proven faster: interval 1.01–3.02×"
+    flat = Outcome("bf16", "bf16", effect="no measurable effect", speedup=1.01, speedup_ci=[0.95, 1.09])
+    assert verdict(asdict(flat)) == "no measurable effect"
+    recorded = validate((ROOT / "docs" / "measurements" / "tune-h200-a.json").read_text(), "tune")
+    doc = replace(recorded, schema_version=3, prediction={"available": False}, budget_s=300, wall_s=306.0)
     assert prediction_line(doc).endswith(
         "Budget 300 s, used 306 s (2% over: a run under way is finished, not cut)."
     )
-    assert prediction_line({**doc, "wall_s": 250.0}).endswith("Budget 300 s, used 250 s.")
+    assert prediction_line(replace(doc, wall_s=250.0)).endswith("Budget 300 s, used 250 s.")

@@ -25,7 +25,7 @@ from idlehound.report import ladder_markdown, write
 from idlehound.report._escape import md_code, md_fence, md_text, visible
 from idlehound.report.html import render_compare_html, render_html, render_ladder_html
 from idlehound.report.markdown import render_markdown
-from idlehound.tune.report import tune_html, tune_markdown
+from idlehound.report.tune import tune_html, tune_markdown
 
 from .conftest import ROOT, TRACES
 

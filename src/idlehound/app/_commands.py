@@ -282,7 +282,7 @@ def tune(
         click.echo(encode(doc))
     else:
         render_tune(doc)
-    click.echo(f"idlehound: tune folder {doc['run_dir']}", err=True)
+    click.echo(f"idlehound: tune folder {doc.run_dir}", err=True)
 
 
 def demo(

@@ -58,6 +58,7 @@ if TYPE_CHECKING:  # the lazy names' types, for mypy; at run time __getattr__ lo
         write_scalars,
     )
     from .terminal import render
+    from .tune import render_tune, set_candidate_names, tune_html, tune_markdown
 
 _LAZY = {  # public name -> the module of this package that defines it
     "render": "terminal",
@@ -95,6 +96,10 @@ _LAZY = {  # public name -> the module of this package that defines it
     "num": "_format",
     "metric_text": "_format",
     "sparkline": "_curve",
+    "render_tune": "tune",
+    "tune_markdown": "tune",
+    "tune_html": "tune",
+    "set_candidate_names": "tune",
 }
 
 
@@ -133,6 +138,7 @@ __all__ = [  # the eager names and _LAZY's (tests/test_report_lazy_names.py keep
     "r",
     "ranks_title",
     "render",
+    "render_as",
     "render_compare",
     "render_compare_html",
     "render_compare_markdown",
@@ -143,11 +149,14 @@ __all__ = [  # the eager names and _LAZY's (tests/test_report_lazy_names.py keep
     "render_markdown",
     "render_page",
     "render_ranks",
-    "render_as",
     "render_ranks_html",
+    "render_tune",
     "scalars_of",
+    "set_candidate_names",
     "sparkline",
     "to_json",
+    "tune_html",
+    "tune_markdown",
     "validate",
     "visible",
     "write",
