@@ -66,7 +66,7 @@ def analyze(
 
 def gate_annotation(doc: Report, failed: list[str]) -> str:
     """The failed gates as one GitHub error annotation, at the top finding's line when the trace names one."""
-    from ..lint import annotation
+    from ..report import annotation
 
     top = next((f.location for f in doc.findings if f.location), None)
     message = f"{'; '.join(failed)}. {doc.headline}"

@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # the lazy names' types, for mypy; at run time __getattr__ lo
         ladder_table_rows,
         render_ladder,
     )
+    from .lint import LINT_FORMATS, LintRuleText, annotation, render_lint, sarif_log
     from .markdown import render_markdown
     from .notebook import render_html_fragment
     from .ranks import (
@@ -100,6 +101,11 @@ _LAZY = {  # public name -> the module of this package that defines it
     "tune_markdown": "tune",
     "tune_html": "tune",
     "set_candidate_names": "tune",
+    "annotation": "lint",
+    "render_lint": "lint",
+    "sarif_log": "lint",
+    "LINT_FORMATS": "lint",
+    "LintRuleText": "lint",
 }
 
 
@@ -115,8 +121,11 @@ def __getattr__(name: str) -> Any:
 __all__ = [  # the eager names and _LAZY's (tests/test_report_lazy_names.py keeps them in step)
     "DOCUMENTS",
     "Document",
+    "LINT_FORMATS",
+    "LintRuleText",
     "SCHEMA",
     "SCHEMA_VERSION",
+    "annotation",
     "annotation_events",
     "build",
     "build_model",
@@ -146,11 +155,13 @@ __all__ = [  # the eager names and _LAZY's (tests/test_report_lazy_names.py keep
     "render_html_fragment",
     "render_ladder",
     "render_ladder_html",
+    "render_lint",
     "render_markdown",
     "render_page",
     "render_ranks",
     "render_ranks_html",
     "render_tune",
+    "sarif_log",
     "scalars_of",
     "set_candidate_names",
     "sparkline",
