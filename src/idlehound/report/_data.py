@@ -27,6 +27,7 @@ from . import model as m
 from ._check import _finite
 from ._check import check_document as check_document  # where tests and fuzzing import it from
 from .model import as_data, encode, rnd
+from .sections import build_sections
 
 SCHEMA: Literal["idlehound/analysis"] = "idlehound/analysis"
 SCHEMA_VERSION: Literal[2] = 2
@@ -130,6 +131,7 @@ def _report(a: Analysis, findings: list[Finding]) -> m.Report:
         replay=_replay(a),
         notes=list(a.notes),  # a copy: a note the analysis gets later is not in this document
         run={k: v for k, v in a.run_info.items() if k != "utilization_curve"},
+        sections=build_sections(a, findings),
     )
 
 

@@ -5,7 +5,7 @@ Field order is key order (report/model.py); the report's builder is report/_data
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 from ._struct import _Doc
 
@@ -197,8 +197,20 @@ class NotChecked(_Doc):
     missing: list[str]
 
 
-class Report(_Doc):
-    """`idlehound analyze --json` and every run folder's report.json (docs/json-schema.md)."""
+Cell = Union[str, int, float, None]
+
+
+class Section(_Doc):
+    """A section added through report/sections.py: a titled table (docs/json-schema.md, `sections`)."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[Cell]]
+
+
+class Report(_Doc, omit_defaults=True):
+    """`idlehound analyze --json` and every run folder's report.json (docs/json-schema.md). Every key is written
+    but `sections`, absent while no section is registered (omit_defaults: the other fields have no default)."""
 
     schema: Literal["idlehound/analysis"]
     schema_version: Literal[2]
@@ -225,3 +237,4 @@ class Report(_Doc):
     replay: Optional[Replay]
     notes: list[str]
     run: dict[str, Any]
+    sections: dict[str, Section] = {}  # by name, in the order they were registered

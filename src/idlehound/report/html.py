@@ -22,6 +22,7 @@ from ._escape import html_pre, html_value
 from ._format import metric_text, num
 from .compare import finding_lines
 from .model import as_data, typed
+from .sections import cell_text
 
 COLORS = {
     "Kernel": "#2e7d32",
@@ -105,6 +106,15 @@ def report_values(doc: m.Report, step_curve: Optional[dict[str, Any]] = None) ->
         idle_lines_note=IDLE_LINES_NOTE,
         kernels=_kernels(doc),
         memory=_memory(doc.memory),
+        sections=[
+            {
+                "name": name,
+                "title": sec.title,
+                "columns": sec.columns,
+                "rows": [list(map(cell_text, r)) for r in sec.rows],
+            }
+            for name, sec in doc.sections.items()
+        ],
         notes=doc.notes,
     )
 

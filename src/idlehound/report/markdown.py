@@ -15,6 +15,7 @@ from ._data import IDLE_LINES_NOTE, cause_words, not_checked_by_need, range_text
 from ._escape import md_code, md_fence, md_text
 from ._format import metric_text
 from .model import typed
+from .sections import cell_text
 
 
 def render_markdown(doc: Union[m.Report, Mapping[str, Any]]) -> str:
@@ -38,6 +39,10 @@ def render_markdown(doc: Union[m.Report, Mapping[str, Any]]) -> str:
     for i, f in enumerate(doc.findings, 1):
         out += _finding(i, f)
     out += _not_checked(doc) + _lines(doc)
+    for sec in doc.sections.values():
+        out += ["", f"## {md_text(sec.title)}", "", "| " + " | ".join(map(md_text, sec.columns)) + " |"]
+        out.append("|" + "---|" * len(sec.columns))
+        out += ["| " + " | ".join(md_text(cell_text(v)) for v in row) + " |" for row in sec.rows]
     if doc.notes:
         out += ["", "## Notes", "", *[f"- {md_text(n)}" for n in doc.notes]]
     return "\n".join(out) + "\n"

@@ -15,6 +15,7 @@ from typing import Any, Literal, Optional, TypeVar, Union
 import msgspec
 
 from ._model_report import (
+    Cell,
     Copy,
     DataLoader,
     Device,
@@ -28,6 +29,7 @@ from ._model_report import (
     NotChecked,
     Replay,
     Report,
+    Section,
     Snippet,
     Step,
     SyncPoint,
@@ -361,6 +363,7 @@ def validate(text: Union[str, bytes], name: str) -> _Doc:
 
 
 __all__ = [  # the report model's names, the analysis report's Structs (_model_report.py) among them
+    "Cell",
     "CollectiveWait",
     "Compare",
     "CompareRow",
@@ -393,6 +396,7 @@ __all__ = [  # the report model's names, the analysis report's Structs (_model_r
     "Ranks",
     "Replay",
     "Report",
+    "Section",
     "Rung",
     "SHARE",
     "Snippet",

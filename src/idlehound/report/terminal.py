@@ -20,6 +20,7 @@ from ._data import IDLE_LINES_NOTE, cause_words, not_checked_by_need, range_text
 from ._escape import inert
 from ._format import metric_text
 from .model import typed
+from .sections import cell_text
 
 _MARK = {"ideal": ("✓ ideal", "green"), "fair": ("~ fair", "yellow"), "problem": ("✗ problem", "red")}
 _SEV = {"high": "bold red", "medium": "yellow", "low": "cyan"}
@@ -55,6 +56,8 @@ def _render(c: Console, doc: m.Report) -> None:
     for needs, rules in not_checked_by_need(doc).items():
         c.print(Text(f"not checked: {', '.join(rules)} (needs {needs})", style="dim"))
     _line_tables(c, doc)
+    for sec in doc.sections.values():
+        c.print(_section(sec))
     for n in doc.notes:
         c.print(Text(f"note: {n}", style="yellow"))
 
@@ -178,4 +181,14 @@ def _lines(rows: list[m.IdleLine], title: str = "GPU idle by source line") -> Ta
             f"{row.idle_ms_per_step:.3f}",
             Text(str(row.gaps)),
         )
+    return tab
+
+
+def _section(sec: m.Section) -> Table:
+    # as wide as its title at least: a narrow table would wrap the title
+    tab = Table(title=sec.title, title_justify="left", show_edge=False, min_width=len(sec.title))
+    for col in sec.columns:
+        tab.add_column(col)
+    for row in sec.rows:
+        tab.add_row(*(Text(cell_text(v)) for v in row))
     return tab
