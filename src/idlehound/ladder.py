@@ -59,7 +59,9 @@ class Rung:
     needs_cuda: bool = False
     needs_compile: bool = False
 
-    def configure(self, best: TrainConfig, opts: LadderOptions, device: str):
+    def configure(
+        self, best: TrainConfig, opts: LadderOptions, device: str
+    ) -> tuple[TrainConfig, list[dict[str, Any]]]:
         """The rung's config on top of the best so far; raises _Skip when the rung cannot run here."""
         if self.needs_cuda and device == "cpu":
             raise _Skip("needs CUDA")
@@ -70,7 +72,7 @@ class Rung:
         return self.apply(best, opts, device)
 
 
-def _same(best: TrainConfig, opts: LadderOptions, device: str):
+def _same(best: TrainConfig, opts: LadderOptions, device: str) -> tuple[TrainConfig, list[dict[str, Any]]]:
     return best, []
 
 
@@ -78,7 +80,7 @@ def _set(**change: Any) -> Apply:
     return lambda best, opts, device: (replace(best, **change), [])
 
 
-def _amp(best: TrainConfig, opts: LadderOptions, device: str):
+def _amp(best: TrainConfig, opts: LadderOptions, device: str) -> tuple[TrainConfig, list[dict[str, Any]]]:
     return _pick(
         best, opts, [replace(best, amp=a, batch_size=b) for b in opts.batch_sizes for a in ("fp16", "bf16")]
     )
@@ -153,7 +155,9 @@ class LadderOptions:
     chosen: bool = False  # the rungs were named (--rungs), not the default set
 
 
-def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: print(m, file=sys.stderr)):
+def run_ladder(
+    opts: LadderOptions, progress: Callable[[str], None] = lambda m: print(m, file=sys.stderr)
+) -> tuple[list[RungResult], Path]:
     """Run the chosen rungs in order; returns (results, run_dir)."""
     from .runfolder import new_run_dir
 
@@ -237,7 +241,9 @@ def _need_compile() -> None:
         raise _Skip("torch.compile unavailable in this torch")
 
 
-def _pick_workers(best: TrainConfig, opts: LadderOptions, device: str):
+def _pick_workers(
+    best: TrainConfig, opts: LadderOptions, device: str
+) -> tuple[TrainConfig, list[dict[str, Any]]]:
     cands = sorted(set(opts.workers)) if opts.workers else worker_sweep(cpu_count())
     batch = 128 if device != "cpu" else best.batch_size
     pinned = device != "cpu"
@@ -258,9 +264,11 @@ def _pick_workers(best: TrainConfig, opts: LadderOptions, device: str):
     )
 
 
-def _pick(best: TrainConfig, opts: LadderOptions, cands: list[TrainConfig]):
+def _pick(
+    best: TrainConfig, opts: LadderOptions, cands: list[TrainConfig]
+) -> tuple[TrainConfig, list[dict[str, Any]]]:
     """Measure each candidate briefly; keep the fastest."""
-    tried = []
+    tried: list[dict[str, Any]] = []
     for cfg in cands:
         t = None
         try:

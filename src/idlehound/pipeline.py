@@ -42,8 +42,8 @@ def analyze_path(
     step: Optional[int] = None,
     thresholds: Optional[Thresholds] = None,
     max_bytes: Optional[int] = None,
-    sidecar: Optional[dict] = None,
-    run_info: Optional[dict] = None,
+    sidecar: Optional[dict[str, Any]] = None,
+    run_info: Optional[dict[str, Any]] = None,
 ) -> Result:
     """Load, analyse and diagnose a trace file or log dir; uses the capture sidecar and run.json if present
     (`sidecar` / `run_info` given here take their place).
@@ -59,8 +59,8 @@ def diagnose_trace(
     trace: Trace,
     step: Optional[int] = None,
     thresholds: Optional[Thresholds] = None,
-    sidecar: Optional[dict] = None,
-    run_info: Optional[dict] = None,
+    sidecar: Optional[dict[str, Any]] = None,
+    run_info: Optional[dict[str, Any]] = None,
 ) -> Result:
     """Analyse (with the run folder, as analyze_run_folder), diagnose and build the report of a loaded trace."""
     a = analyze_run_folder(trace, step=step, sidecar=sidecar, run_info=run_info)
@@ -69,7 +69,10 @@ def diagnose_trace(
 
 
 def analyze_run_folder(
-    trace: Trace, step: Optional[int] = None, sidecar: Optional[dict] = None, run_info: Optional[dict] = None
+    trace: Trace,
+    step: Optional[int] = None,
+    sidecar: Optional[dict[str, Any]] = None,
+    run_info: Optional[dict[str, Any]] = None,
 ) -> Analysis:
     """Analyse a loaded trace with what its run folder holds (sidecar, run.json, samples.json).
 

@@ -122,7 +122,7 @@ class Trainer:
             x = (x - self._mean) / self._std
         return x, y
 
-    def step(self):
+    def step(self) -> Any:
         torch = self.torch
         x, y = self._batch()
         if self.cfg.channels_last:
