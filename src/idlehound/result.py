@@ -7,9 +7,11 @@ tables to pandas or polars on request (optional dependencies, imported only then
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, fields
 from importlib import import_module
-from typing import Any, Optional
+from pathlib import Path
+from typing import Any, Optional, Union
 
 from .analysis import Analysis, location_text
 from .diagnose import Finding
@@ -52,6 +54,15 @@ class Result(Analysis):
         if self._doc is None:
             self._doc = as_data(self.report)
         return self._doc
+
+    def write(
+        self, path: Union[str, os.PathLike[str]], fmt: Optional[str] = None, force: bool = False
+    ) -> Path:
+        """Write the report to a file as `idlehound analyze -o` does (report.write): JSON, markdown or HTML by
+        `fmt` ("json", "md", "html") or else the extension; an existing file is kept unless force."""
+        from .report import write
+
+        return write(self.report, Path(os.fspath(path)), fmt, force=force, inputs=[self.trace.path])
 
     def __repr__(self) -> str:  # the dataclass's would print every field of the analysis
         causes = ", ".join(str(f.cause) for f in self.findings) or "none"
