@@ -12,7 +12,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ._data import SCHEMA, SCHEMA_VERSION, build, build_model, check_document, headline, r, to_json
+from ._data import SCHEMA, SCHEMA_VERSION, build, build_model, check_document, headline, to_json
 from .model import DOCUMENTS, encode, validate
 
 if TYPE_CHECKING:  # the lazy names' types, for mypy; at run time __getattr__ loads them
@@ -144,7 +144,6 @@ __all__ = [  # the eager names and _LAZY's (tests/test_report_lazy_names.py keep
     "md_text",
     "metric_text",
     "num",
-    "r",
     "ranks_title",
     "render",
     "render_as",

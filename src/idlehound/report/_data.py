@@ -33,10 +33,6 @@ SCHEMA: Literal["idlehound/analysis"] = "idlehound/analysis"
 SCHEMA_VERSION: Literal[2] = 2
 
 
-def r(x: Optional[float], nd: int = 3) -> Optional[float]:
-    return rnd(x, nd)
-
-
 def build(a: Analysis, findings: list[Finding]) -> dict[str, Any]:
     """The versioned report document (docs/json-schema.md) as plain data, for the Python API (`Result.doc`)."""
     return as_data(build_model(a, findings))
