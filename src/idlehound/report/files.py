@@ -5,9 +5,8 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Mapping
-from importlib import import_module
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any, Optional, Union
 
 from ..errors import IdlehoundError
 from ..runfolder import is_trace_name
@@ -58,31 +57,51 @@ def formats_of(doc: Document) -> tuple[str, ...]:
 
 
 def render_as(doc: Document, fmt: str, step_curve: Optional[dict[str, Any]] = None) -> str:
-    """A document's text in one format: "json", "md" or "html" (the renderer by the document's kind)."""
+    """A document's text in one format: "json", "md" or "html", by the document's kind (the renderers load on
+    first use: rich and jinja2 are slow to import)."""
     if fmt == "json":
         return encode(doc)
-    renderer = _renderer(type(doc), fmt)
-    return renderer(doc, step_curve) if isinstance(doc, m.Report) and fmt == "html" else renderer(doc)
+    if fmt == "md":
+        return _markdown(doc)
+    if isinstance(doc, m.Report):
+        from .html import render_html
+
+        return render_html(doc, step_curve)
+    if isinstance(doc, m.Ranks):
+        from .ranks import render_ranks_html
+
+        return render_ranks_html(doc)
+    if isinstance(doc, m.Tune):
+        from .tune import tune_html
+
+        return tune_html(doc)
+    from .html import render_compare_html, render_ladder_html
+
+    if isinstance(doc, m.Compare):
+        return render_compare_html(doc)
+    if isinstance(doc, m.Ladder):
+        return render_ladder_html(doc)
+    raise ValueError(f"a {type(doc).__name__} document has no HTML")
 
 
-def _renderer(kind: type, fmt: str) -> Callable[..., str]:
-    """The markdown or HTML renderer of a kind of document (imported on first use: rich and jinja2 are slow)."""
-    module, name = _RENDERERS[(kind.__name__, fmt)]
-    renderer: Callable[..., str] = getattr(import_module(f"{__package__}.{module}"), name)
-    return renderer
+def _markdown(doc: Document) -> str:
+    if isinstance(doc, m.Report):
+        from .markdown import render_markdown
 
+        return render_markdown(doc)
+    if isinstance(doc, m.Compare):
+        from .compare import render_compare_markdown
 
-_RENDERERS = {  # (document Struct, format) -> (module of report/, function)
-    ("Report", "md"): ("markdown", "render_markdown"),
-    ("Report", "html"): ("html", "render_html"),
-    ("Compare", "md"): ("compare", "render_compare_markdown"),
-    ("Compare", "html"): ("html", "render_compare_html"),
-    ("Ranks", "html"): ("ranks", "render_ranks_html"),
-    ("Ladder", "md"): ("ladder", "ladder_markdown"),
-    ("Ladder", "html"): ("html", "render_ladder_html"),
-    ("Tune", "md"): ("tune", "tune_markdown"),
-    ("Tune", "html"): ("tune", "tune_html"),
-}
+        return render_compare_markdown(doc)
+    if isinstance(doc, m.Tune):
+        from .tune import tune_markdown
+
+        return tune_markdown(doc)
+    if isinstance(doc, m.Ladder):
+        from .ladder import ladder_markdown
+
+        return ladder_markdown(doc)
+    raise ValueError(f"a {type(doc).__name__} document has no markdown")
 
 
 def check_output(path: Path, force: bool, inputs: Iterable[Path] = ()) -> None:
