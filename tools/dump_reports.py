@@ -121,10 +121,8 @@ def main() -> int:
         old = args.against / target.name
         if old.read_bytes() == target.read_bytes():
             same += 1
-        elif (
-            name.endswith(".json")
-            and not old.read_text().startswith("error")
-            and json.loads(old.read_text()) == json.loads(target.read_text())
+        elif name.endswith(".json") and not old.read_text().startswith("error") and json.loads(old.read_text()) == json.loads(
+            target.read_text()
         ):
             values += 1
             print(f"same values, other bytes: {name}")
