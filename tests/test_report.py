@@ -46,3 +46,18 @@ def test_markdown_matches_json():
     f = doc["findings"][0]
     assert f"{f['recoverable_ms_per_step']:.3f} ms per step" in md
     assert f"{doc['metrics']['gpu_util']['value']:.1f} %" in md
+
+
+def test_write_takes_the_format_from_fmt_or_the_extension_and_a_plain_document_too(tmp_path):
+    import pytest
+
+    from idlehound.errors import IdlehoundError
+    from idlehound.report import encode, write
+
+    res = analyze_path(TRACES / "sync_item")
+    md = write(res.report, tmp_path / "summary.txt", "md")  # fmt over the extension
+    assert md.read_text(encoding="utf-8") == render_markdown(res.report)
+    back = write(res.doc, tmp_path / "again.json")  # the plain data, read as its Struct by its schema
+    assert back.read_text(encoding="utf-8") == encode(res.report)
+    with pytest.raises(IdlehoundError, match="unknown report format"):
+        write(res.report, tmp_path / "report.txt")

@@ -31,12 +31,13 @@ def write(
 
     doc: a document's Struct, or its plain data (a JSON document read back: its `schema` names its kind).
     step_curve: the whole run's step times and windows, drawn in an analysis report's HTML (report/_curve.py)."""
-    doc = as_struct(doc)
+    struct = as_struct(doc)  # plain data is checked against its Struct even when written back as JSON
     fmt = fmt or FORMATS.get(path.suffix.lower())
-    if fmt is None or fmt not in formats_of(doc):
+    if fmt is None or fmt not in formats_of(struct):
         raise IdlehoundError(f"{path}: unknown report format (use .json, .md or .html)")
     check_output(path, force, inputs)
-    text = render_as(doc, fmt, step_curve)
+    # plain data as JSON: its own text (the Struct would spell a whole number in a float field 90.0, not 90)
+    text = encode(doc) if fmt == "json" and isinstance(doc, Mapping) else render_as(struct, fmt, step_curve)
     tmp = path.with_name(f".idlehound-report-{os.getpid()}.tmp")  # short: any name that fits, fits
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
