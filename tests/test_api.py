@@ -114,3 +114,13 @@ def test_to_pandas_without_pandas_says_what_to_install(result, monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now raises ImportError
     with pytest.raises(ImportError, match=r"needs pandas, which is not installed: pip install pandas"):
         result.to_pandas()
+
+
+@pytest.mark.parametrize("ext", ["json", "md", "html"])
+def test_result_write_is_the_file_analyze_o_writes(result, tmp_path, ext):
+    cli = tmp_path / f"cli.{ext}"
+    assert CliRunner().invoke(main, ["analyze", str(RUN), "-o", str(cli)]).exit_code == 0
+    api = result.write(tmp_path / f"api.{ext}")
+    assert api.read_text(encoding="utf-8") == cli.read_text(encoding="utf-8")
+    with pytest.raises(idlehound.IdlehoundError, match="already exists"):
+        result.write(api)  # never overwritten unless forced

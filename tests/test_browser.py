@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from idlehound.pipeline import analyze_path
-from idlehound.report.files import write_report
+from idlehound.report import write
 from idlehound.report.html import fmt_metric
 
 from .conftest import TRACES
@@ -47,7 +47,7 @@ def chromium(tmp_path, *args):
 @pytest.mark.parametrize("name", ["sync_item", "dataloader_bound", "healthy", "memory_churn"])
 def test_report_renders_with_matching_numbers(tmp_path, name):
     res = analyze_path(TRACES / name)
-    page = write_report(res.doc, tmp_path / "report.html")
+    page = write(res.report, tmp_path / "report.html")
     r = chromium(tmp_path, "--dump-dom", page.as_uri())
     assert r.returncode == 0, r.stderr[-2000:]
     console = [ln for ln in r.stderr.splitlines() if "CONSOLE" in ln]
@@ -59,8 +59,8 @@ def test_report_renders_with_matching_numbers(tmp_path, name):
     )
     assert len(re.findall(r"<rect", re.search(r"<svg id=\"timeline\".*?</svg>", dom, re.S).group(0))) > 3
     # every metric card shows the JSON value
-    for key, m in res.doc["metrics"].items():
-        if m["value"] is None:
+    for key, m in res.report.metrics.items():
+        if m.value is None:
             continue
         card = re.search(rf'data-metric="{key}"><div class="v">(.*?)</div>', dom)
         assert card and html.unescape(card.group(1)) == fmt_metric(m), key
@@ -75,55 +75,23 @@ def test_report_renders_with_matching_numbers(tmp_path, name):
 
 def test_memory_curve_drawn_when_recorded(tmp_path):
     res = analyze_path(TRACES / "memory_churn")
-    page = write_report(res.doc, tmp_path / "report.html")
+    page = write(res.report, tmp_path / "report.html")
     dom = chromium(tmp_path, "--dump-dom", page.as_uri()).stdout
     points = re.search(r'<svg id="memory-curve".*?points="([^"]+)"', dom, re.S).group(1).split()
     assert len(points) == len(res.doc["memory"]["curve"]) > 10
 
 
 def test_ladder_page_bars_against_ceiling(tmp_path):
+    from idlehound.ladder import RungResult, ladder_doc
     from idlehound.report.html import render_ladder_html
 
-    doc = {
-        "device": "cuda",
-        "rungs": [
-            {
-                "name": "baseline",
-                "label": "0. baseline",
-                "status": "ok",
-                "reason": "",
-                "samples_per_s": 481.0,
-                "ms_per_step": 66.5,
-                "gpu_busy_pct": 17.2,
-                "nvml_util": 8.0,
-                "peak_mem_gib": 0.85,
-                "speedup": 1.0,
-                "pct_of_ceiling": 2.7,
-                "top_finding": "Data loading starves the GPU",
-            },
-            {
-                "name": "amp",
-                "label": "2. AMP",
-                "status": "skipped",
-                "reason": "needs CUDA",
-                "samples_per_s": None,
-            },
-            {
-                "name": "ceiling",
-                "label": "ceiling",
-                "status": "ok",
-                "reason": "",
-                "samples_per_s": 17950.0,
-                "ms_per_step": 14.3,
-                "gpu_busy_pct": None,
-                "nvml_util": 40.0,
-                "peak_mem_gib": 2.95,
-                "speedup": 37.3,
-                "pct_of_ceiling": 100.0,
-                "top_finding": "",
-            },
-        ],
-    }
+    baseline = RungResult("baseline", "0. baseline", samples_per_s=481.0, ms_per_step=66.5, gpu_busy_pct=17.2)
+    baseline.nvml_util, baseline.peak_mem_gib, baseline.speedup, baseline.pct_of_ceiling = 8.0, 0.85, 1.0, 2.7
+    baseline.top_finding = "Data loading starves the GPU"
+    amp = RungResult("amp", "2. AMP", status="skipped", reason="needs CUDA")
+    ceiling = RungResult("ceiling", "ceiling", samples_per_s=17950.0, ms_per_step=14.3, nvml_util=40.0)
+    ceiling.peak_mem_gib, ceiling.speedup, ceiling.pct_of_ceiling = 2.95, 37.3, 100.0
+    doc = ladder_doc([baseline, amp, ceiling], "cuda")
     page = tmp_path / "ladder.html"
     page.write_text(render_ladder_html(doc))
     r = chromium(tmp_path, "--dump-dom", page.as_uri())

@@ -127,9 +127,9 @@ def test_run_refuses_a_mistyped_option_before_the_script(tmp_path, run_cli):
 
 
 def _compare(a="dataloader_bound", b="dataloader_workers"):
-    from idlehound.compare import compare_docs
+    from idlehound.compare import compare_model
 
-    return compare_docs(analyze_path(TRACES / a).doc, analyze_path(TRACES / b).doc)
+    return compare_model(analyze_path(TRACES / a).report, analyze_path(TRACES / b).report)
 
 
 @pytest.mark.slow  # two recorded traces analysed (about a second each)
@@ -141,19 +141,19 @@ def test_compare_in_the_terminal_is_a_table_with_units_and_says_which_side_is_be
     render_compare(c, Console(file=out, width=120, color_system=None))
     text = out.getvalue()
     assert "##" not in text and "|---" not in text  # not raw markdown
-    step = next(r for r in c["metrics"] if r["label"] == "Step time")
-    assert f"{step['a']:,.2f} ms" in text and f"{step['b']:,.2f} ms" in text  # the unit beside each figure
+    step = next(r for r in c.metrics if r.label == "Step time")
+    assert f"{step.a:,.2f} ms" in text and f"{step.b:,.2f} ms" in text  # the unit beside each figure
     from idlehound.report.compare import judgement
 
     # two loader workers: a shorter step and less data-loading idle time are better, not worse
-    assert judgement("metrics", step) == "better" and step["b"] < step["a"]
-    idle = next(r for r in c["idle_by_cause_ms"] if r["label"] == "data_loading")
+    assert judgement("metrics", step) == "better" and step.b < step.a
+    idle = next(r for r in c.idle_by_cause_ms if r.label == "data_loading")
     assert judgement("idle_by_cause_ms", idle) == "better"
-    busy = next(r for r in c["metrics"] if r["label"] == "GPU busy")
-    assert judgement("metrics", busy) == ("better" if busy["b"] > busy["a"] else "worse")
+    busy = next(r for r in c.metrics if r.label == "GPU busy")
+    assert judgement("metrics", busy) == ("better" if busy.b > busy.a else "worse")
     assert "| B is |" in render_compare_markdown(c)
     page = render_compare_html(c)
-    assert page.count("<rect") >= 4 and "class='n better'" in page and f"{step['b']:,.2f} ms" in page
+    assert page.count("<rect") >= 4 and "class='n better'" in page and f"{step.b:,.2f} ms" in page
 
 
 @pytest.mark.slow
@@ -161,7 +161,7 @@ def test_compare_leaves_out_an_empty_findings_section():
     from idlehound.report import render_compare, render_compare_markdown
 
     c = _compare("healthy", "healthy")
-    assert not any(c[k] for k in ("findings_gone", "findings_new", "findings_kept"))
+    assert not (c.findings_gone or c.findings_new or c.findings_kept)
     out = io.StringIO()
     render_compare(c, Console(file=out, width=120, color_system=None))
     assert "Findings" not in out.getvalue() and "## Findings" not in render_compare_markdown(c)
@@ -266,8 +266,14 @@ def test_a_step_that_spans_an_epoch_boundary_and_its_evaluation_is_left_out_of_t
 
 
 def test_tune_counts_runs_and_says_what_a_verdict_means(capsys):
+    from dataclasses import asdict
+
+    from msgspec.structs import replace
+
+    from idlehound.report.model import validate
+    from idlehound.report.tune import prediction_line, verdict
     from idlehound.tune import print_progress
-    from idlehound.tune.report import prediction_line, verdict
+    from idlehound.tune._candidates import Outcome
 
     print_progress("baseline (2 warm-up + 4 timed steps)", 0, 0)
     print_progress("baseline (run 1)", 0, 0)
@@ -280,19 +286,19 @@ def test_tune_counts_runs_and_says_what_a_verdict_means(capsys):
         "idlehound tune: [run 3 of ~8] workers2 (run 1)",
         "idlehound tune: diagnosing the baseline (short profile)",
     ]
-    v = {"candidate": "workers2", "status": "rejected", "effect": None, "on_top_of": None}
-    v["reason"] = "bitwise equal: diverged at step 111: 2.30259 vs 2.30411"
-    assert verdict(v) == (
+    reason = "bitwise equal: diverged at step 111: 2.30259 vs 2.30411"
+    v = Outcome("workers2", "workers", status="rejected", reason=reason)
+    assert verdict(asdict(v)) == (
         "rejected: the losses changed at step 111 (2.30259 as written, 2.30411 with the change; "
         "check: bitwise equal)"
     )
-    ok = {"candidate": "bf16", "status": "ok", "reason": "", "on_top_of": None}
-    wide = {**ok, "effect": "no measurable effect", "speedup": 1.74, "speedup_ci": [1.01, 3.02]}
-    assert verdict(wide) == "not proven faster: interval 1.01–3.02×"
-    flat = {**ok, "effect": "no measurable effect", "speedup": 1.01, "speedup_ci": [0.95, 1.09]}
-    assert verdict(flat) == "no measurable effect"
-    doc = {"schema_version": 3, "prediction": {"available": False}, "budget_s": 300, "wall_s": 306.0}
+    wide = Outcome("bf16", "bf16", effect="no measurable effect", speedup=1.74, speedup_ci=[1.01, 3.02])
+    assert verdict(asdict(wide)) == "not proven faster: interval 1.01–3.02×"
+    flat = Outcome("bf16", "bf16", effect="no measurable effect", speedup=1.01, speedup_ci=[0.95, 1.09])
+    assert verdict(asdict(flat)) == "no measurable effect"
+    recorded = validate((ROOT / "docs" / "measurements" / "tune-h200-a.json").read_text(), "tune")
+    doc = replace(recorded, schema_version=3, prediction={"available": False}, budget_s=300, wall_s=306.0)
     assert prediction_line(doc).endswith(
         "Budget 300 s, used 306 s (2% over: a run under way is finished, not cut)."
     )
-    assert prediction_line({**doc, "wall_s": 250.0}).endswith("Budget 300 s, used 250 s.")
+    assert prediction_line(replace(doc, wall_s=250.0)).endswith("Budget 300 s, used 250 s.")

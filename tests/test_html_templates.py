@@ -11,7 +11,6 @@ from .conftest import ROOT
 SRC = ROOT / "src" / "idlehound"
 RENDERERS = [
     *sorted((SRC / "report").glob("*.py")),
-    SRC / "tune" / "report.py",
     *sorted((SRC / "distributed").glob("*.py")),
     SRC / "ladder.py",
     SRC / "compare.py",

@@ -25,13 +25,14 @@ def test_docs_define_every_metric_with_the_same_text():
 
 
 def test_html_is_self_contained_and_matches_json():
-    doc = analyze_path(TRACES / "sync_item").doc
-    page = render_html(doc)
+    res = analyze_path(TRACES / "sync_item")
+    doc = res.doc
+    page = render_html(res.report)
     assert "http://" not in page and "https://" not in page  # opens offline
     embedded = json.loads(re.search(r"id='idlehound-data'>(.*?)</script>", page, re.S).group(1))
     assert embedded["headline"] == doc["headline"]
-    for key, m in doc["metrics"].items():
-        if m["value"] is not None:
+    for key, m in res.report.metrics.items():
+        if m.value is not None:
             card = re.search(rf"data-metric='{key}'><div class='v'>(.*?)</div>", page).group(1)
             assert html.unescape(card) == fmt_metric(m)
     assert "<svg id='breakdown-chart'" in page and "<svg id='timeline'" in page
@@ -45,3 +46,18 @@ def test_markdown_matches_json():
     f = doc["findings"][0]
     assert f"{f['recoverable_ms_per_step']:.3f} ms per step" in md
     assert f"{doc['metrics']['gpu_util']['value']:.1f} %" in md
+
+
+def test_write_takes_the_format_from_fmt_or_the_extension_and_a_plain_document_too(tmp_path):
+    import pytest
+
+    from idlehound.errors import IdlehoundError
+    from idlehound.report import encode, write
+
+    res = analyze_path(TRACES / "sync_item")
+    md = write(res.report, tmp_path / "summary.txt", "md")  # fmt over the extension
+    assert md.read_text(encoding="utf-8") == render_markdown(res.report)
+    back = write(res.doc, tmp_path / "again.json")  # the plain data, read as its Struct by its schema
+    assert back.read_text(encoding="utf-8") == encode(res.report)
+    with pytest.raises(IdlehoundError, match="unknown report format"):
+        write(res.report, tmp_path / "report.txt")

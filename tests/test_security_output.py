@@ -14,19 +14,18 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
+import msgspec
 import pytest
 from markdown_it import MarkdownIt
 
 from idlehound.compare import compare_docs
 from idlehound.distributed import analyze_ranks
-from idlehound.ladder import ladder_markdown
 from idlehound.pipeline import analyze_path
-from idlehound.report import render_compare_markdown, render_ranks_html
+from idlehound.report import ladder_markdown, render_compare_markdown, render_ranks_html, write
 from idlehound.report._escape import md_code, md_fence, md_text, visible
-from idlehound.report.files import write_report
 from idlehound.report.html import render_compare_html, render_html, render_ladder_html
 from idlehound.report.markdown import render_markdown
-from idlehound.tune.report import tune_html, tune_markdown
+from idlehound.report.tune import tune_html, tune_markdown
 
 from .conftest import ROOT, TRACES
 
@@ -417,10 +416,16 @@ def _ladder_doc():
         "speedup": 1.0,
         "pct_of_ceiling": 2.7,
         "top_finding": PAYLOAD,
+        "config": {},
+        "tried": [],
+        "trace": PAYLOAD,
     }
     return {
+        "schema": "idlehound/ladder",
+        "schema_version": 1,
         "device": PAYLOAD,
         "rungs": [row, {**row, "name": "amp", "status": "failed", "samples_per_s": None}],
+        "best": "baseline",
     }
 
 
@@ -436,7 +441,7 @@ def _with_location(doc, **loc):
 
 def test_a_location_naming_a_real_file_shows_none_of_it(doc):
     first = Path("/etc/passwd").read_text().splitlines()[0]
-    page = render_html(_with_location(doc, file="/etc/passwd", path="/etc/passwd", line=1, exact=True))
+    page = render_html(_with_location(doc, file="/etc/passwd", line=1, exact=True))
     assert first and first not in html.unescape(page) and "class='snippet'" not in page
 
 
@@ -455,19 +460,24 @@ def test_a_stored_snippet_is_shown_escaped_with_its_line_marked(doc):
     _check_html(page)
 
 
+def test_a_snippet_that_misses_its_line_shows_nothing(doc):
+    page = render_html(_with_location(doc, line=12, snippet={"first_line": 50, "lines": ["a"]}))
+    assert "class='snippet'" not in page
+
+
 @pytest.mark.parametrize(
     "bad",
     [
         {"first_line": "1", "lines": ["a"]},
         {"first_line": 1, "lines": "a"},
         {"first_line": 1, "lines": [1]},
-        {"first_line": 50, "lines": ["a"]},
         "a",
     ],
 )
-def test_a_malformed_snippet_shows_nothing(doc, bad):
-    page = render_html(_with_location(doc, line=12, snippet=bad))
-    assert "class='snippet'" not in page
+def test_a_malformed_snippet_is_refused_before_rendering(doc, bad):
+    """A document is read as its typed Struct first: a snippet of the wrong shape never reaches a renderer."""
+    with pytest.raises(msgspec.ValidationError, match="snippet"):
+        render_html(_with_location(doc, line=12, snippet=bad))
 
 
 # --- ranks ----------------------------------------------------------------------------------------------------
@@ -513,7 +523,7 @@ def test_the_browser_check_sees_a_payload_that_runs(tmp_path):
 
 @pytest.mark.slow
 def test_report_and_ranks_pages_run_no_payload_in_chromium(doc, ranks, tmp_path):
-    report = write_report(doc, tmp_path / "report.html")
+    report = write(doc, tmp_path / "report.html")
     rank_page = tmp_path / "ranks.html"
     rank_page.write_text(render_ranks_html(analyze_ranks(ranks, workers=1)))
     for page in (report, rank_page):

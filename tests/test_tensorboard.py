@@ -34,13 +34,13 @@ def test_run_scalars_round_trip(tmp_path):
 
 
 def test_ladder_scalars_one_point_per_rung(tmp_path):
-    doc = {
-        "rungs": [
-            {"samples_per_s": 580.0, "ms_per_step": 55.0, "speedup": 1.0},
-            {"samples_per_s": 2800.0, "ms_per_step": 45.0, "speedup": 4.8},
-            {"samples_per_s": None},
-        ]
-    }
-    write_ladder_scalars(tmp_path, doc)
+    from idlehound.ladder import RungResult, ladder_doc
+
+    rungs = [
+        RungResult("baseline", "baseline", samples_per_s=580.0, ms_per_step=55.0, speedup=1.0),
+        RungResult("amp", "amp", samples_per_s=2800.0, ms_per_step=45.0, speedup=4.8),
+        RungResult("compile", "compile", status="failed"),
+    ]
+    write_ladder_scalars(tmp_path, ladder_doc(rungs, "cpu"))
     pts = read(tmp_path).Scalars("ladder/samples_per_s")
     assert [(p.step, p.value) for p in pts] == [(0, 580.0), (1, 2800.0)]

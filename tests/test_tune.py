@@ -350,8 +350,8 @@ def test_non_blocking_is_added_only_to_batch_tensors_the_script_left_unspecified
 
 
 def test_a_change_that_is_not_measurably_faster_is_never_the_best(tmp_path):
+    from idlehound.report.tune import best_line, rows
     from idlehound.tune import TuneOptions, _document
-    from idlehound.tune.report import best_line, rows
 
     script = tmp_path / "train.py"
     script.write_text("import torch\nloader = torch.utils.data.DataLoader(range(8))\n")
@@ -366,7 +366,7 @@ def test_a_change_that_is_not_measurably_faster_is_never_the_best(tmp_path):
         settings={"loader": {"num_workers": 2}},
     )
     doc = _document(str(script), TuneOptions(), set(), [base, slow], tmp_path, {})
-    assert doc["best"] is None and doc["diff"] == ""
+    assert doc.best is None and doc.diff == ""
     assert rows(doc)[1][-1] == "slower: not kept" and best_line(doc).startswith(
         "No change was measurably faster"
     )
@@ -390,12 +390,12 @@ def test_a_change_that_is_not_measurably_faster_is_never_the_best(tmp_path):
         settings={"loader": {"num_workers": 8}, "tf32": True},
     )
     doc = _document(str(script), TuneOptions(), set(), [base, loader, noise], tmp_path, {})
-    assert doc["best"]["candidate"] == "workers8" and "allow_tf32" not in doc["diff"]
+    assert doc.best.candidate == "workers8" and "allow_tf32" not in doc.diff
     assert [r[-1] for r in rows(doc)] == ["baseline", "accepted", "no measurable effect"]
     assert best_line(doc).startswith("Best safe change: workers — 3.00× faster (95% interval 2.80–3.20×)")
     noise.gain, noise.gain_ci, noise.effect = 1.2, [1.1, 1.3], "faster"
     doc = _document(str(script), TuneOptions(), set(), [base, loader, noise], tmp_path, {})
-    assert doc["best"]["candidate"] == "tf32" and "allow_tf32 = True" in doc["diff"]
+    assert doc.best.candidate == "tf32" and "allow_tf32 = True" in doc.diff
 
 
 GRAPH_PROBE = """
@@ -530,8 +530,8 @@ def _expected_row(v: dict) -> list[str]:
 
 @pytest.mark.parametrize("run", ["tune-h200-a", "tune-h200-b"])
 def test_a_tune_recorded_on_the_h200_renders_and_diffs_the_same_here(run):
+    from idlehound.report.tune import rows, tune_html, tune_markdown
     from idlehound.tune._diff import make_diff
-    from idlehound.tune.report import rows, tune_html, tune_markdown
 
     doc = json.loads((MEASURED / f"{run}.json").read_text())
     md = tune_markdown(doc)

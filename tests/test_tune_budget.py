@@ -12,6 +12,8 @@ from rich.console import Console
 pytest.importorskip("torch")
 
 import idlehound.tune as tune  # noqa: E402
+from idlehound.report.model import as_data  # noqa: E402
+from idlehound.report.tune import legend, render_tune, tune_html, tune_markdown  # noqa: E402
 from idlehound.tune import TuneOptions, _Budget, run_tune  # noqa: E402
 from idlehound.tune._predict import Predictor  # noqa: E402
 from idlehound.tune._stats import (  # noqa: E402
@@ -23,7 +25,6 @@ from idlehound.tune._stats import (  # noqa: E402
     log_ratios,
     measure_interleaved,
 )
-from idlehound.tune.report import legend, render_tune, tune_html, tune_markdown  # noqa: E402
 
 from .conftest import SCRIPTS  # noqa: E402
 
@@ -191,7 +192,7 @@ def test_a_tune_on_a_simulated_clock_tries_the_most_promising_candidate_within_t
     monkeypatch.setattr(tune, "_run_child", child)
     monkeypatch.setattr(tune, "_diagnosed_causes", diagnose)
     opts = TuneOptions(steps=10, skip=2, logdir=tmp_path, budget_s=138.0)
-    doc = run_tune(str(SCRIPTS / "tune" / "no_loader.py"), [], opts, progress=lambda *a: None)
+    doc = as_data(run_tune(str(SCRIPTS / "tune" / "no_loader.py"), [], opts, progress=lambda *a: None))
     by = {v["candidate"]: v for v in doc["variants"]}
     assert by["compile"]["status"] == "ok" and by["compile"]["effect"] == "faster"
     assert by["compile"]["rounds"] == 2 and by["compile"]["reason"].startswith("decided after 2 of 3 rounds")

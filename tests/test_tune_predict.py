@@ -9,10 +9,11 @@ pytest.importorskip("torch")
 
 from idlehound.analysis import overhead_at  # noqa: E402
 from idlehound.pipeline import analyze_path  # noqa: E402
+from idlehound.report.model import as_data  # noqa: E402
+from idlehound.report.tune import legend, tune_markdown, versus  # noqa: E402
 from idlehound.tune import TuneOptions, _document  # noqa: E402
 from idlehound.tune._candidates import Outcome, all_candidates  # noqa: E402
 from idlehound.tune._predict import Predictor  # noqa: E402
-from idlehound.tune.report import legend, tune_markdown, versus  # noqa: E402
 
 from .conftest import SCRIPTS  # noqa: E402
 
@@ -81,16 +82,18 @@ def _doc(tmp_path):
     skipped = Outcome(
         "tf32", "TF32", status="skipped", reason="not tried: 7 more runs would not fit the --budget of 60 s"
     )
-    return _document(
-        str(SCRIPTS / "tune" / "data_bound.py"),
-        TuneOptions(budget_s=60.0),
-        {"data_loading"},
-        [base, w, g, skipped],
-        tmp_path,
-        {},
-        None,
-        None,
-        {"available": True, "step_ms": 49.8, "host_rate": 1.0},
+    return as_data(  # as the JSON reads (the document's Struct as plain data)
+        _document(
+            str(SCRIPTS / "tune" / "data_bound.py"),
+            TuneOptions(budget_s=60.0),
+            {"data_loading"},
+            [base, w, g, skipped],
+            tmp_path,
+            {},
+            None,
+            None,
+            {"available": True, "step_ms": 49.8, "host_rate": 1.0},
+        )
     )
 
 

@@ -195,7 +195,7 @@ def test_a_script_that_reads_stdin_gets_none_and_a_slow_child_hits_the_child_tim
 def test_the_terminal_table_fits_a_normal_terminal_without_cropping_a_word(tmp_path, width):
     from rich.console import Console
 
-    from idlehound.tune.report import render_tune
+    from idlehound.report.tune import render_tune
 
     script = TUNE / "data_bound.py"
     base = Outcome("baseline", "the script as written", speedup=1.0, steps_per_s=7.01, rounds=4)

@@ -31,11 +31,11 @@ def inputs() -> list[tuple[str, Path]]:
 
 def _text(path: Path) -> str:
     from idlehound.pipeline import analyze_path
-    from idlehound.report import files
+    from idlehound.report import encode
 
     doc = analyze_path(path.parent if (path.parent / "run.json").exists() else path).doc
     doc["trace"]["path"] = path.name  # the checkout's location is not part of what is compared
-    return files._json(doc)
+    return encode(doc)
 
 
 def _others(out: Path) -> dict[str, str]:

@@ -6,6 +6,7 @@ Public API (every function works without the CLI):
     result.findings, result.doc                        # ranked causes with evidence and fixes; the JSON document
     result                                             # in Jupyter: the HTML report's headline, charts, findings
     result.to_pandas()                                 # the report's tables as DataFrames (pandas installed)
+    result.write("report.html")                        # the report as a file (.json, .md, .html), as `-o` writes it
 
     trace = idlehound.load_trace("log/run-1")          # file or TensorBoard log dir
     result = idlehound.analyze(trace)                  # the same from a loaded trace

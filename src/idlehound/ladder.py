@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .diagnose.dataloader import worker_sweep
-from .report import ladder_markdown, model, render_ladder_html, write_ladder_scalars
+from .report import model, write, write_ladder_scalars
 from .runfolder import document_files
 from .workloads.resnet import TrainConfig, Trainer, baseline, cpu_count, default_device, time_steps
 
@@ -59,7 +59,9 @@ class Rung:
     needs_cuda: bool = False
     needs_compile: bool = False
 
-    def configure(self, best: TrainConfig, opts: LadderOptions, device: str):
+    def configure(
+        self, best: TrainConfig, opts: LadderOptions, device: str
+    ) -> tuple[TrainConfig, list[dict[str, Any]]]:
         """The rung's config on top of the best so far; raises _Skip when the rung cannot run here."""
         if self.needs_cuda and device == "cpu":
             raise _Skip("needs CUDA")
@@ -70,7 +72,7 @@ class Rung:
         return self.apply(best, opts, device)
 
 
-def _same(best: TrainConfig, opts: LadderOptions, device: str):
+def _same(best: TrainConfig, opts: LadderOptions, device: str) -> tuple[TrainConfig, list[dict[str, Any]]]:
     return best, []
 
 
@@ -78,7 +80,7 @@ def _set(**change: Any) -> Apply:
     return lambda best, opts, device: (replace(best, **change), [])
 
 
-def _amp(best: TrainConfig, opts: LadderOptions, device: str):
+def _amp(best: TrainConfig, opts: LadderOptions, device: str) -> tuple[TrainConfig, list[dict[str, Any]]]:
     return _pick(
         best, opts, [replace(best, amp=a, batch_size=b) for b in opts.batch_sizes for a in ("fp16", "bf16")]
     )
@@ -153,7 +155,9 @@ class LadderOptions:
     chosen: bool = False  # the rungs were named (--rungs), not the default set
 
 
-def run_ladder(opts: LadderOptions, progress: Callable[[str], None] = lambda m: print(m, file=sys.stderr)):
+def run_ladder(
+    opts: LadderOptions, progress: Callable[[str], None] = lambda m: print(m, file=sys.stderr)
+) -> tuple[list[RungResult], Path]:
     """Run the chosen rungs in order; returns (results, run_dir)."""
     from .runfolder import new_run_dir
 
@@ -223,10 +227,8 @@ def measured_label(label: str, cfg: TrainConfig, tried: list[dict[str, Any]]) ->
 def _save(results: list[RungResult], device: str, run_dir: Path) -> None:
     _relative(results)
     doc = ladder_doc(results, device)
-    json_file, md_file, html_file = document_files(run_dir, "ladder")
-    json_file.write_text(model.encode(doc))
-    md_file.write_text(ladder_markdown(doc))
-    html_file.write_text(render_ladder_html(doc), encoding="utf-8")
+    for path in document_files(run_dir, "ladder"):  # rewritten whole after each rung
+        write(doc, path, force=True)
     for old in run_dir.glob("events.out.tfevents.*"):  # rewritten whole after each rung
         old.unlink()
     write_ladder_scalars(run_dir, doc)
@@ -239,7 +241,9 @@ def _need_compile() -> None:
         raise _Skip("torch.compile unavailable in this torch")
 
 
-def _pick_workers(best: TrainConfig, opts: LadderOptions, device: str):
+def _pick_workers(
+    best: TrainConfig, opts: LadderOptions, device: str
+) -> tuple[TrainConfig, list[dict[str, Any]]]:
     cands = sorted(set(opts.workers)) if opts.workers else worker_sweep(cpu_count())
     batch = 128 if device != "cpu" else best.batch_size
     pinned = device != "cpu"
@@ -260,9 +264,11 @@ def _pick_workers(best: TrainConfig, opts: LadderOptions, device: str):
     )
 
 
-def _pick(best: TrainConfig, opts: LadderOptions, cands: list[TrainConfig]):
+def _pick(
+    best: TrainConfig, opts: LadderOptions, cands: list[TrainConfig]
+) -> tuple[TrainConfig, list[dict[str, Any]]]:
     """Measure each candidate briefly; keep the fastest."""
-    tried = []
+    tried: list[dict[str, Any]] = []
     for cfg in cands:
         t = None
         try:
@@ -369,7 +375,7 @@ def _profile_rung(trainer: Trainer, res: RungResult, run_dir: Path, steps: int =
             p.step()
     trainer.sync()
     out = analyze_path(folder)
-    res.gpu_busy_pct = out.doc["metrics"]["gpu_util"]["value"]
+    res.gpu_busy_pct = out.report.metrics["gpu_util"].value
     top = next((f for f in out.findings if f.kind != "risk"), None)
     res.top_finding = f"{top.title} ({top.recoverable_ms:.2f} ms/step)" if top else "none"
     res.trace = str(out.analysis.trace.path.relative_to(run_dir))
@@ -398,7 +404,8 @@ def _relative(results: list[RungResult]) -> None:
             r.pct_of_ceiling = round(100 * r.samples_per_s / ceil, 1)
 
 
-def ladder_doc(results: list[RungResult], device: str) -> dict[str, Any]:
+def ladder_doc(results: list[RungResult], device: str) -> model.Ladder:
+    """The ladder document (schema idlehound/ladder), what report.write and the renderers take."""
     from dataclasses import asdict
 
     best = max(
@@ -406,12 +413,10 @@ def ladder_doc(results: list[RungResult], device: str) -> dict[str, Any]:
         key=lambda r: r.samples_per_s or 0.0,  # the filter keeps measured rungs only
         default=None,
     )
-    return model.as_data(
-        model.Ladder(
-            schema="idlehound/ladder",
-            schema_version=1,
-            device=device,
-            rungs=[model.Rung(**asdict(r)) for r in results],
-            best=best.name if best else None,
-        )
+    return model.Ladder(
+        schema="idlehound/ladder",
+        schema_version=1,
+        device=device,
+        rungs=[model.Rung(**asdict(r)) for r in results],
+        best=best.name if best else None,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -10,7 +11,9 @@ from ._limits import small_pages
 from .analysis import Analysis, analyze, load_sidecar
 from .diagnose import Diagnosis, Finding, Thresholds, diagnose
 from .errors import IdlehoundError
-from .report import build
+from .report import build_model
+from .report import model as m
+from .report.model import as_data
 from .result import Result as Diagnosed
 from .runfolder import read_run_info, run_info_rank, sidecar_path
 from .trace import Trace, load_trace
@@ -20,7 +23,12 @@ from .trace import Trace, load_trace
 class Result:
     analysis: Analysis
     diagnosis: Diagnosis
-    doc: dict[str, Any]
+    report: m.Report  # the report document, what report.write and the renderers take
+
+    @cached_property
+    def doc(self) -> dict[str, Any]:
+        """The report document as plain data (what its JSON holds)."""
+        return as_data(self.report)
 
     @property
     def findings(self) -> list[Finding]:
@@ -28,7 +36,7 @@ class Result:
 
     def diagnosed(self) -> Diagnosed:
         """The same analysis, findings and document as the one object `idlehound.analyze()` returns."""
-        return Diagnosed.of(self.analysis, self.diagnosis, self.doc)
+        return Diagnosed.of(self.analysis, self.diagnosis, self.report)
 
 
 def analyze_path(
@@ -38,8 +46,8 @@ def analyze_path(
     step: Optional[int] = None,
     thresholds: Optional[Thresholds] = None,
     max_bytes: Optional[int] = None,
-    sidecar: Optional[dict] = None,
-    run_info: Optional[dict] = None,
+    sidecar: Optional[dict[str, Any]] = None,
+    run_info: Optional[dict[str, Any]] = None,
 ) -> Result:
     """Load, analyse and diagnose a trace file or log dir; uses the capture sidecar and run.json if present
     (`sidecar` / `run_info` given here take their place).
@@ -55,17 +63,20 @@ def diagnose_trace(
     trace: Trace,
     step: Optional[int] = None,
     thresholds: Optional[Thresholds] = None,
-    sidecar: Optional[dict] = None,
-    run_info: Optional[dict] = None,
+    sidecar: Optional[dict[str, Any]] = None,
+    run_info: Optional[dict[str, Any]] = None,
 ) -> Result:
     """Analyse (with the run folder, as analyze_run_folder), diagnose and build the report of a loaded trace."""
     a = analyze_run_folder(trace, step=step, sidecar=sidecar, run_info=run_info)
     d = diagnose(a, thresholds)
-    return Result(a, d, build(a, d))
+    return Result(a, d, build_model(a, d))
 
 
 def analyze_run_folder(
-    trace: Trace, step: Optional[int] = None, sidecar: Optional[dict] = None, run_info: Optional[dict] = None
+    trace: Trace,
+    step: Optional[int] = None,
+    sidecar: Optional[dict[str, Any]] = None,
+    run_info: Optional[dict[str, Any]] = None,
 ) -> Analysis:
     """Analyse a loaded trace with what its run folder holds (sidecar, run.json, samples.json).
 
@@ -107,11 +118,11 @@ def parse_gates(specs: tuple[str, ...]) -> dict[str, float]:
     return gates
 
 
-def failed_gates(doc: dict[str, Any], gates: dict[str, float]) -> list[str]:
+def failed_gates(doc: m.Report, gates: dict[str, float]) -> list[str]:
     """Gates whose metric is below its floor (or missing from the trace)."""
     out = []
     for key, floor in gates.items():
-        v = doc["metrics"][key]["value"]
+        v = doc.metrics[key].value
         if v is None:
             out.append(f"{key}: not measured in this trace (floor {floor:g})")
         elif v < floor:

@@ -7,13 +7,17 @@ tables to pandas or polars on request (optional dependencies, imported only then
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, fields
 from importlib import import_module
-from typing import Any, Optional
+from pathlib import Path
+from typing import Any, Optional, Union
 
 from .analysis import Analysis, location_text
 from .diagnose import Diagnosis, Finding
-from .report import build
+from .report import build_model
+from .report import model as m
+from .report.model import as_data
 
 # The report's tables that to_pandas() and to_polars() hand over, each a list of flat rows made from the document.
 TABLES = ("metrics", "steps", "findings", "idle_by_cause", "idle_by_line", "sync_points", "kernels")
@@ -25,12 +29,13 @@ class Result(Analysis):
     (the JSON report document, the same as `idlehound analyze --json` prints)."""
 
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
+    _report: Optional[m.Report] = field(default=None, repr=False, compare=False)
     _doc: Optional[dict[str, Any]] = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def of(cls, a: Analysis, diagnosis: Diagnosis, doc: Optional[dict[str, Any]] = None) -> Result:
+    def of(cls, a: Analysis, diagnosis: Diagnosis, report: Optional[m.Report] = None) -> Result:
         values = {f.name: getattr(a, f.name) for f in fields(Analysis)}
-        return cls(**values, diagnosis=diagnosis, _doc=doc)
+        return cls(**values, diagnosis=diagnosis, _report=report)
 
     @property
     def findings(self) -> list[Finding]:
@@ -41,11 +46,27 @@ class Result(Analysis):
         return self
 
     @property
+    def report(self) -> m.Report:
+        """The report document as its typed Struct (report/model.py): what `idlehound.report.write` takes."""
+        if self._report is None:
+            self._report = build_model(self, self.diagnosis)
+        return self._report
+
+    @property
     def doc(self) -> dict[str, Any]:
-        """The versioned report document (docs/json-schema.md)."""
+        """The versioned report document (docs/json-schema.md) as plain data."""
         if self._doc is None:
-            self._doc = build(self, self.diagnosis)
+            self._doc = as_data(self.report)
         return self._doc
+
+    def write(
+        self, path: Union[str, os.PathLike[str]], fmt: Optional[str] = None, force: bool = False
+    ) -> Path:
+        """Write the report to a file as `idlehound analyze -o` does (report.write): JSON, markdown or HTML by
+        `fmt` ("json", "md", "html") or else the extension; an existing file is kept unless force."""
+        from .report import write
+
+        return write(self.report, Path(os.fspath(path)), fmt, force=force, inputs=[self.trace.path])
 
     def __repr__(self) -> str:  # the dataclass's would print every field of the analysis
         causes = ", ".join(str(f.cause) for f in self.findings) or "none"
@@ -53,14 +74,14 @@ class Result(Analysis):
 
     @property
     def headline(self) -> str:
-        return str(self.doc["headline"])
+        return self.report.headline
 
     def _repr_html_(self) -> str:
         """The HTML report's headline, metrics, charts and findings, for Jupyter: inline CSS scoped to this
         output and inline SVG, nothing fetched."""
         from .report import render_html_fragment
 
-        return render_html_fragment(self.doc)
+        return render_html_fragment(self.report)
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:
         """The report's tables as lists of flat rows (what to_pandas() and to_polars() turn into frames)."""

@@ -125,7 +125,7 @@ def tune(name: str, script: Path, budget: float, extra: list[str], args: list[st
 
 
 def _variant_line(v: dict) -> str:
-    from idlehound.tune.report import verdict, versus
+    from idlehound.report.tune import verdict, versus
 
     speed = f"{v['speedup']:.2f}x" if v.get("speedup") else "-"
     return (

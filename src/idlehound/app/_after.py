@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import IdlehoundError
-from ..report.model import encode
+from ..report.model import Ranks
 from ..runfolder import RANKS_HTML, RANKS_JSON, REPORTS, update_run_json
 
 
@@ -21,11 +21,11 @@ def analyze_run(run_dir: Path, print_report: bool = True, html: bool = True) -> 
         sys.stderr.write(f"idlehound: {e}\n")
         return None
     try:
-        from ..report import scalars_of, write_report, write_scalars
+        from ..report import scalars_of, write, write_scalars
 
         for name in REPORTS if html else [n for n in REPORTS if not n.endswith(".html")]:
-            write_report(res.doc, run_dir / name, force=True)  # the run's own folder: its reports
-        why = write_scalars(run_dir, scalars_of(res.doc))
+            write(res.report, run_dir / name, force=True)  # the run's own folder: its reports
+        why = write_scalars(run_dir, scalars_of(res.report))
         if why:
             res.analysis.notes.append(why)
     except Exception as e:  # a report writer failed: the analysis is still printed
@@ -33,28 +33,28 @@ def analyze_run(run_dir: Path, print_report: bool = True, html: bool = True) -> 
     if print_report:
         from ..report import render
 
-        render(res.doc)
+        render(res.report)
         sys.stderr.write(f"idlehound: run folder {run_dir}\n")
     return res
 
 
-def report_ranks(run_dir: Path, print_report: bool = True) -> Optional[dict]:
+def report_ranks(run_dir: Path, print_report: bool = True) -> Optional[Ranks]:
     """Compare the ranks of a multi-process run; write ranks.json and ranks.html; complete run.json."""
-    from ..distributed import analyze_ranks
-    from ..report import render_ranks, render_ranks_html
+    from ..distributed import ranks_report
+    from ..report import render_ranks, write
 
     try:
-        doc = analyze_ranks(run_dir)
+        doc = ranks_report(run_dir)
     except IdlehoundError as e:
         sys.stderr.write(f"idlehound: {e}\n")
         return None
-    (run_dir / RANKS_JSON).write_text(encode(doc))
-    (run_dir / RANKS_HTML).write_text(render_ranks_html(doc), encoding="utf-8")
+    for name in (RANKS_JSON, RANKS_HTML):
+        write(doc, run_dir / name, force=True)  # the run's own folder: its reports
     update_run_json(
         run_dir,
-        world_size=doc["world_size"],
-        backend=doc["backend"],  # what only the traces know
-        straggler=(doc["straggler"] or {}).get("rank"),
+        world_size=doc.world_size,
+        backend=doc.backend,  # what only the traces know
+        straggler=doc.straggler.rank if doc.straggler else None,
     )
     if print_report:
         render_ranks(doc)

@@ -16,7 +16,7 @@ from typing import Callable, Optional
 import click
 
 from ..errors import IdlehoundError
-from ..report.model import encode
+from ..report.model import Report, encode
 
 
 def analyze(
@@ -46,33 +46,33 @@ def analyze(
         check_output(output, force, [path])  # before the analysis: a refused -o costs nothing
     res = analyze_path(path, run=run, worker=worker, step=step)
     if output is not None:
-        from ..report import write_report
+        from ..report import write
 
-        write_report(res.doc, output, force, [path])
+        write(res.report, output, force=force, inputs=[path])
     if as_json:
-        click.echo(encode(res.doc))
+        click.echo(encode(res.report))
     else:
         from ..report import render
 
-        render(res.doc)
-    failed = failed_gates(res.doc, gates)
+        render(res.report)
+    failed = failed_gates(res.report, gates)
     if failed:
         click.echo("idlehound: gate failed: " + "; ".join(failed), err=True)
         if os.environ.get("GITHUB_ACTIONS") == "true":  # on GitHub: an error annotation on the run's summary
-            click.echo(gate_annotation(res.doc, failed), err=as_json)  # stdout unless it carries the JSON
+            click.echo(gate_annotation(res.report, failed), err=as_json)  # stdout unless it carries the JSON
         return 1
     return 0
 
 
-def gate_annotation(doc: dict, failed: list[str]) -> str:
+def gate_annotation(doc: Report, failed: list[str]) -> str:
     """The failed gates as one GitHub error annotation, at the top finding's line when the trace names one."""
-    from ..lint import annotation
+    from ..report import annotation
 
-    top = next((f["location"] for f in doc["findings"] if f["location"]), None)
-    where = {"file": top["file"], "line": top["line"]} if top else {}
-    return annotation(
-        "error", f"{'; '.join(failed)}. {doc['headline']}", title="idlehound --fail-under", **where
-    )
+    top = next((f.location for f in doc.findings if f.location), None)
+    message = f"{'; '.join(failed)}. {doc.headline}"
+    if top is None:
+        return annotation("error", message, title="idlehound --fail-under")
+    return annotation("error", message, title="idlehound --fail-under", file=top.file, line=top.line)
 
 
 def analyze_ranks(
@@ -84,14 +84,14 @@ def analyze_ranks(
     address: Optional[str] = None,
 ) -> None:
     """`idlehound analyze --ranks`: every rank of a distributed run, the straggler and why."""
-    from ..distributed import analyze_ranks as _analyze_ranks
-    from ..report import check_output, render_ranks, write_ranks
+    from ..distributed import ranks_report
+    from ..report import check_output, render_ranks, write
 
     if output is not None:
         check_output(output, force, [path])
-    doc = _analyze_ranks(path, engine=engine, address=address)
+    doc = ranks_report(path, engine=engine, address=address)
     if output is not None:
-        write_ranks(doc, output, force, [path])
+        write(doc, output, force=force, inputs=[path])
     if as_json:
         click.echo(encode(doc))
     else:
@@ -105,8 +105,8 @@ def report(path: Path, output: Path, run: Optional[str], worker: Optional[str], 
         check_annotated_output,
         check_output,
         is_annotated_name,
+        write,
         write_annotated,
-        write_report,
     )
 
     annotated = is_annotated_name(output)
@@ -118,20 +118,20 @@ def report(path: Path, output: Path, run: Optional[str], worker: Optional[str], 
         return write_annotated(res.analysis, res.findings, output, force, (path,))[0]
     curve = step_curve(path, res.doc) if path.is_dir() else None  # the whole run's steps (--watch's windows)
     show_curve(curve)
-    return write_report(res.doc, output, force, [path], step_curve=curve)
+    return write(res.report, output, force=force, inputs=[path], step_curve=curve)
 
 
 def compare(a: Path, b: Path, as_json: bool, output: Optional[Path], force: bool = False) -> None:
     """`idlehound compare A B`."""
-    from ..compare import compare_docs
+    from ..compare import compare_model
     from ..pipeline import analyze_path
-    from ..report import check_output, render_compare, write_compare
+    from ..report import check_output, render_compare, write
 
     if output is not None:
         check_output(output, force, [a, b])
-    doc = compare_docs(analyze_path(a).doc, analyze_path(b).doc)
+    doc = compare_model(analyze_path(a).report, analyze_path(b).report)
     if output is not None:
-        write_compare(doc, output, force, [a, b])
+        write(doc, output, force=force, inputs=[a, b])
     if as_json:
         click.echo(encode(doc))
     else:
@@ -282,7 +282,7 @@ def tune(
         click.echo(encode(doc))
     else:
         render_tune(doc)
-    click.echo(f"idlehound: tune folder {doc['run_dir']}", err=True)
+    click.echo(f"idlehound: tune folder {doc.run_dir}", err=True)
 
 
 def demo(

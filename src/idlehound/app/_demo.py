@@ -5,7 +5,10 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def run_demo(
@@ -15,7 +18,7 @@ def run_demo(
     steps: Optional[int] = None,
     batch_size: Optional[int] = None,
     print_report: bool = True,
-):
+) -> tuple[Any, Optional[Path], dict[str, Any]]:
     """Train the baseline under idlehound.profile and return (result, run_dir, throughput)."""
     from ..capture import CaptureOptions
     from ..workloads.resnet import Trainer, baseline, default_device
@@ -83,7 +86,7 @@ def _has_gpu() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def show_recorded(console=None) -> None:
+def show_recorded(console: Optional[Console] = None) -> None:
     """Print the diagnosis of the recorded H200 run of the same workload, headed by why it is shown."""
     from rich.console import Console
     from rich.rule import Rule
@@ -94,7 +97,7 @@ def show_recorded(console=None) -> None:
     c = console or Console()
     c.print()
     c.print(Rule("no GPU here; the same workload recorded on an H200:", style="bold yellow"))
-    render(analyze_path(RECORDED).doc, c)
+    render(analyze_path(RECORDED).report, c)
     c.print(
         f"(recorded run folder: {RECORDED}; `idlehound analyze` or `idlehound report` read it like any other)",
         style="dim",

@@ -150,7 +150,18 @@ def analyze_ranks(
     address: Optional[str] = None,
     top_k: int = 10,
 ) -> dict[str, Any]:
-    """The distributed report document (schema idlehound/distributed, version 1).
+    """The distributed report document (schema idlehound/distributed, version 1) as plain data (ranks_report's)."""
+    return m.as_data(ranks_report(path, workers, engine, address, top_k))
+
+
+def ranks_report(
+    path: Union[str, Path],
+    workers: Optional[int] = None,
+    engine: str = "local",
+    address: Optional[str] = None,
+    top_k: int = 10,
+) -> m.Ranks:
+    """The distributed report document (schema idlehound/distributed, version 1), what report.write takes.
 
     engine "local" analyses the ranks in processes of this machine; "ray" in Ray tasks where the files are
     (summaries_on_ray; address: the cluster's, else RAY_ADDRESS or a new local Ray). Both give the same
@@ -179,7 +190,7 @@ def _summaries_local(path: Union[str, Path], workers: Optional[int]) -> list[dic
     return [_one(str(p)) for p in paths]
 
 
-def compare_summaries(docs: list[dict[str, Any]], path: Union[str, Path], top_k: int = 10) -> dict[str, Any]:
+def compare_summaries(docs: list[dict[str, Any]], path: Union[str, Path], top_k: int = 10) -> m.Ranks:
     """The ranks document from every rank's summary (or error), in whatever order they came."""
     failed = sorted(d["error"] for d in docs if "error" in d)
     docs = sorted((d for d in docs if "error" not in d), key=lambda d: (str(d["rank"]), d["trace"]["path"]))
@@ -189,8 +200,8 @@ def compare_summaries(docs: list[dict[str, Any]], path: Union[str, Path], top_k:
             f"{path}: {len(docs)} of {len(docs) + len(failed)} rank traces could be analysed; a comparison "
             f"needs two ({failed[0] if failed else 'one trace only'})"
         )
-    doc = compare_ranks(docs, top_k)
-    doc["failed"] = failed
+    doc = ranks_model(docs, top_k)
+    doc.failed = failed
     return doc
 
 
@@ -387,4 +398,5 @@ __all__ = [
     "analyze_ranks",
     "compare_ranks",
     "rank_traces",
+    "ranks_report",
 ]

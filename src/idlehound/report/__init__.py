@@ -1,8 +1,9 @@
 """Reports: terminal (rich), JSON, markdown, HTML and TensorBoard, all from one report document.
 
 report/model.py types every output document (msgspec Structs); `encode` writes their JSON text and `validate`
-reads it back strictly. Every renderer of every document (report, compare, ranks, ladder; tune's renderers use these helpers) lives
-here, and other packages use only the names in __all__. The renderers load on first use (PEP 562), so
+reads it back strictly. Builders return these Structs; every renderer of every document (report, compare, ranks,
+lint, ladder, tune) lives here and takes them, and `write(doc, path)` writes any of them as JSON, markdown or
+HTML. Other packages use only the names in __all__. The renderers load on first use (PEP 562), so
 building a document does not import rich or jinja2.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ._data import SCHEMA, SCHEMA_VERSION, build, build_model, check_document, headline, r, to_json
+from ._data import SCHEMA, SCHEMA_VERSION, build, build_model, check_document, headline, to_json
 from .model import DOCUMENTS, encode, validate
 
 if TYPE_CHECKING:  # the lazy names' types, for mypy; at run time __getattr__ loads them
@@ -27,10 +28,10 @@ if TYPE_CHECKING:  # the lazy names' types, for mypy; at run time __getattr__ lo
     from .annotated import annotation_events, check_annotated_output, is_annotated_name, write_annotated
     from .compare import render_compare, render_compare_markdown
     from .files import (
+        Document,
         check_output,
-        write_compare,
-        write_ranks,
-        write_report,
+        render_as,
+        write,
     )
     from .html import (
         fmt_metric,
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # the lazy names' types, for mypy; at run time __getattr__ lo
         ladder_table_rows,
         render_ladder,
     )
+    from .lint import LINT_FORMATS, LintRuleText, annotation, render_lint, sarif_log
     from .markdown import render_markdown
     from .notebook import render_html_fragment
     from .ranks import (
@@ -57,6 +59,7 @@ if TYPE_CHECKING:  # the lazy names' types, for mypy; at run time __getattr__ lo
         write_scalars,
     )
     from .terminal import render
+    from .tune import render_tune, set_candidate_names, tune_html, tune_markdown
 
 _LAZY = {  # public name -> the module of this package that defines it
     "render": "terminal",
@@ -80,9 +83,9 @@ _LAZY = {  # public name -> the module of this package that defines it
     "ladder_markdown": "ladder",
     "ladder_table_rows": "ladder",
     "check_output": "files",
-    "write_report": "files",
-    "write_compare": "files",
-    "write_ranks": "files",
+    "write": "files",
+    "render_as": "files",
+    "Document": "files",
     "scalars_of": "tensorboard",
     "write_scalars": "tensorboard",
     "write_ladder_scalars": "tensorboard",
@@ -94,6 +97,15 @@ _LAZY = {  # public name -> the module of this package that defines it
     "num": "_format",
     "metric_text": "_format",
     "sparkline": "_curve",
+    "render_tune": "tune",
+    "tune_markdown": "tune",
+    "tune_html": "tune",
+    "set_candidate_names": "tune",
+    "annotation": "lint",
+    "render_lint": "lint",
+    "sarif_log": "lint",
+    "LINT_FORMATS": "lint",
+    "LintRuleText": "lint",
 }
 
 
@@ -108,8 +120,12 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [  # the eager names and _LAZY's (tests/test_report_lazy_names.py keeps them in step)
     "DOCUMENTS",
+    "Document",
+    "LINT_FORMATS",
+    "LintRuleText",
     "SCHEMA",
     "SCHEMA_VERSION",
+    "annotation",
     "annotation_events",
     "build",
     "build_model",
@@ -128,9 +144,9 @@ __all__ = [  # the eager names and _LAZY's (tests/test_report_lazy_names.py keep
     "md_text",
     "metric_text",
     "num",
-    "r",
     "ranks_title",
     "render",
+    "render_as",
     "render_compare",
     "render_compare_html",
     "render_compare_markdown",
@@ -138,19 +154,23 @@ __all__ = [  # the eager names and _LAZY's (tests/test_report_lazy_names.py keep
     "render_html_fragment",
     "render_ladder",
     "render_ladder_html",
+    "render_lint",
     "render_markdown",
     "render_page",
     "render_ranks",
     "render_ranks_html",
+    "render_tune",
+    "sarif_log",
     "scalars_of",
+    "set_candidate_names",
     "sparkline",
     "to_json",
+    "tune_html",
+    "tune_markdown",
     "validate",
     "visible",
+    "write",
     "write_annotated",
-    "write_compare",
     "write_ladder_scalars",
-    "write_ranks",
-    "write_report",
     "write_scalars",
 ]

@@ -6,16 +6,17 @@ Numbers are rounded here, once, so the terminal, markdown, HTML and JSON show th
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
+from enum import Enum
 from typing import Any, Literal, Optional
 
+import msgspec
+
 from .._version import __version__
-from ..analysis import FITTED_CORRECTION, Analysis, IdleLine, SourceLoc, unprofiled_step
+from ..analysis import FITTED_CORRECTION, NO_USER_FRAME, Analysis, IdleLine, SourceLoc, unprofiled_step
 from ..analysis import Step as StepInfo
 from ..diagnose import (
     DEFAULT,
-    IDLE_CAUSE_DEFINITIONS,
     IDLE_CAUSE_INFO,
     IDLE_CAUSE_LABELS,
     Diagnosis,
@@ -23,28 +24,35 @@ from ..diagnose import (
     IdleCause,
     clears_bar,
 )
-from ..metrics import MAX_COPY_GBPS, MAX_STEP_MS, METRICS, status
+from ..metrics import METRICS, status
 from . import model as m
+from ._check import _finite
+from ._check import check_document as check_document  # where tests and fuzzing import it from
 from .model import as_data, encode, rnd
+from .sections import build_sections
 
 SCHEMA: Literal["idlehound/analysis"] = "idlehound/analysis"
 SCHEMA_VERSION: Literal[2] = 2
 
 
-def r(x: Optional[float], nd: int = 3) -> Optional[float]:
-    return rnd(x, nd)
-
-
 def build(a: Analysis, d: Diagnosis) -> dict[str, Any]:
-    """The versioned report document (docs/json-schema.md) as plain data. Every number in it is finite."""
+    """The versioned report document (docs/json-schema.md) as plain data, for the Python API (`Result.doc`)."""
+    return as_data(build_model(a, d))
+
+
+def build_model(a: Analysis, d: Diagnosis) -> m.Report:
+    """The versioned report document (docs/json-schema.md), what every renderer reads. Every number in it is
+    finite: a figure that is not is reported as null, with a note."""
+    doc = _report(a, d)
     dropped: list[str] = []
-    doc: dict[str, Any] = _finite_only(as_data(build_model(a, d)), "", dropped)
-    if dropped:  # a backstop: validation upstream should leave nothing here
-        doc["notes"].append(
-            f"{len(dropped)} figure(s) were not finite numbers and are reported as null: "
-            + ", ".join(dropped[:5])
-        )
-    return doc
+    data = _finite_only(as_data(doc), "", dropped)
+    if not dropped:
+        return doc
+    data["notes"].append(  # a backstop: validation upstream should leave nothing here
+        f"{len(dropped)} figure(s) were not finite numbers and are reported as null: "
+        + ", ".join(dropped[:5])
+    )
+    return msgspec.convert(data, m.Report)
 
 
 def to_json(doc: dict[str, Any], indent: int = 2) -> str:
@@ -86,34 +94,16 @@ def _idle_lines(a: Analysis, lines: list[IdleLine]) -> list[m.IdleLine]:
     ]
 
 
-def build_model(a: Analysis, d: Diagnosis) -> m.Report:
+def _report(a: Analysis, d: Diagnosis) -> m.Report:
     """The report document as its Struct; every figure rounded here, once (report/model.py, docs)."""
-    t = a.trace
     n = a.n_steps
     return m.Report(
         schema=SCHEMA,
         schema_version=SCHEMA_VERSION,
         tool=m.Tool(name="idlehound", version=__version__),
         headline=headline(a, d.findings),
-        trace=m.TraceInfo(
-            path=str(t.path),
-            worker=t.worker,
-            size_bytes=t.size_bytes,
-            with_stack=t.with_stack,
-            cuda_run=t.cuda_run,
-            gpu_recorded=a.gpu_recorded,
-            step_source=a.step_source,
-            steps=[s.number for s in a.steps],
-            workers=sorted({f.worker for f in t.run_files}),
-        ),
-        device=m.Device(
-            name=a.device.name,
-            index=a.device.index,
-            compute_capability=list(a.device.compute_capability) if a.device.compute_capability else None,
-            memory_bytes=a.device.memory_bytes,
-            devices_seen=a.device.devices_seen,
-            accelerator=a.device.accelerator,
-        ),
+        trace=_trace(a),
+        device=_device(a),
         metrics=_metrics(a),
         breakdown_ms={k: rnd(a.per_step_ms(v)) for k, v in a.breakdown_ns.items()},
         idle_by_cause_ms={k: rnd(a.per_step_ms(v)) for k, v in a.idle_ns.items()},
@@ -121,30 +111,8 @@ def build_model(a: Analysis, d: Diagnosis) -> m.Report:
         idle_by_line=_idle_lines(a, a.idle_lines),
         idle_by_library_line=_idle_lines(a, a.idle_library_lines),
         steps=[_step(s) for s in a.steps],
-        sync_points=[
-            m.SyncPoint(
-                kind=s.kind,
-                op=s.op,
-                call=s.call,
-                python=s.python,
-                location=_loc(s.location),
-                count_per_step=rnd(s.count / n),
-                idle_after_ms_per_step=rnd(a.per_step_ms(s.idle_after_ns)),
-                blocked_ms_per_step=rnd(a.per_step_ms(s.blocked_ns)),
-            )
-            for s in a.sync_sites
-        ],
-        copies=[
-            m.Copy(
-                direction=c.direction,
-                count_per_step=rnd(c.count / n),
-                mb_per_step=rnd(c.bytes / n / 1e6),
-                ms_per_step=rnd(a.per_step_ms(c.time_ns)),
-                bandwidth_gbps=rnd(c.bandwidth_gbps, m.PCT),
-                pageable_pct=rnd(100 * c.pageable_bytes / c.bytes if c.bytes else 0.0, 1),
-            )
-            for c in a.copies.values()
-        ],
+        sync_points=_sync_points(a),
+        copies=_copies(a),
         kernels=_kernels(a),
         memory=_memory(a),
         dataloader=m.DataLoader(
@@ -159,17 +127,76 @@ def build_model(a: Analysis, d: Diagnosis) -> m.Report:
         findings=[finding_model(f) for f in d.findings],
         not_checked=[m.NotChecked(**n) for n in d.not_checked],  # rules not run: the trace lacks their data
         replay=_replay(a, d.prediction),
-        notes=a.notes,
+        notes=list(a.notes),  # a copy: a note the analysis gets later is not in this document
         run={k: v for k, v in a.run_info.items() if k != "utilization_curve"},
+        sections=build_sections(a, list(d.findings)),
     )
+
+
+def _trace(a: Analysis) -> m.TraceInfo:
+    t = a.trace
+    return m.TraceInfo(
+        path=str(t.path),
+        worker=t.worker,
+        size_bytes=t.size_bytes,
+        with_stack=t.with_stack,
+        cuda_run=t.cuda_run,
+        gpu_recorded=a.gpu_recorded,
+        step_source=a.step_source,
+        steps=[s.number for s in a.steps],
+        workers=sorted({f.worker for f in t.run_files}),
+    )
+
+
+def _device(a: Analysis) -> m.Device:
+    return m.Device(
+        name=a.device.name,
+        index=a.device.index,
+        compute_capability=list(a.device.compute_capability) if a.device.compute_capability else None,
+        memory_bytes=a.device.memory_bytes,
+        devices_seen=a.device.devices_seen,
+        accelerator=a.device.accelerator,
+    )
+
+
+def _sync_points(a: Analysis) -> list[m.SyncPoint]:
+    n = a.n_steps
+    return [
+        m.SyncPoint(
+            kind=s.kind,
+            op=s.op,
+            call=s.call,
+            python=s.python,
+            location=_loc(s.location),
+            count_per_step=rnd(s.count / n),
+            idle_after_ms_per_step=rnd(a.per_step_ms(s.idle_after_ns)),
+            blocked_ms_per_step=rnd(a.per_step_ms(s.blocked_ns)),
+        )
+        for s in a.sync_sites
+    ]
+
+
+def _copies(a: Analysis) -> list[m.Copy]:
+    n = a.n_steps
+    return [
+        m.Copy(
+            direction=c.direction,
+            count_per_step=rnd(c.count / n),
+            mb_per_step=rnd(c.bytes / n / 1e6),
+            ms_per_step=rnd(a.per_step_ms(c.time_ns)),
+            bandwidth_gbps=rnd(c.bandwidth_gbps, m.PCT),
+            pageable_pct=rnd(100 * c.pageable_bytes / c.bytes if c.bytes else 0.0, 1),
+        )
+        for c in a.copies.values()
+    ]
 
 
 def finding_model(f: Finding) -> m.Finding:
     return m.Finding(
-        cause=f.cause,
+        cause=_word(f.cause),
         title=f.title,
-        severity=f.severity,
-        kind=f.kind,
+        severity=_word(f.severity),
+        kind=_word(f.kind),
         recoverable_ms_per_step=rnd(f.recoverable_ms, m.SHARE),
         recoverable_share_of_step=rnd(f.share, m.SHARE),
         recoverable_ms_range=_pair(f.range_ms, m.SHARE),
@@ -180,6 +207,11 @@ def finding_model(f: Finding) -> m.Finding:
         code=f.code,
         details=dict(f.details),
     )
+
+
+def _word(x: object) -> str:
+    """A finding's cause, severity or kind as its text (an enum member as its value, as JSON writes it)."""
+    return str(x.value) if isinstance(x, Enum) else str(x)
 
 
 def _curve(c: Any) -> Optional[m.UtilizationCurve]:
@@ -381,163 +413,30 @@ def _pair(x: Any, digits: int = 3) -> tuple[float, float]:
     return rnd(lo, digits), rnd(hi, digits)
 
 
-def range_text(f: dict[str, Any]) -> str:
+def range_text(f: m.Finding) -> str:
     """A finding's range as every renderer prints it after its share (docs/metrics.md, Intervals); none in a
     document of version 1."""
-    if not f.get("recoverable_ms_range") or not f.get("recoverable_share_range"):
+    if not f.recoverable_ms_range or not f.recoverable_share_range:
         return ""
-    (lo, hi), (slo, shi) = f["recoverable_ms_range"], f["recoverable_share_range"]
+    (lo, hi), (slo, shi) = f.recoverable_ms_range, f.recoverable_share_range
     return f"; range {lo:.3f}-{hi:.3f} ms, {100 * slo:.1f}-{100 * shi:.1f}%"
 
 
-def not_checked_by_need(doc: dict[str, Any]) -> dict[str, list[str]]:
+def not_checked_by_need(doc: m.Report) -> dict[str, list[str]]:
     """The rules not checked, grouped by what they need (one line each in the renderers)."""
     out: dict[str, list[str]] = {}
-    found = {f["cause"] for f in doc.get("findings") or []}
-    for n in doc.get("not_checked") or []:
-        if found & set(n.get("causes") or []):  # a finding of that cause stands above: it was seen after all
+    found = {f.cause for f in doc.findings}
+    for n in doc.not_checked:
+        if found & set(n.causes):  # a finding of that cause stands above: it was seen after all
             continue
-        out.setdefault(n["needs"], []).append(n["rule"])
+        out.setdefault(n.needs, []).append(n.rule)
     return out
 
 
-def idle_cause_definition(cause: str) -> str:
-    return IDLE_CAUSE_DEFINITIONS.get(cause, "")
+def where(loc: Optional[m.Location]) -> str:
+    """A location as every table writes it: 'file:line' ('(no user frame)' for none)."""
+    return NO_USER_FRAME if loc is None else f"{loc.file}:{loc.line}"
 
 
-# The range every figure of the document can take. A figure outside it cannot be right: the analysis
-# must have excluded the data behind it (with a note) or stopped with an error instead.
-_PCT_METRICS = (
-    "gpu_util",
-    "kernel_pct",
-    "dataloader_pct",
-    "sm_efficiency",
-    "occupancy",
-    "short_kernel_pct",
-    "tensor_core_pct",
-    "pageable_pct",
-    "peak_mem_pct",
-)
-_TOL = 0.02  # rounding to 3 decimals, summed over a few parts
-
-
-def check_document(doc: dict[str, Any]) -> list[str]:
-    """Impossible figures in a report document (an empty list when every figure is within its range)."""
-    out: list[str] = []
-    _finite(doc, "doc", out)
-    if out:
-        return out
-    step = doc["metrics"]["step_ms"]["value"]
-    for key, met in doc["metrics"].items():
-        v = met["value"]
-        hi = 100.0 if key in _PCT_METRICS else None
-        _within(out, f"metrics.{key}", v, 0.0, hi)
-    _within(out, "metrics.step_ms", step, 0.0, MAX_STEP_MS)  # > 0 before rounding; 0 steps are excluded
-    step = step or 0.0
-    _within(out, "metrics.gpu_idle_ms", doc["metrics"]["gpu_idle_ms"]["value"], 0.0, step + _TOL)
-    _parts(out, "breakdown_ms", doc["breakdown_ms"], step, exact=True)
-    idle = doc["metrics"]["gpu_idle_ms"]["value"]
-    _parts(out, "idle_by_cause_ms", doc["idle_by_cause_ms"], idle if idle is not None else step)
-    for s in doc["steps"]:
-        d = s["duration_ms"]
-        _within(out, f"steps[{s['number']}].duration_ms", d, 0.0, MAX_STEP_MS)
-        _within(out, f"steps[{s['number']}].gpu_busy_pct", s["gpu_busy_pct"], 0.0, 100.0)
-        _parts(
-            out,
-            f"steps[{s['number']}].breakdown_ms",
-            s["breakdown_ms"],
-            d or 0.0,
-            exact=bool(s["breakdown_ms"]),
-        )
-        _parts(out, f"steps[{s['number']}].idle_ms", s["idle_ms"], d or 0.0)
-    k = doc["kernels"]
-    longest_us = 1e3 * max((s["duration_ms"] or 0.0 for s in doc["steps"]), default=0.0)
-    for q in ("p50_us", "p90_us", "max_us"):
-        _within(out, f"kernels.{q}", k[q], 0.0, longest_us + _TOL * 1e3)
-    _within(out, "kernels.count_per_step", k["count_per_step"], 0.0, None)
-    _within(out, "kernels.ms_per_step", k["ms_per_step"], 0.0, None)
-    for c in doc["copies"]:
-        _within(out, f"copies.{c['direction']}.ms_per_step", c["ms_per_step"], 0.0, None)
-        _within(out, f"copies.{c['direction']}.mb_per_step", c["mb_per_step"], 0.0, None)
-        _within(out, f"copies.{c['direction']}.bandwidth_gbps", c["bandwidth_gbps"], 0.0, MAX_COPY_GBPS)
-        _within(out, f"copies.{c['direction']}.pageable_pct", c["pageable_pct"], 0.0, 100.0)
-    _memory_ok(out, doc["memory"])
-    for s in doc["sync_points"]:
-        for key in ("count_per_step", "idle_after_ms_per_step", "blocked_ms_per_step"):
-            _within(
-                out,
-                f"sync_points.{key}",
-                s[key],
-                0.0,
-                step + _TOL if key == "idle_after_ms_per_step" else None,
-            )
-    for ln in doc["idle_by_line"] + doc.get("idle_by_library_line", []):
-        _within(out, "idle_by_line.idle_ms_per_step", ln["idle_ms_per_step"], 0.0, step + _TOL)
-    dl = doc["dataloader"]
-    _within(out, "dataloader.host_ms_per_step", dl["host_ms_per_step"], 0.0, None)
-    _within(out, "dataloader.exposed_ms_per_step", dl["exposed_ms_per_step"], 0.0, step + _TOL)
-    for f in doc["findings"]:
-        _within(
-            out,
-            f"findings.{f['cause']}.recoverable_ms_per_step",
-            f["recoverable_ms_per_step"],
-            0.0,
-            step + _TOL if f["kind"] == "idle" else None,
-        )
-        _within(
-            out,
-            f"findings.{f['cause']}.recoverable_share_of_step",
-            f["recoverable_share_of_step"],
-            0.0,
-            1.0001 if f["kind"] == "idle" else None,
-        )
-        for key, point in (
-            ("recoverable_ms_range", "recoverable_ms_per_step"),
-            ("recoverable_share_range", "recoverable_share_of_step"),
-        ):
-            if f.get(key):  # the point figure lies inside its range (rounded to 4 decimals)
-                _within(out, f"findings.{f['cause']}.{point}", f[point], f[key][0] - 1e-4, f[key][1] + 1e-4)
-    # a figure printed as nan/inf (not words: the HF Trainer's "NaN/Inf loss check" is a title)
-    if re.search(r"\b0\.00 of 0\.00 ms|\b(nan|inf)( ms|%)", doc["headline"], re.IGNORECASE):
-        out.append(f"headline: {doc['headline']!r}")
-    return out
-
-
-def _memory_ok(out: list[str], m: dict[str, Any]) -> None:
-    for key in ("peak_allocated_gib", "peak_reserved_gib", "allocs_per_step"):
-        _within(out, f"memory.{key}", m[key], 0.0, None)
-    _within(out, "memory.capacity_gib", m["capacity_gib"], 1e-9, None)
-    if m["peak_allocated_gib"] is not None and m["peak_reserved_gib"] is not None:
-        _within(
-            out, "memory.peak_allocated_gib", m["peak_allocated_gib"], 0.0, m["peak_reserved_gib"] + 0.001
-        )
-    if m["capacity_gib"] is not None and m["peak_reserved_gib"] is not None:
-        _within(out, "memory.peak_reserved_gib", m["peak_reserved_gib"], 0.0, m["capacity_gib"] + 0.001)
-
-
-def _within(out: list[str], name: str, v: Optional[float], lo: float, hi: Optional[float]) -> None:
-    if v is None:
-        return
-    if not isinstance(v, (int, float)) or v < lo or (hi is not None and v > hi):
-        out.append(f"{name} = {v!r} (possible: {lo:g} to {'any' if hi is None else f'{hi:g}'})")
-
-
-def _parts(out: list[str], name: str, parts: dict[str, Any], total: float, exact: bool = False) -> None:
-    """Parts of a whole: each >= 0, their sum at most the whole (equal to it when exact)."""
-    for k, v in parts.items():
-        _within(out, f"{name}.{k}", v, 0.0, None)
-    s = sum(v or 0.0 for v in parts.values())
-    tol = _TOL + 1e-6 * total
-    if s > total + tol or (exact and abs(s - total) > tol):
-        out.append(f"{name}: parts sum to {s:g}, the whole is {total:g}")
-
-
-def _finite(x: Any, where: str, out: list[str]) -> None:
-    if isinstance(x, float) and not math.isfinite(x):
-        out.append(f"{where} = {x!r} (not a finite number)")
-    elif isinstance(x, dict):
-        for k, v in x.items():
-            _finite(v, f"{where}.{k}", out)
-    elif isinstance(x, list):
-        for i, v in enumerate(x):
-            _finite(v, f"{where}[{i}]", out)
+def cause_words(cause: str) -> str:
+    return CAUSE_WORDS.get(cause, cause)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import msgspec
 from markupsafe import Markup, escape
 
 # C0 and C1 controls but tab, DEL, and the bidirectional overrides that can reorder what a reader sees.
@@ -34,6 +35,9 @@ def inert(value: Any, multiline: bool = False) -> Any:
     """`visible` applied to every string in a document (keys included); newlines kept only in code and diffs."""
     if isinstance(value, str):
         return visible_lines(value) if multiline else visible(value)
+    if isinstance(value, msgspec.Struct):  # a document's Struct: the same Struct, its strings made visible
+        fields = {k: inert(getattr(value, k), k in _MULTILINE) for k in value.__struct_fields__}
+        return msgspec.structs.replace(value, **fields)
     if isinstance(value, dict):
         return {
             (visible(k) if isinstance(k, str) else k): inert(v, k in _MULTILINE) for k, v in value.items()

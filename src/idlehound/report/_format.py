@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
+
+from ._model_report import Metric
 
 
 def num(v: Optional[float], nd: int = 2, unit: str = "", signed: bool = False) -> str:
@@ -12,10 +14,10 @@ def num(v: Optional[float], nd: int = 2, unit: str = "", signed: bool = False) -
     return f"{v:+,.{nd}f}{unit}" if signed else f"{v:,.{nd}f}{unit}"
 
 
-def metric_text(m: dict[str, Any]) -> str:
+def metric_text(m: Metric) -> str:
     """A report metric as every renderer writes it: percentages with one decimal, the rest with two."""
-    if m["value"] is None:
+    if m.value is None:
         return "—"
-    if m["unit"] == "%":
-        return f"{m['value']:.1f} %"
-    return f"{m['value']:,.2f} {m['unit']}".strip()
+    if m.unit == "%":
+        return f"{m.value:.1f} %"
+    return f"{m.value:,.2f} {m.unit}".strip()

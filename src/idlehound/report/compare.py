@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from collections.abc import Mapping
+from typing import Any, Callable, Optional, Union
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from ..metrics import METRICS
+from . import model as m
 from ._escape import inert, md_code, md_text
 from ._format import num
+from .model import typed
 
 SECTIONS = (
     ("Metrics", "metrics"),
@@ -24,62 +27,58 @@ _HIGHER_UNITS = ("/s", "GB/s")  # throughput: more is better
 _LOWER_UNITS = ("ms", "µs")  # time a step spends: less is better
 
 
-def higher_is_better(key: str, row: dict[str, Any]) -> Optional[bool]:
+def rows_of(c: m.Compare, key: str) -> list[m.CompareRow]:
+    """The rows of one section (a key of SECTIONS)."""
+    rows: list[m.CompareRow] = getattr(c, key)
+    return rows
+
+
+def higher_is_better(key: str, row: m.CompareRow) -> Optional[bool]:
     """Whether B above A is better for this row; None where the direction is not a matter of better or worse
     (kernels' own time, memory, a kernel share, counts)."""
-    if key in ("kernels_ms", "memory") or (key == "breakdown_ms" and row["label"] == "Kernel"):
+    if key in ("kernels_ms", "memory") or (key == "breakdown_ms" and row.label == "Kernel"):
         return None
     if key in ("breakdown_ms", "idle_by_cause_ms"):
         return False  # exposed time that is not a kernel, idle time: less is better
-    m = _BY_LABEL.get(row["label"])
-    if m is not None and m.ideal is not None:
-        return m.higher_is_better
-    unit = row.get("unit") or ""
+    met = _BY_LABEL.get(row.label)
+    if met is not None and met.ideal is not None:
+        return met.higher_is_better
+    unit = row.unit or ""
     return True if unit in _HIGHER_UNITS else False if unit in _LOWER_UNITS else None
 
 
-def judgement(key: str, row: dict[str, Any]) -> str:
+def judgement(key: str, row: m.CompareRow) -> str:
     """'better', 'worse' or '' (no change, no direction, or a side missing)."""
     up = higher_is_better(key, row)
-    if up is None or not row.get("delta"):
+    if up is None or not row.delta:
         return ""
-    return "better" if (row["delta"] > 0) == up else "worse"
+    return "better" if (row.delta > 0) == up else "worse"
 
 
-def cells(row: dict[str, Any]) -> list[str]:
+def cells(row: m.CompareRow) -> list[str]:
     """A row's A, B, Δ and Δ % as written in every renderer, each figure with its unit."""
-    unit = row.get("unit") or ""
+    unit = row.unit or ""
     sep = "" if unit in ("", "%") else " "
     u = f"{sep}{unit}" if unit else ""
     return [
-        num(row["a"], unit=u),
-        num(row["b"], unit=u),
-        num(row["delta"], signed=True, unit=u),
-        num(row["delta_pct"], 1, signed=True, unit=" %"),
+        num(row.a, unit=u),
+        num(row.b, unit=u),
+        num(row.delta, signed=True, unit=u),
+        num(row.delta_pct, 1, signed=True, unit=" %"),
     ]
 
 
-def render_compare(c: dict[str, Any], console: Optional[Console] = None) -> None:
+def render_compare(doc: Union[m.Compare, Mapping[str, Any]], console: Optional[Console] = None) -> None:
     """The comparison in the terminal: a table per section that has rows, findings only where there are any."""
     out = console or Console()
-    c = inert(c)
+    c: m.Compare = inert(typed(doc, m.Compare))
     out.print(Text("idlehound compare", style="bold"))
-    for side in ("a", "b"):
-        out.print(Text(f"{side.upper()} {c[side]['path']}", style="bold"), soft_wrap=True)
-        out.print(Text(f"  {c[side]['headline']}"))
-    style = {"better": "green", "worse": "red", "": ""}
+    for name, side in (("A", c.a), ("B", c.b)):
+        out.print(Text(f"{name} {side.path}", style="bold"), soft_wrap=True)
+        out.print(Text(f"  {side.headline}"))
     for title, key in SECTIONS:
-        if not c[key]:
-            continue
-        tab = Table(title=title, title_justify="left", show_edge=False)
-        tab.add_column("")
-        for head in ("A", "B", "Δ", "Δ %"):
-            tab.add_column(head, justify="right")
-        for row in c[key]:
-            mark = style[judgement(key, row)]
-            a, b, d, p = cells(row)
-            tab.add_row(Text(row["label"]), a, b, Text(d, style=mark), Text(p, style=mark))
-        out.print(tab)
+        if rows_of(c, key):
+            out.print(_table(title, key, rows_of(c, key)))
     lines = finding_lines(c)
     if lines:
         out.print(Text("Findings", style="bold"))
@@ -88,19 +87,34 @@ def render_compare(c: dict[str, Any], console: Optional[Console] = None) -> None
     out.print(Text("Δ = B - A; green: B better, red: B worse (docs/metrics.md)", style="dim"))
 
 
-def render_compare_markdown(c: dict[str, Any]) -> str:
+def _table(title: str, key: str, rows: list[m.CompareRow]) -> Table:
+    style = {"better": "green", "worse": "red", "": ""}
+    tab = Table(title=title, title_justify="left", show_edge=False)
+    tab.add_column("")
+    for head in ("A", "B", "Δ", "Δ %"):
+        tab.add_column(head, justify="right")
+    for row in rows:
+        mark = style[judgement(key, row)]
+        a, b, d, p = cells(row)
+        tab.add_row(Text(row.label), a, b, Text(d, style=mark), Text(p, style=mark))
+    return tab
+
+
+def render_compare_markdown(doc: Union[m.Compare, Mapping[str, Any]]) -> str:
+    c = typed(doc, m.Compare)
     out = [
         "# idlehound compare",
         "",
-        f"- **A** {md_code(c['a']['path'])}: {md_text(c['a']['headline'])}",
-        f"- **B** {md_code(c['b']['path'])}: {md_text(c['b']['headline'])}",
+        f"- **A** {md_code(c.a.path)}: {md_text(c.a.headline)}",
+        f"- **B** {md_code(c.b.path)}: {md_text(c.b.headline)}",
         "",
     ]
     for title, key in SECTIONS:
-        if not c[key]:
+        rows = rows_of(c, key)
+        if not rows:
             continue
         out += [f"## {title}", "", "| | A | B | Δ | Δ % | B is |", "|---|---:|---:|---:|---:|---|"]
-        out += [f"| {md_text(x['label'])} | {' | '.join(cells(x))} | {judgement(key, x)} |" for x in c[key]]
+        out += [f"| {md_text(x.label)} | {' | '.join(cells(x))} | {judgement(key, x)} |" for x in rows]
         out.append("")
     lines = finding_lines(c, md_text)
     if lines:
@@ -109,17 +123,16 @@ def render_compare_markdown(c: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def finding_lines(c: dict[str, Any], text: Callable[[str], str] = str) -> list[str]:
+def finding_lines(c: m.Compare, text: Callable[[str], str] = str) -> list[str]:
     """A line per finding gone, new, not checked on one side, or still there; `text` escapes a title."""
-    out = [f"gone: {text(f['title'])} ({f['ms']:.3f} ms per step in A)" for f in c["findings_gone"]]
-    out += [f"new: {text(f['title'])} ({f['ms']:.3f} ms per step in B)" for f in c["findings_new"]]
+    out = [f"gone: {text(f.title)} ({f.ms:.3f} ms per step in A)" for f in c.findings_gone]
+    out += [f"new: {text(f.title)} ({f.ms:.3f} ms per step in B)" for f in c.findings_new]
     out += [
-        f"not checked in {f['not_checked_in']}: {text(f['title'])} ({f['ms']:.3f} ms per step in "
-        f"{f['in']}; {f['not_checked_in']} lacks the data to check it)"
-        for f in c.get("findings_unchecked", [])
+        f"not checked in {f.not_checked_in}: {text(f.title)} ({f.ms:.3f} ms per step in "
+        f"{f.in_}; {f.not_checked_in} lacks the data to check it)"
+        for f in c.findings_unchecked
     ]
     out += [
-        f"still there: {text(f['title'])} ({f['a_ms']:.3f} → {f['b_ms']:.3f} ms per step)"
-        for f in c["findings_kept"]
+        f"still there: {text(f.title)} ({f.a_ms:.3f} → {f.b_ms:.3f} ms per step)" for f in c.findings_kept
     ]
     return out

@@ -1,28 +1,43 @@
-"""Write a report document to a file, the format chosen by the extension."""
+"""`write`: any document (report, compare, ranks, lint, ladder, tune) to a file, in the format its extension names."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional, Union
 
 from ..errors import IdlehoundError
 from ..runfolder import is_trace_name
-from .model import encode
+from . import model as m
+from .model import as_struct, encode
 
-Renderers = dict[str, Callable[[dict[str, Any]], str]]
+Document = m.Document  # a report, compare, ranks, lint, ladder or tune document
+FORMATS = {".json": "json", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html"}
 
 
-def _write(
-    doc: dict[str, Any], path: Path, renderers: Renderers, force: bool = False, inputs: Iterable[Path] = ()
+def write(
+    doc: Union[Document, Mapping[str, Any]],
+    path: Path,
+    fmt: Optional[str] = None,
+    *,
+    force: bool = False,
+    inputs: Iterable[Path] = (),
+    step_curve: Optional[dict[str, Any]] = None,
 ) -> Path:
-    render = renderers.get(path.suffix.lower())
-    if render is None:
+    """Write any document to a file: JSON, markdown or HTML, chosen by `fmt` ("json", "md", "html") or else by
+    the file's extension. An existing file is kept unless force, and an input or a trace never overwritten.
+
+    doc: a document's Struct, or its plain data (a JSON document read back: its `schema` names its kind).
+    step_curve: the whole run's step times and windows, drawn in an analysis report's HTML (report/_curve.py)."""
+    struct = as_struct(doc)  # plain data is checked against its Struct even when written back as JSON
+    fmt = fmt or FORMATS.get(path.suffix.lower())
+    if fmt is None or fmt not in formats_of(struct):
         raise IdlehoundError(f"{path}: unknown report format (use .json, .md or .html)")
     check_output(path, force, inputs)
-    text = render(doc)
+    # plain data as JSON: its own text (the Struct would spell a whole number in a float field 90.0, not 90)
+    text = encode(doc) if fmt == "json" and isinstance(doc, Mapping) else render_as(struct, fmt, step_curve)
     tmp = path.with_name(f".idlehound-report-{os.getpid()}.tmp")  # short: any name that fits, fits
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -33,6 +48,61 @@ def _write(
             tmp.unlink()
         raise IdlehoundError(f"{path}: cannot write the report ({e.strerror or e})") from None
     return path
+
+
+def formats_of(doc: Document) -> tuple[str, ...]:
+    """The file formats a document is written in (every document has JSON; ranks no markdown, lint only JSON)."""
+    if isinstance(doc, m.Lint):
+        return ("json",)
+    return ("json", "html") if isinstance(doc, m.Ranks) else ("json", "md", "html")
+
+
+def render_as(doc: Document, fmt: str, step_curve: Optional[dict[str, Any]] = None) -> str:
+    """A document's text in one format: "json", "md" or "html", by the document's kind (the renderers load on
+    first use: rich and jinja2 are slow to import)."""
+    if fmt == "json":
+        return encode(doc)
+    if fmt == "md":
+        return _markdown(doc)
+    if isinstance(doc, m.Report):
+        from .html import render_html
+
+        return render_html(doc, step_curve)
+    if isinstance(doc, m.Ranks):
+        from .ranks import render_ranks_html
+
+        return render_ranks_html(doc)
+    if isinstance(doc, m.Tune):
+        from .tune import tune_html
+
+        return tune_html(doc)
+    from .html import render_compare_html, render_ladder_html
+
+    if isinstance(doc, m.Compare):
+        return render_compare_html(doc)
+    if isinstance(doc, m.Ladder):
+        return render_ladder_html(doc)
+    raise ValueError(f"a {type(doc).__name__} document has no HTML")
+
+
+def _markdown(doc: Document) -> str:
+    if isinstance(doc, m.Report):
+        from .markdown import render_markdown
+
+        return render_markdown(doc)
+    if isinstance(doc, m.Compare):
+        from .compare import render_compare_markdown
+
+        return render_compare_markdown(doc)
+    if isinstance(doc, m.Tune):
+        from .tune import tune_markdown
+
+        return tune_markdown(doc)
+    if isinstance(doc, m.Ladder):
+        from .ladder import ladder_markdown
+
+        return ladder_markdown(doc)
+    raise ValueError(f"a {type(doc).__name__} document has no markdown")
 
 
 def check_output(path: Path, force: bool, inputs: Iterable[Path] = ()) -> None:
@@ -49,62 +119,3 @@ def check_output(path: Path, force: bool, inputs: Iterable[Path] = ()) -> None:
         raise IdlehoundError(f"{path}: cannot write the report ({e.strerror or e})") from None
     if not force:
         raise IdlehoundError(f"{path}: already exists; use --force to overwrite it")
-
-
-def _json(doc: dict[str, Any]) -> str:
-    return encode(doc)
-
-
-def write_report(
-    doc: dict[str, Any],
-    path: Path,
-    force: bool = False,
-    inputs: Iterable[Path] = (),
-    step_curve: Optional[dict[str, Any]] = None,
-) -> Path:
-    """Write the report; an existing file is kept unless force, and an input never overwritten.
-
-    step_curve: the whole run's step times and windows, drawn in the HTML (report/_curve.py)."""
-    from .html import render_html
-    from .markdown import render_markdown
-
-    return _write(
-        doc,
-        path,
-        {
-            ".json": _json,
-            ".md": render_markdown,
-            ".markdown": render_markdown,
-            ".html": lambda d: render_html(d, step_curve),
-            ".htm": lambda d: render_html(d, step_curve),
-        },
-        force,
-        inputs,
-    )
-
-
-def write_compare(doc: dict[str, Any], path: Path, force: bool = False, inputs: Iterable[Path] = ()) -> Path:
-    from .compare import render_compare_markdown
-    from .html import render_compare_html
-
-    return _write(
-        doc,
-        path,
-        {
-            ".json": _json,
-            ".md": render_compare_markdown,
-            ".markdown": render_compare_markdown,
-            ".html": render_compare_html,
-            ".htm": render_compare_html,
-        },
-        force,
-        inputs,
-    )
-
-
-def write_ranks(doc: dict[str, Any], path: Path, force: bool = False, inputs: Iterable[Path] = ()) -> Path:
-    from .ranks import render_ranks_html
-
-    return _write(
-        doc, path, {".json": _json, ".html": render_ranks_html, ".htm": render_ranks_html}, force, inputs
-    )

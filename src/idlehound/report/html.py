@@ -6,21 +6,23 @@ compute what to draw (numbers, labels), and the template escapes every value, tr
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import jinja2
 from markupsafe import Markup
 
-from ..analysis import location_text
 from ..diagnose import IDLE_CAUSE_DEFINITIONS
 from ..metrics import BREAKDOWN_DEFINITION, METRICS
+from . import model as m
 from ._curve import svg_values
-from ._data import CAUSE_WORDS, IDLE_LINES_NOTE, range_text
+from ._data import IDLE_LINES_NOTE, cause_words, range_text, where
 from ._escape import html_pre, html_value
 from ._format import metric_text, num
 from .compare import finding_lines
+from .model import as_data, typed
+from .sections import cell_text
 
 COLORS = {
     "Kernel": "#2e7d32",
@@ -77,59 +79,69 @@ def render_page(template: str, **values: Any) -> str:
     return _env().get_template(template).render(**values)
 
 
-def render_html(doc: dict[str, Any], step_curve: Optional[dict[str, Any]] = None) -> str:
-    return render_page("report.html", **report_values(doc, step_curve))
+def render_html(doc: Union[m.Report, Mapping[str, Any]], step_curve: Optional[dict[str, Any]] = None) -> str:
+    return render_page("report.html", **report_values(typed(doc, m.Report), step_curve))
 
 
-def report_values(doc: dict[str, Any], step_curve: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+def report_values(doc: m.Report, step_curve: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     """What report.html draws (a page, or with layout="_fragment.html" a notebook cell's fragment)."""
-    t = doc["trace"]
+    t = doc.trace
     return dict(
-        doc=doc,
-        path=t["path"],
-        n_steps=len(t["steps"]),
-        device=doc["device"]["name"] or "CPU",
-        headline=doc["headline"],
+        data=as_data(doc),  # the whole document, embedded as JSON for scripts that read the page
+        not_checked=doc.not_checked,
+        path=t.path,
+        n_steps=len(t.steps),
+        device=doc.device.name or "CPU",
+        headline=doc.headline,
         # red only where GPU time is lost: a CPU-only trace or a run without findings is no alarm
-        alarm=doc["trace"]["gpu_recorded"] and any(f["kind"] != "risk" for f in doc["findings"]),
+        alarm=t.gpu_recorded and any(f.kind != "risk" for f in doc.findings),
         cards=_cards(doc),
         breakdown=_breakdown(doc),
-        timeline=_timeline(doc),
+        timeline=_timeline(doc.timeline),
         curve=_curve(doc),
         step_curve=svg_values(step_curve) if step_curve else None,  # the whole run's (report/_curve.py)
-        findings=_findings(doc),
-        lines=_lines(doc),
-        library_lines=_lines(doc, "idle_by_library_line"),
+        findings=[_finding(i, f) for i, f in enumerate(doc.findings, 1)],
+        lines=_lines(doc.idle_by_line),
+        library_lines=_lines(doc.idle_by_library_line),
         idle_lines_note=IDLE_LINES_NOTE,
         kernels=_kernels(doc),
-        memory=_memory(doc),
-        notes=doc["notes"],
+        memory=_memory(doc.memory),
+        sections=[
+            {
+                "name": name,
+                "title": sec.title,
+                "columns": sec.columns,
+                "rows": [list(map(cell_text, r)) for r in sec.rows],
+            }
+            for name, sec in doc.sections.items()
+        ],
+        notes=doc.notes,
     )
 
 
 fmt_metric = metric_text  # how a metric is written on the page (tests compare this with the JSON)
 
 
-def _cards(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def _cards(doc: m.Report) -> list[dict[str, Any]]:
     out = []
-    for key, m in doc["metrics"].items():
-        if m["value"] is None:
+    for key, met in doc.metrics.items():
+        if met.value is None:
             continue
         band = (
             ""
-            if m["ideal"] is None
+            if met.ideal is None
             else (
-                f"ideal {'≥' if m['higher_is_better'] else '≤'} {m['ideal']:g}, "
-                f"problem {'<' if m['higher_is_better'] else '>'} {m['problem']:g}"
+                f"ideal {'≥' if met.higher_is_better else '≤'} {met.ideal:g}, "
+                f"problem {'<' if met.higher_is_better else '>'} {met.problem:g}"
             )
         )
         out.append(
             {
                 "key": key,
-                "status": m["status"],
+                "status": met.status,
                 "definition": METRICS[key].definition,
-                "value": fmt_metric(m),
-                "label": m["label"],
+                "value": fmt_metric(met),
+                "label": met.label,
                 "band": band,
             }
         )
@@ -137,67 +149,67 @@ def _cards(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _legend(keys: Iterable[str]) -> list[dict[str, str]]:
-    return [{"color": COLORS.get(k, "#999"), "label": CAUSE_WORDS.get(k, k)} for k in keys]
+    return [{"color": COLORS.get(k, "#999"), "label": cause_words(k)} for k in keys]
 
 
-def _breakdown(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
-    steps = doc["steps"]
+_BAR_W, _BAR_H, _BAR_GAP = 760, 18, 6  # the breakdown chart: the longest step's width, a bar, the gap
+
+
+def _breakdown(doc: m.Report) -> Optional[dict[str, Any]]:
+    steps = doc.steps
     if not steps:
         return None
-    w, bar_h, gap = 760, 18, 6
-    longest = max(s["duration_ms"] for s in steps) or 1
-    bars = []
-    for i, s in enumerate(steps):
-        y, x = 5 + i * (bar_h + gap), 80.0
-        rects = []
-        for cat, ms in s["breakdown_ms"].items():
-            if not ms:
-                continue
-            bw = w * ms / longest
-            rects.append(
-                {
-                    "x": f"{x:.1f}",
-                    "w": f"{bw:.1f}",
-                    "fill": COLORS.get(cat, "#999"),
-                    "title": f"{cat}: {ms:.3f} ms",
-                }
-            )
-            x += bw
-        bars.append(
-            {
-                "y": y,
-                "text_y": y + 13,
-                "number": "-" if s["number"] is None else s["number"],
-                "rects": rects,
-                "end_x": f"{x + 4:.1f}",
-                "ms": f"{s['duration_ms']:.2f}",
-            }
-        )
+    longest = max(s.duration_ms or 0.0 for s in steps) or 1
     return {
         "definition": BREAKDOWN_DEFINITION,
-        "width": w + 170,
-        "height": len(steps) * (bar_h + gap) + 10,
-        "bar_h": bar_h,
-        "bars": bars,
-        "legend": _legend([k for k, v in doc["breakdown_ms"].items() if v]),
-        "table": [{"key": k, "ms": f"{v:.3f}"} for k, v in doc["breakdown_ms"].items() if v],
+        "width": _BAR_W + 170,
+        "height": len(steps) * (_BAR_H + _BAR_GAP) + 10,
+        "bar_h": _BAR_H,
+        "bars": [_step_bar(i, s, longest) for i, s in enumerate(steps)],
+        "legend": _legend([k for k, v in doc.breakdown_ms.items() if v]),
+        "table": [{"key": k, "ms": f"{v:.3f}"} for k, v in doc.breakdown_ms.items() if v],
         "idle": [
             {
                 "key": k,
-                "label": CAUSE_WORDS.get(k, k),
+                "label": cause_words(k),
                 "definition": IDLE_CAUSE_DEFINITIONS.get(k, ""),
                 "ms": f"{v:.3f}",
             }
-            for k, v in doc["idle_by_cause_ms"].items()
+            for k, v in doc.idle_by_cause_ms.items()
             if v
         ],
     }
 
 
-def _timeline(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
-    tl = doc.get("timeline") or {}
-    span = (tl.get("end_ns", 0) - tl.get("start_ns", 0)) or 0
-    if not span or not (tl.get("busy") or tl.get("gaps")):
+def _step_bar(i: int, s: m.Step, longest: float) -> dict[str, Any]:
+    y, x = 5 + i * (_BAR_H + _BAR_GAP), 80.0
+    rects = []
+    for cat, ms in s.breakdown_ms.items():
+        if not ms:
+            continue
+        bw = _BAR_W * ms / longest
+        rects.append(
+            {
+                "x": f"{x:.1f}",
+                "w": f"{bw:.1f}",
+                "fill": COLORS.get(cat, "#999"),
+                "title": f"{cat}: {ms:.3f} ms",
+            }
+        )
+        x += bw
+    return {
+        "y": y,
+        "text_y": y + 13,
+        "number": "-" if s.number is None else s.number,
+        "rects": rects,
+        "end_x": f"{x + 4:.1f}",
+        "ms": f"{s.duration_ms:.2f}",
+    }
+
+
+def _timeline(tl: m.Timeline) -> Optional[dict[str, Any]]:
+    span = ((tl.end_ns or 0) - (tl.start_ns or 0)) or 0
+    if not span or not (tl.busy or tl.gaps):
         return None
     w = 880
     # (x, width, fill, idle, title) tuples: thousands of spans, unpacked in the template without lookups
@@ -209,7 +221,7 @@ def _timeline(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
             False,
             f"GPU busy {(t - s) / 1e3:.1f} µs",
         )
-        for s, t in tl.get("busy", [])
+        for s, t in tl.busy or []
     ]
     rects += [
         (
@@ -217,9 +229,9 @@ def _timeline(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
             f"{max(w * (t - s) / span, 0.3):.2f}",
             COLORS.get(cause, "#bbb"),
             True,
-            f"idle {(t - s) / 1e3:.1f} µs: {CAUSE_WORDS.get(cause, cause)}",
+            f"idle {(t - s) / 1e3:.1f} µs: {cause_words(cause)}",
         )
-        for s, t, cause in tl.get("gaps", [])
+        for s, t, cause in tl.gaps or []
     ]
     return {
         "w": w,
@@ -230,109 +242,96 @@ def _timeline(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
     }
 
 
-def _curve(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
-    c = doc.get("utilization_curve") or {}
-    pts = c.get("samples") or []
-    if len(pts) < 2:
+def _curve(doc: m.Report) -> Optional[dict[str, Any]]:
+    c = doc.utilization_curve
+    pts = c.samples if c else []
+    if c is None or len(pts) < 2:
         return None
     w, h = 880, 120
     t_end = pts[-1][0] or 1
+    sampler = doc.run.get("sampler") or {}
     return {
         "w": w,
         "h": h,
         "t_end": f"{t_end:.1f}",
         "points": " ".join(f"{w * t / t_end:.1f},{h - h * min(u, 100) / 100:.1f}" for t, u, _ in pts),
         "grid": [{"y": round(h - h * pct / 100, 1), "label": f"{pct} %"} for pct in (0, 25, 50, 75, 100)],
-        "what": "GPU utilisation (NVML)" if c.get("source") == "nvml" else "process CPU use (no NVML)",
-        "sawtooth": bool((doc.get("run") or {}).get("sampler", {}).get("sawtooth")),
+        "what": "GPU utilisation (NVML)" if c.source == "nvml" else "process CPU use (no NVML)",
+        "sawtooth": bool(sampler.get("sawtooth")),
     }
 
 
-def _findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for i, f in enumerate(doc["findings"], 1):
-        loc = f["location"]
-        where = None
-        if loc:
-            where = {
-                "text": location_text(loc, approx=False),
-                "function": None if loc["exact"] else loc["function"],
-                "snippet": snippet_text(loc),
-            }
-        gain = (
-            None
-            if f["kind"] == "risk"
-            else {
-                "ms": f"{f['recoverable_ms_per_step']:.3f}",
-                "share": f"{100 * f['recoverable_share_of_step']:.1f}",
-                "range": range_text(f),
-            }
-        )
-        out.append(
-            {
-                "i": i,
-                "severity": f["severity"],
-                "title": f["title"],
-                "gain": gain,
-                "where": where,
-                "evidence": f["evidence"],
-                "fix": f["fix"],
-                "code": f["code"],
-            }
-        )
-    return out
+def _finding(i: int, f: m.Finding) -> dict[str, Any]:
+    loc = f.location
+    at = None
+    if loc:
+        at = {
+            "text": where(loc),
+            "function": None if loc.exact else loc.function,
+            "snippet": snippet_text(loc),
+        }
+    gain = (
+        None
+        if f.kind == "risk"
+        else {
+            "ms": f"{f.recoverable_ms_per_step:.3f}",
+            "share": f"{100 * f.recoverable_share_of_step:.1f}",
+            "range": range_text(f),
+        }
+    )
+    return {
+        "i": i,
+        "severity": f.severity,
+        "title": f.title,
+        "gain": gain,
+        "where": at,
+        "evidence": f.evidence,
+        "fix": f.fix,
+        "code": f.code,
+    }
 
 
-def snippet_text(loc: dict[str, Any], around: int = 3) -> str:
+def snippet_text(loc: m.Location, around: int = 3) -> str:
     """The source lines capture stored with a location (its `snippet`), the location's line marked with '>'.
 
     Nothing is read from disk here: a location without a stored snippet shows none.
     """
-    s = loc.get("snippet")
-    if not isinstance(s, dict):
+    s, n = loc.snippet, loc.line
+    if s is None or not s.first_line <= n < s.first_line + len(s.lines):
         return ""
-    first, lines, n = s.get("first_line"), s.get("lines"), loc.get("line")
-    if (
-        type(first) is not int
-        or type(n) is not int
-        or not isinstance(lines, list)
-        or not all(isinstance(x, str) for x in lines)
-        or not first <= n < first + len(lines)
-    ):
-        return ""
+    first, lines = s.first_line, s.lines
     lo, hi = max(first, n - around), min(first + len(lines) - 1, n + around)
     return "\n".join(f"{'>' if i == n else ' '} {i:5d}  {lines[i - first]}" for i in range(lo, hi + 1))
 
 
-def _lines(doc: dict[str, Any], key: str = "idle_by_line") -> list[dict[str, Any]]:
+def _lines(rows: list[m.IdleLine]) -> list[dict[str, Any]]:
     return [
         {
-            "where": location_text(r["location"], approx=False),
-            "cause": CAUSE_WORDS.get(r["cause"], r["cause"]),
-            "ms": f"{r['idle_ms_per_step']:.3f}",
-            "gaps": r["gaps"],
+            "where": where(r.location),
+            "cause": cause_words(r.cause),
+            "ms": f"{r.idle_ms_per_step:.3f}",
+            "gaps": r.gaps,
         }
-        for r in doc.get(key, [])
+        for r in rows
     ]
 
 
-def _kernels(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def _kernels(doc: m.Report) -> list[dict[str, Any]]:
     return [
         {
-            "name": g["name"][:110],
-            "count": f"{g['count_per_step']:g}",
-            "ms": f"{g['ms_per_step']:.3f}",
-            "precision": g["precision"] or "",
+            "name": g.name[:110],
+            "count": f"{g.count_per_step:g}",
+            "ms": f"{g.ms_per_step:.3f}",
+            "precision": g.precision or "",
         }
-        for g in doc["kernels"]["top"]
+        for g in doc.kernels.top
     ]
 
 
-def _memory(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
-    m = doc["memory"]
-    if not m["recorded"]:
+def _memory(mem: m.Memory) -> Optional[dict[str, Any]]:
+    if not mem.recorded:
         return None
-    pts = m.get("curve") or []
+    pts = mem.curve
     curve = None
     if len(pts) >= 2:
         w, h = 880, 120
@@ -346,63 +345,53 @@ def _memory(doc: dict[str, Any]) -> Optional[dict[str, Any]]:
             "points": " ".join(f"{w * t / t_end:.1f},{h - h * b / top:.1f}" for t, b in pts),
         }
     return {
-        **{
-            k: m[k]
-            for k in (
-                "peak_allocated_gib",
-                "peak_reserved_gib",
-                "capacity_gib",
-                "allocs_per_step",
-                "empty_cache_calls",
-            )
-        },
+        "peak_allocated_gib": mem.peak_allocated_gib,
+        "peak_reserved_gib": mem.peak_reserved_gib,
+        "capacity_gib": mem.capacity_gib,
+        "allocs_per_step": mem.allocs_per_step,
+        "empty_cache_calls": mem.empty_cache_calls,
         "curve": curve,
     }
 
 
-_COMPARE_SECTIONS = (
-    ("Metrics", "metrics"),
-    ("Step time breakdown (ms per step)", "breakdown_ms"),
-    ("GPU idle by cause (ms per step)", "idle_by_cause_ms"),
-    ("Top kernels (ms per step)", "kernels_ms"),
-    ("Memory", "memory"),
-)
-
-
-def render_compare_html(c: dict[str, Any]) -> str:
+def render_compare_html(doc: Union[m.Compare, Mapping[str, Any]]) -> str:
     """Two runs side by side: bars of each one's step, a table per section (units, B better or worse)."""
-    from .compare import cells, judgement
+    from .compare import SECTIONS, cells, judgement, rows_of
 
+    c = typed(doc, m.Compare)
     sections = [
         {
             "title": title,
-            "rows": [{"label": x["label"], "cells": cells(x), "mark": judgement(key, x)} for x in c[key]],
+            "rows": [
+                {"label": x.label, "cells": cells(x), "mark": judgement(key, x)} for x in rows_of(c, key)
+            ],
         }
-        for title, key in _COMPARE_SECTIONS
-        if c[key]
+        for title, key in SECTIONS
+        if rows_of(c, key)
     ]
     items = finding_lines(c)  # the page's template escapes them
     return render_page(
-        "compare.html", a=c["a"], b=c["b"], sections=sections, findings=items, chart=_compare_chart(c)
+        "compare.html", a=c.a, b=c.b, sections=sections, findings=items, chart=_compare_chart(c)
     )
 
 
-def _compare_chart(c: dict[str, Any]) -> dict[str, Any]:
+def _compare_chart(c: m.Compare) -> dict[str, Any]:
     """A's and B's step as stacked bars of the breakdown categories, on one ms scale."""
-    rows = c["breakdown_ms"]
-    total = {side: sum(r[side] or 0.0 for r in rows) for side in ("a", "b")}
+    rows = c.breakdown_ms
+    sides = {"a": [r.a or 0.0 for r in rows], "b": [r.b or 0.0 for r in rows]}
+    total = {side: sum(ms) for side, ms in sides.items()}
     scale = max(total.values()) or 1.0
     bars = []
-    for side in ("a", "b"):
+    for side, ms in sides.items():
         x, parts = 0.0, []
-        for r in rows:
-            w = 100.0 * (r[side] or 0.0) / scale
+        for r, v in zip(rows, ms):
+            w = 100.0 * v / scale
             if w > 0:
-                color = COLORS.get(r["label"], "#9e9e9e")
-                parts.append({"x": round(x, 3), "w": round(w, 3), "color": color, "label": r["label"]})
+                color = COLORS.get(r.label, "#9e9e9e")
+                parts.append({"x": round(x, 3), "w": round(w, 3), "color": color, "label": r.label})
                 x += w
         bars.append({"side": side.upper(), "parts": parts, "ms": num(total[side], unit=" ms")})
-    legend = [{"label": r["label"], "color": COLORS.get(r["label"], "#9e9e9e")} for r in rows]
+    legend = [{"label": r.label, "color": COLORS.get(r.label, "#9e9e9e")} for r in rows]
     return {"bars": bars, "legend": legend}
 
 
@@ -419,42 +408,45 @@ _LADDER_HEAD = (
 )
 
 
-def render_ladder_html(doc: dict[str, Any]) -> str:
+def render_ladder_html(doc: Union[m.Ladder, Mapping[str, Any]]) -> str:
     """Throughput per rung as bars against the in-memory ceiling line, and the ladder table."""
     from .ladder import ladder_table_rows
 
-    rungs = [r for r in doc["rungs"] if r["name"] != "ceiling"]
-    ceiling = next((r["samples_per_s"] for r in doc["rungs"] if r["name"] == "ceiling"), None)
-    top = max([r["samples_per_s"] or 0 for r in rungs] + [ceiling or 0]) or 1
+    lad = typed(doc, m.Ladder)
+    rungs = [r for r in lad.rungs if r.name != "ceiling"]
+    ceiling = next((r.samples_per_s for r in lad.rungs if r.name == "ceiling"), None)
+    top = max([r.samples_per_s or 0 for r in rungs] + [ceiling or 0]) or 1
     w, bar, gap = 640, 22, 8
     h = len(rungs) * (bar + gap) + 20
-    bars = []
-    for i, r in enumerate(rungs):
-        y = 4 + i * (bar + gap)
-        b = {
-            "y": y,
-            "text_y": y + 15,
-            "label": r["label"][:46],
-            "status": r["status"],
-            "reason": r["reason"],
-            "bar": None,
-        }
-        if r["samples_per_s"]:
-            bw = w * r["samples_per_s"] / top * 0.95
-            b["bar"] = {"w": f"{bw:.1f}", "end_x": f"{334 + bw:.1f}", "rate": f"{r['samples_per_s']:,.0f}"}
-        bars.append(b)
+    bars = [_rung_bar(i, r, top, w, bar + gap) for i, r in enumerate(rungs)]
     line = None
     if ceiling:
         x = 330 + w * 0.95 * ceiling / top
         line = {"x": f"{x:.1f}", "text_x": f"{x + 4:.1f}", "rate": f"{ceiling:,.0f}"}
     return render_page(
         "ladder.html",
-        device=doc["device"],
+        device=lad.device,
         width=w + 360,
         height=h,
         bar_h=bar,
         bars=bars,
         ceiling=line,
         head=_LADDER_HEAD,
-        rows=ladder_table_rows(doc),
+        rows=ladder_table_rows(lad),
     )
+
+
+def _rung_bar(i: int, r: m.Rung, top: float, w: int, pitch: int) -> dict[str, Any]:
+    y = 4 + i * pitch
+    b: dict[str, Any] = {
+        "y": y,
+        "text_y": y + 15,
+        "label": r.label[:46],
+        "status": r.status,
+        "reason": r.reason,
+        "bar": None,
+    }
+    if r.samples_per_s:
+        bw = w * r.samples_per_s / top * 0.95
+        b["bar"] = {"w": f"{bw:.1f}", "end_x": f"{334 + bw:.1f}", "rate": f"{r.samples_per_s:,.0f}"}
+    return b

@@ -1,255 +1,44 @@
 """The typed model of every output document: msgspec Structs, the one rounding helper, the JSON encoder.
 
-Documents are built as these Structs and turned into plain data (`as_data`) for the renderers; their JSON text
-comes from `encode`. docs/schema/<name>.schema.json is generated from them (`python -m idlehound.report.schema`).
-A Struct's field order is the document's key order, so the JSON text stays what it was when documents were dicts.
+Builders return these Structs and every renderer reads them (report.write picks the renderer by the Struct's
+type); their JSON text comes from `encode`. docs/schema/<name>.schema.json is generated from them
+(`python -m idlehound.report.schema`). A Struct's field order is the document's key order, so the JSON text
+stays what it was when documents were dicts. The analysis report's Structs are in _model_report.py.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, Optional, Union, overload
+from collections.abc import Mapping
+from typing import Any, Literal, Optional, TypeVar, Union
 
 import msgspec
 
-# Precision, applied once where a document is built (docs/json-schema.md, "Rounding").
-MS = 3  # milliseconds, counts per step, GiB, MB
-PCT = 2  # metric values, percentages of a step, bandwidths, gaps per step
-SHARE = 4  # finding gains and shares, per-rank figures
-
-
-@overload
-def rnd(x: float, nd: int = MS) -> float: ...
-@overload
-def rnd(x: None, nd: int = MS) -> None: ...
-@overload
-def rnd(x: Optional[float], nd: int = MS) -> Optional[float]: ...
-def rnd(x: Optional[float], nd: int = MS) -> Optional[float]:
-    """The one rounding helper: None stays None, anything else becomes a float with nd decimals."""
-    return None if x is None else round(float(x), nd)
-
-
-class _Doc(msgspec.Struct, forbid_unknown_fields=True):
-    """Base of every document part: an unknown key is an error when a document is read back (validation)."""
-
-
-# ---- the analysis report (schema idlehound/analysis) ----
-
-
-class Tool(_Doc):
-    name: str
-    version: str
-
-
-class TraceInfo(_Doc):
-    path: str
-    worker: str
-    size_bytes: int
-    with_stack: bool
-    cuda_run: bool
-    gpu_recorded: bool
-    step_source: str
-    steps: list[Optional[int]]  # null for a step the trace does not number
-    workers: list[str]
-
-
-class Device(_Doc):
-    name: str
-    index: Optional[int]
-    compute_capability: Optional[list[int]]
-    memory_bytes: Optional[float]
-    devices_seen: list[int]
-    accelerator: str
-
-
-class Metric(_Doc):
-    value: Optional[float]
-    unit: str
-    label: str
-    status: str
-    ideal: Optional[float]
-    problem: Optional[float]
-    higher_is_better: bool
-
-
-class Snippet(_Doc):
-    first_line: int
-    lines: list[str]
-
-
-class Location(_Doc, omit_defaults=True):
-    file: str
-    line: int
-    function: str
-    exact: bool
-    snippet: Optional[Snippet] = None  # absent when capture stored no source
-
-
-class IdleLine(_Doc):
-    cause: str
-    location: Optional[Location]
-    idle_ms_per_step: Optional[float]
-    gaps: int
-
-
-class Step(_Doc):
-    number: Optional[int]
-    duration_ms: Optional[float]
-    gpu_busy_pct: Optional[float]
-    breakdown_ms: dict[str, Optional[float]]
-    idle_ms: dict[str, Optional[float]]
-    start_ns: int
-    end_ns: int
-    sync_calls: int
-
-
-class SyncPoint(_Doc):
-    kind: str
-    op: str
-    call: str
-    python: str
-    location: Optional[Location]
-    count_per_step: Optional[float]
-    idle_after_ms_per_step: Optional[float]
-    blocked_ms_per_step: Optional[float]
-
-
-class Copy(_Doc):
-    direction: str
-    count_per_step: Optional[float]
-    mb_per_step: Optional[float]
-    ms_per_step: Optional[float]
-    bandwidth_gbps: Optional[float]
-    pageable_pct: Optional[float]
-
-
-class KernelFamily(_Doc):
-    name: str
-    count_per_step: Optional[float]
-    ms_per_step: Optional[float]
-    precision: Optional[str]
-
-
-class Kernels(_Doc):
-    count_per_step: Optional[float]
-    ms_per_step: Optional[float]
-    p50_us: Optional[float]
-    p90_us: Optional[float]
-    max_us: Optional[float]
-    fp32_matmul_ms_per_step: Optional[float]
-    tensor_core_ms_per_step: Optional[float]
-    fp32_matmul_ops: list[str]
-    top: list[KernelFamily]
-
-
-class Memory(_Doc):
-    recorded: bool
-    peak_allocated_gib: Optional[float]
-    peak_reserved_gib: Optional[float]
-    capacity_gib: Optional[float]
-    allocs_per_step: Optional[float]
-    empty_cache_calls: int
-    allocator_calls: int
-    curve: list[tuple[int, float]]
-
-
-class DataLoader(_Doc):
-    iterator: str
-    workers_in_use: Optional[bool]
-    host_ms_per_step: Optional[float]
-    exposed_ms_per_step: Optional[float]
-    location: Optional[Location]
-
-
-class Timeline(_Doc, omit_defaults=True):
-    """Busy spans and idle gaps of the first steps; every key absent when there were no steps."""
-
-    start_ns: Optional[int] = None
-    end_ns: Optional[int] = None
-    busy: Optional[list[tuple[int, int]]] = None
-    gaps: Optional[list[tuple[int, int, str]]] = None
-
-
-class UtilizationCurve(_Doc):
-    source: str
-    samples: list[tuple[float, float, Optional[float]]]
-
-
-class Finding(_Doc):
-    cause: str
-    title: str
-    severity: str
-    kind: str
-    recoverable_ms_per_step: float
-    recoverable_share_of_step: float
-    location: Optional[Location]
-    evidence: list[str]
-    fix: str
-    code: str
-    details: dict[str, Any]
-    # report version 2 (optional in ranks documents): low-high over the correction's uncertainty
-    recoverable_ms_range: Optional[tuple[float, float]] = None
-    recoverable_share_range: Optional[tuple[float, float]] = None
-
-
-class Replay(_Doc):
-    recorded_step_ms: Optional[float]
-    replayed_step_ms: Optional[float]
-    unprofiled_step_ms: Optional[float]
-    unprofiled_source: Optional[str]
-    host_rate: Optional[float]
-    predicted_step_ms: Optional[float]
-    best_stack: list[str]
-    best_stack_step_ms: Optional[float]
-    best_stack_gain_ms: Optional[float]
-    overhead_us: Optional[float] = None  # the profiler's cost per host event the observer fit took out
-    # version 2: which correction ("fitted on this run" / "prior from N calibration loops" / "none"), its range
-    correction: str = "none"
-    overhead_us_range: Optional[tuple[float, float]] = None
-    fit_not_used: Optional[str] = None  # why the run's unprofiled timing was not fitted to
-    predicted_step_range_ms: Optional[tuple[float, float]] = None
-    best_stack_step_range_ms: Optional[tuple[float, float]] = None
-    best_stack_gain_range_ms: Optional[tuple[float, float]] = None
-
-
-class NotChecked(_Doc):
-    """A rule that did not run: the trace lacks the data it needs (docs/metrics.md)."""
-
-    rule: str
-    causes: list[str]
-    needs: str
-    missing: list[str]
-
-
-class Report(_Doc):
-    """`idlehound analyze --json` and every run folder's report.json (docs/json-schema.md)."""
-
-    schema: Literal["idlehound/analysis"]
-    schema_version: Literal[2]
-    tool: Tool
-    headline: str
-    trace: TraceInfo
-    device: Device
-    metrics: dict[str, Metric]
-    breakdown_ms: dict[str, Optional[float]]
-    idle_by_cause_ms: dict[str, Optional[float]]
-    idle_gaps_per_step: Optional[float]
-    idle_by_line: list[IdleLine]
-    idle_by_library_line: list[IdleLine]
-    steps: list[Step]
-    sync_points: list[SyncPoint]
-    copies: list[Copy]
-    kernels: Kernels
-    memory: Memory
-    dataloader: DataLoader
-    timeline: Timeline
-    utilization_curve: Optional[UtilizationCurve]
-    findings: list[Finding]
-    not_checked: list[NotChecked]
-    replay: Optional[Replay]
-    notes: list[str]
-    run: dict[str, Any]
-
+from ._model_report import (
+    Cell,
+    Copy,
+    DataLoader,
+    Device,
+    Finding,
+    IdleLine,
+    KernelFamily,
+    Kernels,
+    Location,
+    Memory,
+    Metric,
+    NotChecked,
+    Replay,
+    Report,
+    Section,
+    Snippet,
+    Step,
+    SyncPoint,
+    Timeline,
+    Tool,
+    TraceInfo,
+    UtilizationCurve,
+)
+from ._struct import MS, PCT, SHARE, _Doc, rnd
 
 # ---- idlehound compare (schema idlehound/compare) ----
 
@@ -499,10 +288,50 @@ DOCUMENTS: dict[str, type[_Doc]] = {
 }
 
 
+D = TypeVar("D", bound=_Doc)
+
+
+def typed(doc: Union[D, Mapping[str, Any]], kind: type[D]) -> D:
+    """A document as its Struct: a Struct as it is; plain data (a JSON document read back, the Python API's
+    `Result.doc`) converted, strictly (a wrong type or an unknown key raises msgspec.ValidationError)."""
+    return doc if isinstance(doc, kind) else msgspec.convert(doc, kind)
+
+
+_BY_SCHEMA: dict[str, type[Document]] = {
+    "idlehound/analysis": Report,
+    "idlehound/compare": Compare,
+    "idlehound/distributed": Ranks,
+    "idlehound/lint": Lint,
+    "idlehound/ladder": Ladder,
+    "idlehound/tune": Tune,
+}
+
+
+Document = Union[Report, Compare, Ranks, Lint, Ladder, Tune]
+
+
+def as_struct(doc: Union[Document, Mapping[str, Any]]) -> Document:
+    """Any document as its Struct; plain data (a JSON document read back) by the kind its `schema` names."""
+    if isinstance(doc, (Report, Compare, Ranks, Lint, Ladder, Tune)):
+        return doc
+    kind = _BY_SCHEMA.get(str(doc.get("schema")))
+    if kind is None:
+        raise ValueError(f"not an idlehound document (schema {doc.get('schema')!r})")
+    return typed(doc, kind)
+
+
 def as_data(doc: _Doc) -> dict[str, Any]:
-    """A document as plain dicts and lists, what the renderers read."""
-    data: dict[str, Any] = msgspec.to_builtins(doc)
+    """A document as plain dicts and lists, equal to its JSON read back (msgspec keeps tuples: made lists here)."""
+    data: dict[str, Any] = _lists(msgspec.to_builtins(doc))
     return data
+
+
+def _lists(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {k: _lists(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_lists(v) for v in x]
+    return x
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -539,3 +368,61 @@ def encode(doc: object, indent: int = 2) -> str:
 def validate(text: Union[str, bytes], name: str) -> _Doc:
     """Read a document's JSON text back as its Struct (strict: a wrong type or an unknown key raises)."""
     return msgspec.json.decode(text, type=DOCUMENTS[name], strict=True)
+
+
+__all__ = [  # the report model's names, the analysis report's Structs (_model_report.py) among them
+    "Cell",
+    "CollectiveWait",
+    "Compare",
+    "CompareRow",
+    "CompareSide",
+    "Copy",
+    "D",
+    "DOCUMENTS",
+    "Document",
+    "DataLoader",
+    "Device",
+    "Finding",
+    "FindingBrief",
+    "FindingKept",
+    "FindingUnchecked",
+    "Histogram",
+    "IdleLine",
+    "KernelFamily",
+    "Kernels",
+    "Ladder",
+    "Lint",
+    "LintRow",
+    "Location",
+    "MS",
+    "Memory",
+    "Metric",
+    "Noise",
+    "NotChecked",
+    "PCT",
+    "RankRow",
+    "Ranks",
+    "Replay",
+    "Report",
+    "Section",
+    "Rung",
+    "SHARE",
+    "Snippet",
+    "Step",
+    "Straggler",
+    "StragglerRow",
+    "SyncPoint",
+    "Timeline",
+    "Tool",
+    "TraceInfo",
+    "Tune",
+    "UtilizationCurve",
+    "Variant",
+    "WhyLine",
+    "as_data",
+    "as_struct",
+    "encode",
+    "rnd",
+    "typed",
+    "validate",
+]

@@ -7,11 +7,14 @@ report's own template (the same escaping and charts), laid out in templates/_fra
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Union
 
 from markupsafe import Markup
 
+from . import model as m
 from .html import _CSS, render_page, report_values
+from .model import typed
 
 SCOPE = "idlehound-report"  # the class of the fragment's outer element (templates/_fragment.html)
 
@@ -32,9 +35,12 @@ def scoped_css(css: str, scope: str = SCOPE) -> str:
     return "\n".join(out)
 
 
-def render_html_fragment(doc: dict[str, Any]) -> str:
+def render_html_fragment(doc: Union[m.Report, Mapping[str, Any]]) -> str:
     """The report for Jupyter's `_repr_html_`: headline, metrics, charts and findings in one element."""
     # The CSS is this package's constant (as the page's), the one value the template does not escape.
     return render_page(
-        "report.html", layout="_fragment.html", scoped_css=Markup(scoped_css(_CSS)), **report_values(doc)
+        "report.html",
+        layout="_fragment.html",
+        scoped_css=Markup(scoped_css(_CSS)),
+        **report_values(typed(doc, m.Report)),
     )

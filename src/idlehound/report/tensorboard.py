@@ -7,8 +7,12 @@ written and the caller is told why.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
+
+from . import model as m
+from .model import typed
 
 
 def _writer(folder: Path) -> tuple[Any, Any, Any]:
@@ -19,19 +23,20 @@ def _writer(folder: Path) -> tuple[Any, Any, Any]:
     return EventFileWriter(str(folder), filename_suffix=".idlehound"), Event, Summary
 
 
-def scalars_of(doc: dict[str, Any]) -> dict[str, float]:
+def scalars_of(doc: Union[m.Report, Mapping[str, Any]]) -> dict[str, float]:
     """The scalars written for one analysis: headline metrics, breakdown shares and idle causes."""
+    doc = typed(doc, m.Report)
     out: dict[str, float] = {}
-    for key, m in doc["metrics"].items():
-        if m["value"] is not None:
-            out[f"idlehound/{key}"] = float(m["value"])
-    step = doc["metrics"]["step_ms"]["value"] or 0.0
-    for k, v in doc["breakdown_ms"].items():
+    for key, met in doc.metrics.items():
+        if met.value is not None:
+            out[f"idlehound/{key}"] = float(met.value)
+    step = doc.metrics["step_ms"].value or 0.0
+    for k, v in doc.breakdown_ms.items():
         if step:
             out[f"breakdown_pct/{k}"] = 100.0 * (v or 0.0) / step
-    for k, v in doc["idle_by_cause_ms"].items():
+    for k, v in doc.idle_by_cause_ms.items():
         out[f"idle_ms/{k}"] = float(v or 0.0)
-    run = doc.get("run") or {}
+    run = doc.run
     for k in ("unprofiled_step_ms", "profiled_step_ms", "profiler_overhead"):
         if isinstance(run.get(k), (int, float)):
             out[f"run/{k}"] = float(run[k])
@@ -50,18 +55,22 @@ def write_scalars(folder: Path, values: dict[str, float], step: int = 0) -> Opti
     return None
 
 
-def write_ladder_scalars(folder: Path, doc: dict[str, Any]) -> Optional[str]:
+def write_ladder_scalars(folder: Path, doc: Union[m.Ladder, Mapping[str, Any]]) -> Optional[str]:
     """One point per rung (step = rung index): samples/s, ms/step, GPU busy, speed-up."""
+    lad = typed(doc, m.Ladder)
     try:
         w, Event, Summary = _writer(folder)
     except ImportError:
         return "tensorboard is not installed: no scalar summaries written (pip install tensorboard)"
-    for i, r in enumerate(doc["rungs"]):
-        vals = {
-            f"ladder/{k}": float(r[k])
-            for k in ("samples_per_s", "ms_per_step", "gpu_busy_pct", "speedup", "pct_of_ceiling")
-            if r.get(k) is not None
+    for i, r in enumerate(lad.rungs):
+        figures = {
+            "samples_per_s": r.samples_per_s,
+            "ms_per_step": r.ms_per_step,
+            "gpu_busy_pct": r.gpu_busy_pct,
+            "speedup": r.speedup,
+            "pct_of_ceiling": r.pct_of_ceiling,
         }
+        vals = {f"ladder/{k}": float(v) for k, v in figures.items() if v is not None}
         if vals:
             w.add_event(
                 Event(

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IdlehoundError
-from ..report.model import encode
+from ..report import render_tune, set_candidate_names, tune_html, tune_markdown, write
+from ..report.model import Tune
 from ..vocabulary import Cause
 from ._budget import Budget
 from ._candidates import Candidate, Outcome, all_candidates
@@ -34,7 +35,14 @@ from ._search import more_workers as _more_workers
 from ._search import on_top, predict_untried, refined, suggested_first
 from ._stack import Stack as _Stack
 from ._stack import best as _best
-from .report import render_tune, tune_html, tune_markdown
+
+
+def candidate_names() -> list[str]:
+    """Every candidate's name, what `--try` takes (the tune document's renderers list them)."""
+    return [c.name for c in all_candidates(16, cuda=True)]
+
+
+set_candidate_names(candidate_names)
 
 
 def print_progress(message: str, done: int, total: int) -> None:
@@ -63,9 +71,7 @@ def _runs_changed(script: str, args: list[str], opts: TuneOptions, run_dir: Path
     return runs_changed(script, args, opts, run_dir, new, runner=_run_child)
 
 
-def run_tune(
-    script: str, args: list[str], opts: TuneOptions, progress: Progress = print_progress
-) -> dict[str, Any]:
+def run_tune(script: str, args: list[str], opts: TuneOptions, progress: Progress = print_progress) -> Tune:
     """Tune script; returns the tune document (schema idlehound/tune, version 3) and writes it to a run folder.
 
     Stage 1 times the loader candidates on the script as written. Stage 2 times the others one at a time on top
@@ -99,12 +105,10 @@ def run_tune(
         lambda new: _runs_changed(script, args, opts, run_dir, new),
         lab.predictor.summary(),
     )
-    doc["wall_s"] = round(time.monotonic() - clock.t0, 1)
+    doc.wall_s = round(time.monotonic() - clock.t0, 1)
     progress("done", lab.done + 1, lab.done + 1)
-    json_file, md_file, html_file = document_files(run_dir, "tune")
-    json_file.write_text(encode(doc))
-    md_file.write_text(tune_markdown(doc))
-    html_file.write_text(tune_html(doc), encoding="utf-8")
+    for path in document_files(run_dir, "tune"):
+        write(doc, path, force=True)
     return doc
 
 

@@ -25,31 +25,29 @@ def document(
     drift: Optional[float] = None,
     check: Optional[Callable[[str], str]] = None,
     prediction: Optional[dict[str, Any]] = None,
-):
+) -> m.Tune:
     """The tune document. check(changed source) -> "" when the changed script runs, else why not."""
     best = max((o for o in outcomes[1:] if is_win(o)), key=lambda o: o.speedup or 0, default=None)
     diff, snippets, checked = _checked_diff(script, best, check) if best is not None else ("", [], "")
-    return m.as_data(
-        m.Tune(
-            schema="idlehound/tune",
-            schema_version=3,
-            script=script,
-            run_dir=str(run_dir),
-            steps=opts.steps,
-            skip=opts.skip,
-            diagnosed_causes=sorted(causes),
-            prediction=prediction or {"available": False},
-            budget_s=opts.budget_s,
-            noise=m.Noise(**noise),
-            drift_pct=drift,
-            rounds=[opts.min_rounds, opts.max_rounds],
-            margin=MARGIN,
-            variants=[m.Variant(**asdict(o)) for o in outcomes],
-            best=m.Variant(**asdict(best)) if best else None,
-            diff=diff,
-            snippets=snippets,
-            diff_check=checked,
-        )
+    return m.Tune(
+        schema="idlehound/tune",
+        schema_version=3,
+        script=script,
+        run_dir=str(run_dir),
+        steps=opts.steps,
+        skip=opts.skip,
+        diagnosed_causes=sorted(causes),
+        prediction=prediction or {"available": False},
+        budget_s=opts.budget_s,
+        noise=m.Noise(**noise),
+        drift_pct=drift,
+        rounds=[opts.min_rounds, opts.max_rounds],
+        margin=MARGIN,
+        variants=[m.Variant(**asdict(o)) for o in outcomes],
+        best=m.Variant(**asdict(best)) if best else None,
+        diff=diff,
+        snippets=snippets,
+        diff_check=checked,
     )
 
 
