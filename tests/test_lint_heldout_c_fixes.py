@@ -190,10 +190,18 @@ def test_a_gpus_option_outside_a_lightning_file_is_no_gpu_evidence(tmp_path):
     assert found == []
 
 
-def test_a_timm_model_on_the_gpu_is_a_convolution(tmp_path):
+TRAIN = """\
+for x, y in loader:
+    loss = criterion(model(x.cuda()), y.cuda())
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_a_timm_model_trained_on_the_gpu_is_a_convolution(tmp_path):
     for head in ("import timm\n", "from timm import create_model as build\n"):
         make = "timm.create_model" if head == "import timm\n" else "build"
-        src = head + f'model = {make}("resnet50d", pretrained=True).cuda()\n'
+        src = head + f'model = {make}("resnet50d", pretrained=True).cuda()\n' + TRAIN
         assert _found(tmp_path, src) == [("IH015", 2)], head
         # with cudnn.benchmark set, nothing to report
         assert _found(tmp_path, src + "import torch\ntorch.backends.cudnn.benchmark = True\n") == [], head
@@ -204,5 +212,16 @@ def test_a_create_model_not_from_timm_is_no_convolution(tmp_path):
         from mylib import create_model
 
         model = create_model("gpt2-small").cuda()
+        """
+    assert _found(tmp_path, textwrap.dedent(src) + TRAIN) == []
+
+
+def test_a_timm_model_in_a_script_that_does_not_train_is_no_convolution(tmp_path):
+    src = """\
+        import timm
+        import torch
+
+        model = timm.create_model("resnet50d").cuda().eval()
+        torch.onnx.export(model, torch.randn(1, 3, 224, 224).cuda(), "model.onnx")
         """
     assert _found(tmp_path, src) == []

@@ -249,13 +249,22 @@ def _loaders(tree: ast.Module) -> list[_Loader]:
 _CONVS = ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")
 
 
+def _timm_builders(tree: ast.Module) -> set[str]:
+    """timm's `create_model` as this file calls it (every timm vision model starts with a Conv2d stem or patch
+    embedding)."""
+    return {"timm.create_model", "timm.models.create_model"} | {
+        a.asname or a.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and n.module in ("timm", "timm.models")
+        for a in n.names
+        if a.name == "create_model"
+    }
+
+
 def _vision_model_names(tree: ast.Module) -> tuple[set[str], set[str]]:
-    """Aliases of torchvision.models (`models`) and model builders imported from it (`resnet18`), and timm's
-    `create_model` (every timm vision model starts with a Conv2d stem or patch embedding)."""
-    modules, builders = {"torchvision.models"}, {"timm.create_model", "timm.models.create_model"}
+    """Aliases of torchvision.models (`models`) and model builders imported from it (`resnet18`)."""
+    modules, builders = {"torchvision.models"}, set()
     for n in ast.walk(tree):
-        if isinstance(n, ast.ImportFrom) and n.module in ("timm", "timm.models"):
-            builders |= {a.asname or a.name for a in n.names if a.name == "create_model"}
         if isinstance(n, ast.Import):
             modules |= {a.asname for a in n.names if a.name == "torchvision.models" and a.asname}
         elif isinstance(n, ast.ImportFrom) and n.module == "torchvision":
@@ -265,9 +274,11 @@ def _vision_model_names(tree: ast.Module) -> tuple[set[str], set[str]]:
     return modules, builders
 
 
-def _first_conv(tree: ast.Module) -> Optional[ast.Call]:
-    """The first convolution layer or torchvision model built in this file."""
+def _first_conv(tree: ast.Module, trains: bool = False) -> Optional[ast.Call]:
+    """The first convolution layer or torchvision model built in this file; a timm model only in a file that
+    trains (export, conversion and estimate scripts build one too, and run it once)."""
     modules, builders = _vision_model_names(tree)
+    builders |= _timm_builders(tree) if trains else set()
     for n in ast.walk(tree):
         if not isinstance(n, ast.Call):
             continue

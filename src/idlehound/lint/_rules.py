@@ -49,6 +49,7 @@ class Checker(ast.NodeVisitor):
         self.step = 0  # inside code that runs once per training step
         self.periodic = 0  # inside `if step % N == 0:` blocks
         self.level = 0  # how many calls away from a training loop this code is
+        self.trains = False  # the file has a training loop
         self.pending: list[tuple[Func, int]] = []  # same-file functions called per step
         self.loaders = _loaders(tree)
         self.pinned_loader = facts.pinned
@@ -73,7 +74,7 @@ class Checker(ast.NodeVisitor):
                         self.add("IH010", ld.call)
                     if ld.unpinned() and not ld.prepared:  # Accelerate copies the batches: its own setting
                         self.add("IH011", ld.call)
-            conv = _first_conv(self.tree) if self.gpu and not self.facts.benchmark else None
+            conv = _first_conv(self.tree, self.trains) if self.gpu and not self.facts.benchmark else None
             if conv is not None:
                 self.add("IH015", conv)
             self.drain()
@@ -111,6 +112,7 @@ class Checker(ast.NodeVisitor):
 
     def _loop(self, node) -> None:
         training = self.gpu and reaches_step(loop_body(node), self.funcs, self.scope)
+        self.trains = self.trains or training
         self.step += training
         if isinstance(node, ast.While) and self.per_step and self.scope.kind(node.test) == TENSOR:
             self.add("IH007", node)
