@@ -12,7 +12,7 @@ from typing import Optional
 
 from ..errors import IdlehoundError
 from ._kwargs import resolve_kwargs
-from ._model import const, dotted, kw
+from ._model import const, dotted, is_loader, kw
 
 _DEVICE_WORDS = ("device", "gpu", "rank", "cuda")
 
@@ -28,8 +28,10 @@ def _device_like(e: ast.expr) -> bool:
 
 
 def gpu_evidence(tree: ast.Module) -> bool:
-    """Whether the file runs on an accelerator: `cuda`, `torch.accelerator`, `nccl`, or tensors moved to a
-    device variable (device-agnostic scripts pick the GPU when there is one)."""
+    """Whether the file runs on an accelerator: `cuda`, `torch.accelerator`, `nccl`, tensors moved to a
+    device variable (device-agnostic scripts pick the GPU when there is one), or a Lightning Trainer's GPUs."""
+    if _lightning_gpus(tree):
+        return True
     for n in ast.walk(tree):
         if isinstance(n, ast.Attribute) and n.attr in ("cuda", "accelerator"):
             return True
@@ -57,6 +59,34 @@ def gpu_evidence(tree: ast.Module) -> bool:
         ):
             return True
     return False
+
+
+_LIGHTNING = ("pytorch_lightning", "lightning")
+
+
+def _lightning_gpus(tree: ast.Module) -> bool:
+    """A Lightning file that gives its Trainer GPUs: `gpus=` (not 0 or None), `accelerator="gpu"`/`"cuda"`, or a
+    `gpus` setting read from the command line or a config (`args.gpus`, `trainer_config["gpus"]`). Lightning's
+    `gpus` names GPUs only; `accelerator="cpu"` and `gpus=0` are not evidence."""
+    imports = (
+        a.name
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in (n.names if isinstance(n, ast.Import) else [ast.alias(n.module or "")])
+    )
+    if not any(name.split(".", 1)[0] in _LIGHTNING for name in imports):
+        return False
+    return any(_gives_gpus(n) for n in ast.walk(tree))
+
+
+def _gives_gpus(n: ast.AST) -> bool:
+    if isinstance(n, ast.keyword) and n.arg == "gpus":
+        return not isinstance(n.value, ast.Constant) or n.value.value not in (0, None)
+    if isinstance(n, ast.keyword) and n.arg == "accelerator":
+        return const(n.value) in ("gpu", "cuda")
+    return (isinstance(n, ast.Attribute) and n.attr == "gpus") or (
+        isinstance(n, ast.Constant) and n.value == "gpus"
+    )
 
 
 def _accelerate_call(n: ast.Call) -> bool:
@@ -191,11 +221,7 @@ def _dataset_class(call: ast.Call, made: dict[str, set[str]]) -> str:
 
 
 def _loaders(tree: ast.Module) -> list[_Loader]:
-    found = [
-        _Loader(n, c)
-        for n, c in _with_scopes(tree)
-        if isinstance(n, ast.Call) and dotted(n.func).rsplit(".", 1)[-1] == "DataLoader"
-    ]
+    found = [_Loader(n, c) for n, c in _with_scopes(tree) if isinstance(n, ast.Call) and is_loader(n)]
     by_call = {id(ld.call): ld for ld in found}
     made: dict[str, set[str]] = {}  # name -> the callees assigned to it (`train_set = TextDataset(...)`)
     on_device: set[str] = set()
@@ -223,6 +249,18 @@ def _loaders(tree: ast.Module) -> list[_Loader]:
 _CONVS = ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")
 
 
+def _timm_builders(tree: ast.Module) -> set[str]:
+    """timm's `create_model` as this file calls it (every timm vision model starts with a Conv2d stem or patch
+    embedding)."""
+    return {"timm.create_model", "timm.models.create_model"} | {
+        a.asname or a.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and n.module in ("timm", "timm.models")
+        for a in n.names
+        if a.name == "create_model"
+    }
+
+
 def _vision_model_names(tree: ast.Module) -> tuple[set[str], set[str]]:
     """Aliases of torchvision.models (`models`) and model builders imported from it (`resnet18`)."""
     modules, builders = {"torchvision.models"}, set()
@@ -236,9 +274,11 @@ def _vision_model_names(tree: ast.Module) -> tuple[set[str], set[str]]:
     return modules, builders
 
 
-def _first_conv(tree: ast.Module) -> Optional[ast.Call]:
-    """The first convolution layer or torchvision model built in this file."""
+def _first_conv(tree: ast.Module, trains: bool = False) -> Optional[ast.Call]:
+    """The first convolution layer or torchvision model built in this file; a timm model only in a file that
+    trains (export, conversion and estimate scripts build one too, and run it once)."""
     modules, builders = _vision_model_names(tree)
+    builders |= _timm_builders(tree) if trains else set()
     for n in ast.walk(tree):
         if not isinstance(n, ast.Call):
             continue

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Optional, Union
 
 from ._vocab import (
+    _LOADERS,
     _MODULE_NAMES,
     _OPTIMIZERS,
     _PY_ATTRS,
@@ -38,6 +39,11 @@ def dotted(node: ast.AST) -> str:
     elif isinstance(node, ast.Call):
         parts.append(dotted(node.func) + "()")
     return ".".join(reversed(parts))
+
+
+def is_loader(call: ast.Call) -> bool:
+    """`DataLoader(...)` or a library subclass with its signature (`wds.WebLoader(...)`)."""
+    return dotted(call.func).rsplit(".", 1)[-1] in _LOADERS
 
 
 def kw(call: ast.Call, name: str) -> Optional[ast.expr]:
@@ -219,7 +225,7 @@ class Scope:
             self.schedulers.add(name)
         elif last in _OPTIMIZERS or callee.startswith(("optim.", "torch.optim.")):
             self.optimizers.add(name)
-        elif last == "DataLoader":
+        elif last in _LOADERS:
             self.loaders.add(name)
         elif isinstance(value.func, ast.Name) and value.func.id in self.funcs.classes:  # a class of this file
             self.instances[name] = value.func.id

@@ -49,6 +49,7 @@ class Checker(ast.NodeVisitor):
         self.step = 0  # inside code that runs once per training step
         self.periodic = 0  # inside `if step % N == 0:` blocks
         self.level = 0  # how many calls away from a training loop this code is
+        self.trains = False  # the file has a training loop
         self.pending: list[tuple[Func, int]] = []  # same-file functions called per step
         self.loaders = _loaders(tree)
         self.pinned_loader = facts.pinned
@@ -73,7 +74,7 @@ class Checker(ast.NodeVisitor):
                         self.add("IH010", ld.call)
                     if ld.unpinned() and not ld.prepared:  # Accelerate copies the batches: its own setting
                         self.add("IH011", ld.call)
-            conv = _first_conv(self.tree) if self.gpu and not self.facts.benchmark else None
+            conv = _first_conv(self.tree, self.trains) if self.gpu and not self.facts.benchmark else None
             if conv is not None:
                 self.add("IH015", conv)
             self.drain()
@@ -111,6 +112,7 @@ class Checker(ast.NodeVisitor):
 
     def _loop(self, node: Union[ast.For, ast.AsyncFor, ast.While]) -> None:
         training = self.gpu and reaches_step(loop_body(node), self.funcs, self.scope)
+        self.trains = self.trains or training
         self.step += training
         if isinstance(node, ast.While) and self.per_step and self.scope.kind(node.test) == TENSOR:
             self.add("IH007", node)
@@ -183,6 +185,10 @@ class Checker(ast.NodeVisitor):
     def _prints_tensor(self, node: ast.Call, name: str, attr: str) -> bool:
         if name == "print" or _is_log_call(name):
             return any(self._shows_tensor(a) for a in node.args)
+        if _is_tracker_call(
+            name
+        ):  # metric_logger.update(acc=t), writer.add_scalar("acc", t), wandb.log({..})
+            return any(self._logs_tensor(a) for a in [*node.args, *(k.value for k in node.keywords)])
         if (
             attr == "format"
             and isinstance(node.func, ast.Attribute)
@@ -241,6 +247,12 @@ class Checker(ast.NodeVisitor):
             return any(self.scope.kind(v) == TENSOR for v in self._items(arg.value) or [])
         return self.scope.kind(arg) == TENSOR
 
+    def _logs_tensor(self, arg: ast.expr) -> bool:
+        """A value handed to a metric logger holds a tensor: itself, in a container or `dict(k=t)`."""
+        if isinstance(arg, ast.Call) and dotted(arg.func) == "dict":
+            return any(self._shows_tensor(v) for v in [*arg.args, *(k.value for k in arg.keywords)])
+        return self._shows_tensor(arg)
+
     def _text(self, e: ast.expr) -> bool:
         """A format string: a literal, `"a" + "b"`, or a name only ever bound to a string literal (`FMT`)."""
         if isinstance(e, (ast.Constant, ast.JoinedStr)):
@@ -284,10 +296,12 @@ class Checker(ast.NodeVisitor):
             self.add("IH014", node)
 
 
-# helpers that all-reduce a logged value (MAE's all_reduce_mean, DETR's reduce_dict, timm's reduce_tensor); not
-# dist.all_reduce itself, which hand-written gradient averaging needs every step
+# helpers that all-reduce a logged value (MAE's all_reduce_mean, DETR's reduce_dict, timm's reduce_tensor, a
+# distributed backend's average_all(loss)); not dist.all_reduce itself, nor average_gradients(model): hand-written
+# gradient averaging needs it every step
 _REDUCE_HELPER = re.compile(
     r"(^|_)reduce_(mean|sum|dict|loss_dict|tensor|tensors|value|values|loss|losses|scalar)$"
+    r"|(^|_)(average|avg)_(all|tensor|tensors|loss|losses|dict|value|values|scalar)$"
 )
 
 
@@ -334,6 +348,19 @@ def _is_log_call(name: str) -> bool:
         "_log",
         "_logger",
     )
+
+
+# Metric loggers that turn each value they are handed into a host number (timm/DeiT/ConvNeXt's MetricLogger and
+# TensorboardLogger `.update()` call `.item()`, SummaryWriter's `add_scalar` copies to numpy, `wandb.log` converts
+# tensors): named `*logger` / `*writer` or wandb. Not Lightning's `self.log` (it keeps the value on the device), not
+# an `AverageMeter` (`losses.update(loss)` may keep a running sum on the device), not `accelerator.log`.
+_TRACKER_METHODS = {"update", "log", "log_dict", "log_metrics", "add_scalar", "add_scalars", "add_histogram"}
+
+
+def _is_tracker_call(name: str) -> bool:
+    recv, _, method = name.rpartition(".")
+    last = recv.rsplit(".", 1)[-1].lower().strip("_")
+    return method in _TRACKER_METHODS and (last == "wandb" or last.endswith(("logger", "writer")))
 
 
 _OPTIMIZER_CLASSES = {

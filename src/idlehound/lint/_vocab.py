@@ -169,6 +169,9 @@ _MODULE_NAMES = (
     "head",
     "backbone",
 )
+# torch's DataLoader and the library subclasses that keep its signature (webdataset's WebLoader, torchdata's
+# StatefulDataLoader, timm's MultiEpochsDataLoader).
+_LOADERS = {"DataLoader", "WebLoader", "StatefulDataLoader", "MultiEpochsDataLoader"}
 _OPTIMIZERS = {
     "SGD",
     "Adam",
