@@ -6,22 +6,31 @@ Run it before and after a change to the report model, then compare the two folde
     PYTHONPATH=src python tools/dump_reports.py /tmp/after --against /tmp/before
 With --renderings it also writes the terminal summary, markdown and HTML of each trace.
 The comparison reports files whose bytes differ and, for those, whether the parsed values are equal.
+
+    PYTHONPATH=src python tools/dump_reports.py --write-hashes
+writes tests/traces/documents.sha256: the SHA-256 of every document and rendering of the recorded traces under
+tests/traces (not the shared fixtures, not lint's), which tests/test_documents_unchanged.py recomputes. Run it
+only when a change of a printed figure is meant, and say which documents changed and why in the commit.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = [ROOT / "tests" / "traces", Path("/work/shared/fixtures/kineto_samples")]
+TRACES = ROOT / "tests" / "traces"
+SOURCES = [TRACES, Path("/work/shared/fixtures/kineto_samples")]
+HASHES = TRACES / "documents.sha256"
 
 
-def inputs() -> list[tuple[str, Path]]:
+def inputs(sources: list[Path] = SOURCES) -> list[tuple[str, Path]]:
     out = []
-    for base in SOURCES:
+    for base in sources:
         if not base.is_dir():
             continue
         for p in sorted(base.rglob("*.pt.trace.json*")):
@@ -38,7 +47,7 @@ def _text(path: Path) -> str:
     return encode(doc)
 
 
-def _others(out: Path) -> dict[str, str]:
+def _others(lint: bool = True) -> dict[str, str]:
     """compare, ranks and lint documents from recorded data, as the CLI writes them."""
     import gzip
     import shutil
@@ -65,6 +74,8 @@ def _others(out: Path) -> dict[str, str]:
             )
         r = runner.invoke(cli.main, ["analyze", "--ranks", "--json", tmp])
         texts["ranks__three"] = r.output.replace(tmp, "RANKS")
+        if not lint:
+            return texts
         lint_dir = Path(tmp) / "lint"
         shutil.copytree(ROOT / "tests" / "scripts", lint_dir)
         r = runner.invoke(cli.main, ["lint", "--json", str(lint_dir), "--trace", str(traces / "sync_item")])
@@ -89,33 +100,53 @@ def _renderings(name: str, path: Path) -> dict[str, str]:
             out = Path(tmp) / f"report.{ext}"
             r = runner.invoke(cli.main, ["analyze", str(target), "-o", str(out)])
             texts[f"{name}.{ext}"] = out.read_text(encoding="utf-8") if out.exists() else f"error: {r.output}"
-    return {k: v.replace(str(target), "TARGET").replace(str(ROOT), "ROOT") for k, v in texts.items()}
+    # the checkout's path; run.json's recorded "cwd" (no slash after it) is data and stays
+    return {k: v.replace(str(target), "TARGET").replace(f"{ROOT}/", "ROOT/") for k, v in texts.items()}
+
+
+def documents(sources: list[Path] = SOURCES, renderings: bool = True, lint: bool = True) -> dict[str, str]:
+    """Every document (and with renderings, terminal/markdown/HTML) by file name; an error as its line."""
+    jobs: list[tuple[str, Callable[[], str]]] = [
+        (n + ".json", lambda p=p: _text(p)) for n, p in inputs(sources)
+    ]
+    jobs += [(n + ".json", lambda t=t: t) for n, t in _others(lint).items()]
+    out = {}
+    for name, make in jobs:
+        try:
+            out[name] = make()
+        except Exception as e:  # a trace the analysis refuses: recorded as its error line
+            out[name] = f"error: {type(e).__name__}: {e}\n"
+    if renderings:
+        for name, path in inputs(sources):
+            out.update(_renderings(name, path))
+    return out
+
+
+def hashes() -> dict[str, str]:
+    """SHA-256 of each document and rendering of tests/traces (what tests/test_documents_unchanged.py checks)."""
+    docs = documents([TRACES], renderings=True, lint=False)
+    return {name: hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in sorted(docs.items())}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("out", type=Path)
+    ap.add_argument("out", type=Path, nargs="?")
     ap.add_argument("--against", type=Path, default=None)
     ap.add_argument(
         "--renderings", action="store_true", help="also the terminal summary, markdown and HTML of each trace"
     )
+    ap.add_argument("--write-hashes", action="store_true", help=f"write {HASHES.relative_to(ROOT)} and stop")
     args = ap.parse_args()
+    if args.write_hashes:
+        HASHES.write_text("".join(f"{h}  {n}\n" for n, h in hashes().items()), encoding="utf-8")
+        return 0
+    if args.out is None:
+        ap.error("an output folder is needed (or --write-hashes)")
     args.out.mkdir(parents=True, exist_ok=True)
     same = values = differ = new = 0
-    jobs = [(name, lambda p=path: _text(p)) for name, path in inputs()]
-    others = _others(args.out)
-    jobs += [(name, lambda t=text: t) for name, text in others.items()]
-    jobs = [(name + ".json", make) for name, make in jobs]
-    if args.renderings:
-        for name, path in inputs():
-            for rname, text in _renderings(name, path).items():
-                jobs.append((rname, lambda t=text: t))
-    for name, make in jobs:
+    for name, text in documents(renderings=args.renderings).items():
         target = args.out / name
-        try:
-            target.write_text(make(), encoding="utf-8")
-        except Exception as e:  # a trace the analysis refuses: recorded as its error line
-            target.write_text(f"error: {type(e).__name__}: {e}\n", encoding="utf-8")
+        target.write_text(text, encoding="utf-8")
         if args.against is None:
             continue
         old = args.against / target.name
