@@ -100,8 +100,8 @@ def _renderings(name: str, path: Path) -> dict[str, str]:
             out = Path(tmp) / f"report.{ext}"
             r = runner.invoke(cli.main, ["analyze", str(target), "-o", str(out)])
             texts[f"{name}.{ext}"] = out.read_text(encoding="utf-8") if out.exists() else f"error: {r.output}"
-    # the checkout's path; run.json's recorded "cwd" (no slash after it) is data and stays
-    return {k: v.replace(str(target), "TARGET").replace(f"{ROOT}/", "ROOT/") for k, v in texts.items()}
+    # the trace's own path; paths recorded in run.json are data and stay
+    return {k: v.replace(str(target), "TARGET") for k, v in texts.items()}
 
 
 def documents(sources: list[Path] = SOURCES, renderings: bool = True, lint: bool = True) -> dict[str, str]:
