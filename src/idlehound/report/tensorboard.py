@@ -6,6 +6,7 @@ written and the caller is told why.
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,6 +14,13 @@ from typing import Any, Optional, Union
 
 from . import model as m
 from .model import typed
+
+NOT_INSTALLED = "tensorboard is not installed: no scalar summaries written (pip install tensorboard)"
+
+
+def missing_note() -> Optional[str]:
+    """Why no scalars will be written (NOT_INSTALLED), known before the analysis; None with tensorboard."""
+    return None if importlib.util.find_spec("tensorboard") else NOT_INSTALLED
 
 
 def _writer(folder: Path) -> tuple[Any, Any, Any]:
@@ -48,7 +56,7 @@ def write_scalars(folder: Path, values: dict[str, float], step: int = 0) -> Opti
     try:
         w, Event, Summary = _writer(folder)
     except ImportError:
-        return "tensorboard is not installed: no scalar summaries written (pip install tensorboard)"
+        return NOT_INSTALLED
     summary = Summary(value=[Summary.Value(tag=k, simple_value=v) for k, v in values.items()])
     w.add_event(Event(wall_time=time.time(), step=step, summary=summary))
     w.close()
@@ -61,7 +69,7 @@ def write_ladder_scalars(folder: Path, doc: Union[m.Ladder, Mapping[str, Any]]) 
     try:
         w, Event, Summary = _writer(folder)
     except ImportError:
-        return "tensorboard is not installed: no scalar summaries written (pip install tensorboard)"
+        return NOT_INSTALLED
     for i, r in enumerate(lad.rungs):
         figures = {
             "samples_per_s": r.samples_per_s,
