@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -58,32 +57,32 @@ def formats_of(doc: Document) -> tuple[str, ...]:
     return ("json", "html") if isinstance(doc, m.Ranks) else ("json", "md", "html")
 
 
-# The renderer of each document kind in each format other than JSON: (module of report/, function), loaded on
-# first use (rich and jinja2 are slow to import). An analysis report's HTML also takes the step curve.
-_RENDERERS: dict[tuple[type[Any], str], tuple[str, str]] = {
-    (m.Report, "md"): ("markdown", "render_markdown"),
-    (m.Compare, "md"): ("compare", "render_compare_markdown"),
-    (m.Tune, "md"): ("tune", "tune_markdown"),
-    (m.Ladder, "md"): ("ladder", "ladder_markdown"),
-    (m.Ranks, "html"): ("ranks", "render_ranks_html"),
-    (m.Tune, "html"): ("tune", "tune_html"),
-    (m.Compare, "html"): ("html", "render_compare_html"),
-    (m.Ladder, "html"): ("html", "render_ladder_html"),
+# The renderer of each document kind in each format other than JSON, by its name in this package (which loads
+# it on first use: rich and jinja2 are slow to import). An analysis report's HTML also takes the step curve.
+_RENDERERS: dict[tuple[type[Any], str], str] = {
+    (m.Report, "md"): "render_markdown",
+    (m.Compare, "md"): "render_compare_markdown",
+    (m.Tune, "md"): "tune_markdown",
+    (m.Ladder, "md"): "ladder_markdown",
+    (m.Ranks, "html"): "render_ranks_html",
+    (m.Tune, "html"): "tune_html",
+    (m.Compare, "html"): "render_compare_html",
+    (m.Ladder, "html"): "render_ladder_html",
 }
 
 
 def render_as(doc: Document, fmt: str, step_curve: Optional[dict[str, Any]] = None) -> str:
     """A document's text in one format: "json", "md" or "html", by the document's kind."""
+    from .. import report
+
     if fmt == "json":
         return encode(doc)
     if fmt == "html" and isinstance(doc, m.Report):
-        from .html import render_html
-
-        return render_html(doc, step_curve)
-    where = _RENDERERS.get((type(doc), fmt))
-    if where is None:
+        return report.render_html(doc, step_curve)
+    name = _RENDERERS.get((type(doc), fmt))
+    if name is None:
         raise ValueError(f"a {type(doc).__name__} document has no {_FORMAT_NAMES.get(fmt, fmt)}")
-    render: Callable[[Any], str] = getattr(importlib.import_module(f".{where[0]}", __package__), where[1])
+    render: Callable[[Any], str] = getattr(report, name)
     return render(doc)
 
 

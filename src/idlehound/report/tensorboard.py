@@ -6,7 +6,6 @@ written and the caller is told why.
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,7 +19,11 @@ NOT_INSTALLED = "tensorboard is not installed: no scalar summaries written (pip 
 
 def missing_note() -> Optional[str]:
     """Why no scalars will be written (NOT_INSTALLED), known before the analysis; None with tensorboard."""
-    return None if importlib.util.find_spec("tensorboard") else NOT_INSTALLED
+    try:
+        import tensorboard  # noqa: F401  (its top level is light: the writer's modules load on use)
+    except ImportError:
+        return NOT_INSTALLED
+    return None
 
 
 def _writer(folder: Path) -> tuple[Any, Any, Any]:
