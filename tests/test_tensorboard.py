@@ -58,7 +58,9 @@ def test_without_tensorboard_the_run_reports_say_why_no_scalars_were_written(tmp
     run = tmp_path / "run"
     shutil.copytree(TRACES / "dataloader_bound", run)
     for name in [n for n in sys.modules if n.split(".")[0] == "tensorboard"] + ["tensorboard"]:
-        monkeypatch.setitem(sys.modules, name, None)  # importing it, or any of its modules, raises ImportError
+        monkeypatch.setitem(
+            sys.modules, name, None
+        )  # importing it, or any of its modules, raises ImportError
     res = analyze_run(run, print_report=False, html=False)
     assert res is not None and NOT_INSTALLED in res.analysis.notes
     assert NOT_INSTALLED in json.loads((run / "report.json").read_text())["notes"]
