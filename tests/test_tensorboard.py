@@ -1,5 +1,7 @@
 """Scalar summaries read back with TensorBoard's own event reader."""
 
+import sys
+
 import pytest
 
 pytest.importorskip("tensorboard")
@@ -44,3 +46,23 @@ def test_ladder_scalars_one_point_per_rung(tmp_path):
     write_ladder_scalars(tmp_path, ladder_doc(rungs, "cpu"))
     pts = read(tmp_path).Scalars("ladder/samples_per_s")
     assert [(p.step, p.value) for p in pts] == [(0, 580.0), (1, 2800.0)]
+
+
+def test_without_tensorboard_the_run_reports_say_why_no_scalars_were_written(tmp_path, monkeypatch, capsys):
+    import json
+    import shutil
+
+    from idlehound.app._after import analyze_run
+    from idlehound.report.tensorboard import NOT_INSTALLED
+
+    run = tmp_path / "run"
+    shutil.copytree(TRACES / "dataloader_bound", run)
+    for name in [n for n in sys.modules if n.split(".")[0] == "tensorboard"] + ["tensorboard"]:
+        monkeypatch.setitem(
+            sys.modules, name, None
+        )  # importing it, or any of its modules, raises ImportError
+    res = analyze_run(run, print_report=False, html=False)
+    assert res is not None and NOT_INSTALLED in res.analysis.notes
+    assert NOT_INSTALLED in json.loads((run / "report.json").read_text())["notes"]
+    assert not list(run.glob("events.out.tfevents.*"))
+    assert "tensorboard" not in capsys.readouterr().err  # said once, in the reports

@@ -2,9 +2,9 @@
 
 A trace is data from someone else. Before it is parsed, its size is capped (a small gzip file can
 hold gigabytes) and its nesting depth is checked (deep JSON exhausts the decoder's recursion). The
-JSON is copied into a private temporary file and memory-mapped rather than read, and the event array is cut at top-level commas into slices
-of about 1 MiB: decoding holds one slice of event objects at a time, and each slice's pages are
-released once decoded, so the JSON and the event table are not both in memory in full.
+JSON is copied into a private temporary file and memory-mapped rather than read; the event array is decoded in
+pieces of about 1 MiB (trace/_parallel.py), each piece's pages released once decoded, so the JSON and the event
+table are not both in memory in full.
 """
 
 from __future__ import annotations
@@ -59,13 +59,12 @@ DEFAULT_MAX_BYTES = 4 * 2**30  # uncompressed JSON; a real trace of this size al
 TABLE_RATIO = 2  # the event table may take up to this times the events' JSON (real traces: 0.3-1x) ...
 TABLE_FLOOR = 16 * 2**20  # ... plus this, so that small traces always load whatever their events are like
 MAX_DEPTH = 64  # Kineto nests about 6 deep (object, events, event, args, shapes); 64 leaves room
-SLICE_BYTES = 2**20  # event bytes decoded at a time
 _SCAN_BYTES = 2**20
 _READ_BYTES = 2**20
 
-_QUOTE, _BACKSLASH, _OPEN, _CLOSE, _COMMA = 1, 2, 3, 4, 5
+_QUOTE, _BACKSLASH, _OPEN, _CLOSE = 1, 2, 3, 4
 _CLASS = np.zeros(256, np.int8)
-_CLASS[ord('"')], _CLASS[ord("\\")], _CLASS[ord(",")] = _QUOTE, _BACKSLASH, _COMMA
+_CLASS[ord('"')], _CLASS[ord("\\")] = _QUOTE, _BACKSLASH
 _CLASS[[ord("["), ord("{")]] = _OPEN
 _CLASS[[ord("]"), ord("}")]] = _CLOSE
 _TABLE = bytes(_CLASS.astype(np.uint8))
@@ -306,15 +305,13 @@ def _gunzip(f: io.BufferedIOBase, path: Path, limit: int, out: Any, room: float 
 
 
 class Scan:
-    """Nesting depth and top-level element boundaries of one JSON value (an array or object)."""
+    """Nesting depth of one JSON value (an array or object), fed piece by piece."""
 
-    def __init__(self, level: int = 1) -> None:
-        self.level = level  # the depth whose commas are recorded
+    def __init__(self) -> None:
         self.depth = 0
         self.max_depth = 0
         self.in_string = False
         self.backslashes = 0  # length of the run of backslashes that ended the previous piece
-        self.cuts: list[int] = []  # offsets of commas at `level`, about SLICE_BYTES apart
 
     def feed(self, a: bytes, offset: int) -> None:
         cls = np.frombuffer(a.translate(_TABLE), np.int8)
@@ -331,18 +328,13 @@ class Scan:
         inside = (np.cumsum(is_quote, dtype=np.uint8) + self.in_string) & 1
         self.in_string = bool((int(is_quote.sum()) + self.in_string) & 1)
         keep = (c >= _OPEN) & (inside == 0)
-        sp, sc = pos[keep], c[keep]
+        sc = c[keep]
         del pos, c, inside, keep
         delta = (sc == _OPEN).astype(np.int8) - (sc == _CLOSE).astype(np.int8)
         level = np.cumsum(delta, dtype=np.int64) + self.depth
         if level.size:
             self.max_depth = max(self.max_depth, int(level.max()))
             self.depth = int(level[-1])
-        commas = sp[(sc == _COMMA) & (level == self.level)] + offset
-        if commas.size:
-            marks = np.arange((self.cuts[-1] if self.cuts else 0) + SLICE_BYTES, offset + len(a), SLICE_BYTES)
-            pick = np.unique(np.clip(np.searchsorted(commas, marks), 0, commas.size - 1))
-            self.cuts.extend(int(x) for x in commas[pick] if not self.cuts or x > self.cuts[-1])
 
 
 def _nonzero(cls: np.ndarray) -> np.ndarray:
@@ -382,11 +374,10 @@ def _trailing_run(slashes: np.ndarray, size: int, carried: int) -> int:
     return size - first + (carried if first == 0 else 0)
 
 
-def scan(data: Union[Buffer, memoryview], path: Path, max_depth: int = MAX_DEPTH, level: int = 2) -> Scan:
-    """Check nesting (TraceError past max_depth) and find commas at `level` (2: between the elements of a
-    top-level array, such as the events) to cut that array into slices."""
+def scan(data: Union[Buffer, memoryview], path: Path, max_depth: int = MAX_DEPTH) -> Scan:
+    """Check nesting: TraceError past max_depth."""
     view = memoryview(data).cast("B")
-    s = Scan(level)
+    s = Scan()
     for lo in range(0, len(view), _SCAN_BYTES):
         s.feed(view[lo : lo + _SCAN_BYTES].tobytes(), lo)
         release(data, lo - lo % mmap.PAGESIZE, lo + _SCAN_BYTES)
@@ -402,27 +393,5 @@ def offset_in(buf: Buffer, raw: object) -> int:
     return _address(raw) - _address(buf)
 
 
-def cuts_within(shape: Scan, lo: int, n: int) -> list[int]:
-    """The cuts that fall inside buf[lo:lo + n], relative to lo."""
-    return [c - lo for c in shape.cuts if lo < c < lo + n]
-
-
 def _address(obj: Any) -> int:
     return int(np.frombuffer(obj, np.uint8).__array_interface__["data"][0])
-
-
-def slices(
-    data: Union[bytes, bytearray, memoryview], cuts: list[int], buf: Optional[Buffer] = None, offset: int = 0
-) -> Iterator[bytes]:
-    """A JSON array cut at the given depth-1 commas, each piece a JSON array of its own elements.
-
-    When data lies at `offset` in a mapped buf, the pages of each piece are released once it is copied out.
-    """
-    view = memoryview(data).cast("B")
-    inner_lo = 1
-    for cut in cuts + [len(view) - 1]:
-        piece = b"[" + view[inner_lo:cut].tobytes() + b"]"
-        if buf is not None:
-            release(buf, offset + inner_lo - 1, offset + cut)
-        yield piece
-        inner_lo = cut + 1

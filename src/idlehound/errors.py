@@ -7,37 +7,34 @@ class IdlehoundError(Exception):
     """Base class: the CLI prints the message on one line and exits with code 2."""
 
 
-class TraceError(IdlehoundError):
+class _AboutOne(IdlehoundError):
+    """An error about one named thing (a file, a variable): `what: problem`. Pickled by (what, problem), so the
+    error can cross a process boundary."""
+
+    def __init__(self, what: object, problem: str) -> None:
+        self._what = str(what)
+        self.problem = problem
+        super().__init__(f"{self._what}: {problem}")
+
+    def __reduce__(self) -> tuple[type[_AboutOne], tuple[str, str]]:
+        return (type(self), (self._what, self.problem))
+
+
+class TraceError(_AboutOne):
     """A trace file or folder cannot be read or is not a torch.profiler trace."""
 
-    def __init__(self, path: object, problem: str) -> None:
-        self.path = str(path)
-        self.problem = problem
-        super().__init__(f"{self.path}: {problem}")
-
-    def __reduce__(
-        self,
-    ) -> tuple[
-        type[TraceError], tuple[str, str]
-    ]:  # pickle by (path, problem), so the error can cross a process boundary
-        return (type(self), (self.path, self.problem))
+    @property
+    def path(self) -> str:
+        return self._what
 
 
 class CaptureError(IdlehoundError):
     """The profiler could not be run on the user's script."""
 
 
-class SettingError(IdlehoundError):
+class SettingError(_AboutOne):
     """An IDLEHOUND_* environment variable has a value idlehound cannot use (idlehound.settings)."""
 
-    def __init__(self, name: str, problem: str) -> None:
-        self.name = name
-        self.problem = problem
-        super().__init__(f"{name}: {problem}")
-
-    def __reduce__(
-        self,
-    ) -> tuple[
-        type[SettingError], tuple[str, str]
-    ]:  # pickle by (name, problem), so the error can cross a process boundary
-        return (type(self), (self.name, self.problem))
+    @property
+    def name(self) -> str:
+        return self._what

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -48,15 +49,16 @@ def analyze_path(
     max_bytes: Optional[int] = None,
     sidecar: Optional[dict[str, Any]] = None,
     run_info: Optional[dict[str, Any]] = None,
+    notes: Sequence[str] = (),
 ) -> Result:
     """Load, analyse and diagnose a trace file or log dir; uses the capture sidecar and run.json if present
-    (`sidecar` / `run_info` given here take their place).
+    (`sidecar` / `run_info` given here take their place). `notes`: the caller's, added to the analysis's.
 
     max_bytes caps the trace's uncompressed JSON (default: $IDLEHOUND_MAX_TRACE_BYTES, else 4 GiB).
     """
     with small_pages():
         trace = load_trace(path, run=run, worker=worker, max_bytes=max_bytes)
-        return diagnose_trace(trace, step, thresholds, sidecar, run_info)
+        return diagnose_trace(trace, step, thresholds, sidecar, run_info, notes)
 
 
 def diagnose_trace(
@@ -65,9 +67,10 @@ def diagnose_trace(
     thresholds: Optional[Thresholds] = None,
     sidecar: Optional[dict[str, Any]] = None,
     run_info: Optional[dict[str, Any]] = None,
+    notes: Sequence[str] = (),
 ) -> Result:
     """Analyse (with the run folder, as analyze_run_folder), diagnose and build the report of a loaded trace."""
-    a = analyze_run_folder(trace, step=step, sidecar=sidecar, run_info=run_info)
+    a = analyze_run_folder(trace, step=step, sidecar=sidecar, run_info=run_info, notes=notes)
     d = diagnose(a, thresholds)
     return Result(a, d, build_model(a, d))
 
@@ -77,13 +80,14 @@ def analyze_run_folder(
     step: Optional[int] = None,
     sidecar: Optional[dict[str, Any]] = None,
     run_info: Optional[dict[str, Any]] = None,
+    notes: Sequence[str] = (),
 ) -> Analysis:
     """Analyse a loaded trace with what its run folder holds (sidecar, run.json, samples.json).
 
     The one path for the CLI and the Python API, so both give the same document. `sidecar` / `run_info`
-    given here take the place of the folder's.
+    given here take the place of the folder's; `notes` (the caller's) come after the folder's.
     """
-    notes: list[str] = []
+    folder_notes: list[str] = []
     from_file = trace.path.is_file()  # a trace parsed from bytes has no folder to read
     if sidecar is None and from_file:
         sc = sidecar_path(trace.path)
@@ -91,14 +95,16 @@ def analyze_run_folder(
         base_ns = base if isinstance(base, int) and not isinstance(base, bool) and 0 <= base < 2**63 else 0
         sidecar = load_sidecar(sc, base_ns) if sc.is_file() else None
         if sidecar is None and sc.is_file():
-            notes.append(
+            folder_notes.append(
                 f"{sc.name} is not a readable capture sidecar: exact lines and stored source not used"
             )
     if run_info is None and from_file:
         run_info = read_run_info(trace.path.parent, run_info_rank(trace.path.parent, trace.worker))
     if not sidecar and trace.with_stack:
-        notes.append("source lines are function def lines (approximate); `idlehound run` records exact lines")
-    return analyze(trace, sidecar=sidecar, step=step, run_info=run_info, extra_notes=notes)
+        folder_notes.append(
+            "source lines are function def lines (approximate); `idlehound run` records exact lines"
+        )
+    return analyze(trace, sidecar=sidecar, step=step, run_info=run_info, extra_notes=[*folder_notes, *notes])
 
 
 def parse_gates(specs: tuple[str, ...]) -> dict[str, float]:

@@ -90,6 +90,7 @@ RECORDING: frozenset[ProfilerAction] = frozenset({ProfilerAction.RECORD, Profile
 # What ends a step (--step-on): one of these, or the name of a function whose return ends it.
 StepMode = Literal["optimizer", "dataloader", "manual"]
 STEP_MODES: tuple[StepMode, ...] = ("optimizer", "dataloader", "manual")
+StepOn = Union[StepMode, str]  # a mode, or a function's name
 
 # How a tune candidate's losses are checked against the baseline's: exactly, or within a precision tolerance.
 Math = Literal["same", "precision"]
@@ -110,5 +111,6 @@ __all__ = [
     "ProfilerAction",
     "Severity",
     "StepMode",
+    "StepOn",
     "StrEnum",
 ]

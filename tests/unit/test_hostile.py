@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from idlehound import SettingError, TraceError, _limits, analyze, diagnose, load_trace
 from idlehound.pipeline import analyze_path
 from idlehound.report._data import build, check_document, to_json
-from idlehound.trace import parse_trace_bytes
+from idlehound.trace import _parallel, parse_trace_bytes
 
 from ..conftest import TRACES
 from .tracebuilder import TraceBuilder
@@ -108,11 +108,10 @@ def test_json_nested_1000_deep_is_a_clean_error(tmp_path, run_cli, where):
     assert r.stderr.count("\n") == 1 and "nested more than 64 levels deep" in r.stderr and str(p) in r.stderr
 
 
-def _reference(b: bytes) -> tuple[int, list[int]]:
+def _reference(b: bytes) -> int:
     depth = mx = 0
     inside = escaped = False
-    commas = []
-    for i, ch in enumerate(b):
+    for ch in b:
         if inside:
             if escaped:
                 escaped = False
@@ -127,9 +126,7 @@ def _reference(b: bytes) -> tuple[int, list[int]]:
             mx = max(mx, depth)
         elif ch in b"]}":
             depth -= 1
-        elif ch == 44 and depth == 1:
-            commas.append(i)
-    return mx, commas
+    return mx
 
 
 json_text = st.recursive(
@@ -146,23 +143,23 @@ json_text = st.recursive(
 @given(st.lists(json_text, max_size=6), st.integers(1, 9))
 def test_scanner_matches_a_character_by_character_parse(values, piece):
     data = json.dumps(values).encode()
-    old = _limits._SCAN_BYTES, _limits.SLICE_BYTES
-    _limits._SCAN_BYTES, _limits.SLICE_BYTES = piece, 1  # tiny pieces: every carry across pieces is exercised
+    old = _limits._SCAN_BYTES
+    _limits._SCAN_BYTES = piece  # tiny pieces: every carry across pieces is exercised
     try:
-        s = _limits.scan(data, Path("x"), max_depth=10**6, level=1)
+        s = _limits.scan(data, Path("x"), max_depth=10**6)
     finally:
-        _limits._SCAN_BYTES, _limits.SLICE_BYTES = old
-    depth, commas = _reference(data)
-    assert (s.max_depth, s.cuts) == (depth, commas)
-    assert [v for part in _limits.slices(data, s.cuts) for v in json.loads(part)] == values
+        _limits._SCAN_BYTES = old
+    assert s.max_depth == _reference(data)
 
 
 def test_large_event_arrays_are_decoded_in_slices_with_the_same_result(monkeypatch):
     tb = _steps_with_kernel(TraceBuilder(), n=30)
     whole = parse_trace_bytes(tb.to_bytes())
-    monkeypatch.setattr(_limits, "SLICE_BYTES", 500)
+    monkeypatch.setattr(_parallel, "PIECE_BYTES", 500)
+    monkeypatch.setattr(_parallel, "SMALL_PIECE", 500)
     sliced = parse_trace_bytes(tb.to_bytes())
-    assert len(_limits.scan(tb.to_bytes(), Path("x")).cuts) > 10
+    mv = memoryview(tb.to_bytes())
+    assert len(list(_parallel._pieces(mv, 0, len(mv)))) > 10
     assert whole.events.names == sliced.events.names
     assert (whole.events.ts == sliced.events.ts).all() and (whole.events.dur == sliced.events.dur).all()
 

@@ -14,7 +14,6 @@ COMPILE_HOST_RATE = 0.7  # torch.compile, default mode: fused kernels, each stil
 FP32_SPEEDUP = 2.0  # TF32/bf16 tensor cores vs fp32 CUDA-core GEMM (conservative)
 PAGEABLE_SPEEDUP = 2.0  # pinned vs pageable host-to-device bandwidth (conservative)
 CONV_GAIN = 0.10  # cudnn.benchmark: share of convolution time it saves (a guess the replay cannot check)
-CONV_SPEEDUP = 1 / (1 - CONV_GAIN)
 
 
 @dataclass

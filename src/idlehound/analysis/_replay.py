@@ -34,7 +34,6 @@ LOADER_READY_NS = 50_000  # host cost of taking a batch that workers already pre
 ASYNC_COPY_NS = 10_000  # host cost of an asynchronous copy from pinned memory
 DENSITY_BIN_NS = 50_000  # host events are counted per bin of this width for the profiler's cost
 DENSITY_BINS_MAX = 20_000  # a longer window gets wider bins: every replay walks them
-SYNC_GROUPS = {"sync", "pageable", "allocator"}
 LOADER_WAITED_NS = 1_000_000  # a worker-loader call this much longer than taking a ready batch waited for one
 
 

@@ -16,7 +16,6 @@ from ..metrics import MAX_MEMORY_BYTES as MAX_MEMORY_BYTES  # re-exported: _step
 from ..trace import Trace
 from ._model import Step
 
-MAX_STEP_NUMBER = 2**63 - 1
 MIN_DEVICE_MEMORY = 2**26  # 64 MiB: less is no GPU that can train
 
 

@@ -14,9 +14,11 @@ from ..runfolder import RANKS_HTML, RANKS_JSON, REPORTS, update_run_json
 def analyze_run(run_dir: Path, print_report: bool = True, html: bool = True) -> Optional[Any]:
     """The pipeline Result of a captured run folder (None when it cannot be analysed); writes report.*."""
     from ..pipeline import analyze_path
+    from ..report.tensorboard import missing_note
 
+    note = missing_note()  # known now, so the reports say it (the analysis is not changed once built)
     try:
-        res = analyze_path(run_dir)
+        res = analyze_path(run_dir, notes=[note] if note else ())
     except IdlehoundError as e:
         sys.stderr.write(f"idlehound: {e}\n")
         return None
@@ -26,8 +28,8 @@ def analyze_run(run_dir: Path, print_report: bool = True, html: bool = True) -> 
         for name in REPORTS if html else [n for n in REPORTS if not n.endswith(".html")]:
             write(res.report, run_dir / name, force=True)  # the run's own folder: its reports
         why = write_scalars(run_dir, scalars_of(res.report))
-        if why:
-            res.analysis.notes.append(why)
+        if why and why != note:  # tensorboard found but not importable
+            sys.stderr.write(f"idlehound: {why}\n")
     except Exception as e:  # a report writer failed: the analysis is still printed
         sys.stderr.write(f"idlehound: could not write report files: {e}\n")
     if print_report:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..errors import IdlehoundError
+from ..vocabulary import STEP_MODES, StepOn
 from ._after import analyze_run, report_ranks
 from ._watch import watch_flags, watch_options
 
@@ -42,7 +43,7 @@ class RunOptions:
     skip: int
     warmup: int
     active: int
-    step_on: str
+    step_on: StepOn
     stop_after: bool
     no_stack: bool
     profile_memory: bool
@@ -194,7 +195,7 @@ def why_no_trace(run_dir: Path) -> str:
             f"the script trains in {facts['child_processes']} child process(es) (multiprocessing, mp.spawn); "
             "idlehound profiles the process it starts: use idlehound.profile() inside the worker"
         )
-    if sched.get("step_on") not in ("optimizer", "dataloader", "manual", None) and steps == 0:
+    if sched.get("step_on") not in (*STEP_MODES, None) and steps == 0:
         return f"no function named {sched['step_on']!r} returned in the main thread: check --step-on"
     if sched.get("step_on") == "optimizer" and not facts.get("optimizer_steps"):
         return (

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, Optional
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ..workloads.resnet import TrainConfig, Trainer
+
 
 def run_demo(
     device: Optional[str] = None,
@@ -20,8 +22,8 @@ def run_demo(
     print_report: bool = True,
 ) -> tuple[Any, Optional[Path], dict[str, Any]]:
     """Train the baseline under idlehound.profile and return (result, run_dir, throughput)."""
-    from ..capture import CaptureOptions
     from ..workloads.resnet import Trainer, baseline, default_device
+    from ._capture import profile
 
     device = device or default_device()
     cfg = baseline(device)
@@ -30,23 +32,9 @@ def run_demo(
     if batch_size:
         cfg = replace(cfg, batch_size=batch_size)
     gpu = device != "cpu"
-    d = CaptureOptions
-    skip, warmup, active = (d.skip, d.warmup, d.active) if gpu else (2, 1, 3)  # a CPU step takes seconds
-    total = steps or (skip + warmup + active + (20 if gpu else 3))
-    total = max(total, skip + warmup + active + 1)
+    skip, warmup, active, total = _schedule(gpu, steps)
     trainer = Trainer(cfg)
-    say = sys.stderr.write
-    say(
-        f"idlehound demo: ResNet18 on {'synthetic ' if trainer.synthetic else ''}CIFAR10 at {cfg.image_size}px, "
-        f"batch {cfg.batch_size}, {cfg.num_workers} loader worker, fp32, on {device}\n"
-    )
-    if trainer.synthetic:
-        say(
-            "  data: synthetic CIFAR10 written in torchvision's on-disk format (give --data DIR for the real "
-            "set); model: random weights (pretrained weights cannot be downloaded here)\n"
-        )
-    from ._capture import profile
-
+    _announce(trainer, cfg, device)
     with profile(
         logdir=logdir,
         run_name="demo",
@@ -66,13 +54,35 @@ def run_demo(
     timing = session.step_timing()
     if "unprofiled_step_ms" in timing:
         sps = cfg.batch_size / (timing["unprofiled_step_ms"] / 1e3)
-        say(
+        sys.stderr.write(
             f"idlehound demo: {sps:,.0f} samples/s outside the profiled window "
             f"({timing['unprofiled_step_ms']:.1f} ms per step)\n"
         )
     if not gpu and print_report and not _has_gpu():
         show_recorded()
     return p.result, p.run_dir, timing
+
+
+def _schedule(gpu: bool, steps: Optional[int]) -> tuple[int, int, int, int]:
+    """(skip, warm-up, active, total steps): the capture defaults on a GPU, fewer on a CPU (a step takes seconds)."""
+    from ..capture import CaptureOptions as d
+
+    skip, warmup, active = (d.skip, d.warmup, d.active) if gpu else (2, 1, 3)
+    total = steps or (skip + warmup + active + (20 if gpu else 3))
+    return skip, warmup, active, max(total, skip + warmup + active + 1)
+
+
+def _announce(trainer: Trainer, cfg: TrainConfig, device: str) -> None:
+    say = sys.stderr.write
+    say(
+        f"idlehound demo: ResNet18 on {'synthetic ' if trainer.synthetic else ''}CIFAR10 at {cfg.image_size}px, "
+        f"batch {cfg.batch_size}, {cfg.num_workers} loader worker, fp32, on {device}\n"
+    )
+    if trainer.synthetic:
+        say(
+            "  data: synthetic CIFAR10 written in torchvision's on-disk format (give --data DIR for the real "
+            "set); model: random weights (pretrained weights cannot be downloaded here)\n"
+        )
 
 
 # The same workload (ResNet18, CIFAR10 at 224, batch 32, one worker, fp32) recorded by `idlehound demo` on an H200;

@@ -196,23 +196,47 @@ def step_curve(run_dir: Path, base_doc: Optional[dict[str, Any]]) -> Optional[di
     In a multi-rank run folder it is the analysed rank's (the rank of base_doc's worker): its clock, its first
     window, and each later window's trace of that same rank; a line per window gives every rank's step time."""
     from ..capture import read_clock
-    from ..runfolder import RUN, clock_file, rank_of, read_run_info, run_file
+    from ..runfolder import RUN, rank_of, read_run_info, run_file
 
     worker = str(((base_doc or {}).get("trace") or {}).get("worker") or "")
     rank = rank_of(worker) if worker else None
-    path = clock_file(run_dir, rank)
-    if not path.is_file():
-        ranks = sorted(run_dir.glob("steps*.jsonl"))
-        if not ranks:
-            return None
-        path = ranks[0]
+    path = _clock_path(run_dir, rank)
+    if path is None:
+        return None
     try:
         header, rows = read_clock(path)
     except (OSError, ValueError) as e:
         raise IdlehoundError(f"{path}: not a step clock ({e})") from None
     own = rank if rank is not None and run_file(run_dir, rank, RUN).is_file() else None
     info = read_run_info(run_dir, own)  # {} without one; a bad one: TraceError naming it
-    windows, notes, comparisons = [], [], []
+    windows, notes, comparisons = _windows(run_dir, rank, info, base_doc)
+    return {
+        "clock": str(header.get("clock", "host")),
+        "rows": rows,
+        "windows": windows,
+        "comparisons": comparisons,
+        "notes": notes,
+    }
+
+
+def _clock_path(run_dir: Path, rank: Optional[int]) -> Optional[Path]:
+    """The rank's step clock, else the first rank's; None when the run has none."""
+    from ..runfolder import clock_file
+
+    path = clock_file(run_dir, rank)
+    if path.is_file():
+        return path
+    ranks = sorted(run_dir.glob("steps*.jsonl"))
+    return ranks[0] if ranks else None
+
+
+def _windows(
+    run_dir: Path, rank: Optional[int], info: dict[str, Any], base_doc: Optional[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[str], list[Any]]:
+    """(the run's windows, the notes on them, each later window compared with the first)."""
+    windows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    comparisons: list[Any] = []
     sched = info.get("schedule") or {}
     if info.get("traces") and sched:
         start = int(sched.get("skip", 0)) + int(sched.get("warmup", 0))
@@ -245,13 +269,7 @@ def step_curve(run_dir: Path, base_doc: Optional[dict[str, Any]]) -> Optional[di
             line = _ranks_line(folder, int(w["start_step"]))
             if line:
                 comparisons.append(line)
-    return {
-        "clock": str(header.get("clock", "host")),
-        "rows": rows,
-        "windows": windows,
-        "comparisons": comparisons,
-        "notes": notes,
-    }
+    return windows, notes, comparisons
 
 
 # window.json's fields the report reads: name -> allowed types (start_step and steps also >= 0)

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Union
 
+from ..vocabulary import StepOn
 from ._options import CaptureOptions
 from ._session import Session
 from ._signals import EXIT_SIGTERM, Terminated
@@ -37,7 +38,7 @@ class profile:  # noqa: N801 - used like torch.profiler.profile
         skip: int = CaptureOptions.skip,
         warmup: int = CaptureOptions.warmup,
         active: int = CaptureOptions.active,
-        step_on: str = CaptureOptions.step_on,
+        step_on: StepOn = CaptureOptions.step_on,
         with_stack: bool = CaptureOptions.with_stack,
         record_shapes: bool = CaptureOptions.record_shapes,
         profile_memory: bool = CaptureOptions.profile_memory,

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from ..vocabulary import StepOn
 from ._watch import WatchOptions
 
 
@@ -21,7 +22,7 @@ class CaptureOptions:
     skip: int = 10
     warmup: int = 2
     active: int = 5
-    step_on: str = "optimizer"  # "optimizer", "dataloader", "manual", or a function name
+    step_on: StepOn = "optimizer"  # one of STEP_MODES, or a function name
     stop_after: bool = False
     with_stack: bool = True
     record_shapes: bool = True

@@ -8,15 +8,17 @@ import sys
 from types import FrameType
 from typing import Any, Callable, Optional
 
-from ..vocabulary import RECORDING, ProfilerAction
+from ..vocabulary import RECORDING, STEP_MODES, ProfilerAction, StepOn
 
 RECORDED = RECORDING  # the profiler's actions while it records a step
 
 
 def step_hook(
-    how: str, step: Callable[[], None], on_optimizer_step: Callable[..., None]
+    how: StepOn, step: Callable[[], None], on_optimizer_step: Callable[..., None]
 ) -> Optional[Callable[[], None]]:
     """Call `step` at the end of each step as `how` (--step-on) finds it; the undo, or None for "manual"."""
+    if how not in STEP_MODES:
+        return _step_on_function(how, step)
     if how == "optimizer":
         from torch.optim.optimizer import register_optimizer_step_post_hook
 
@@ -36,9 +38,7 @@ def step_hook(
 
         dl._BaseDataLoaderIter.__next__ = __next__
         return lambda: setattr(dl._BaseDataLoaderIter, "__next__", original)
-    if how != "manual":
-        return _step_on_function(how, step)
-    return None
+    return None  # manual: the script calls step()
 
 
 def _step_on_function(name: str, step: Callable[[], None]) -> Callable[[], None]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Optional, Union, overload
 
 from ..analysis import FP32_SPEEDUP, OBSERVER_RATE, PAGEABLE_SPEEDUP, Analysis, SourceLoc
 from ..vocabulary import Cause, Kind, Severity
+from ._registry import CAUSES
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,37 @@ class Finding:
     @property
     def share_ends(self) -> tuple[float, float]:
         return self.share_range or (self.share, self.share)
+
+
+def finding(
+    cause: Cause,
+    a: Analysis,
+    recoverable_ms: float,
+    evidence: Iterable[str],
+    code: str,
+    *,
+    title: Optional[str] = None,
+    fix: Optional[str] = None,
+    location: Optional[SourceLoc] = None,
+    details: Optional[Mapping[str, Any]] = None,
+    basis_ms: Optional[float] = None,
+) -> Finding:
+    """A rule's finding for `cause` in this analysis: the registry's title, fix and kind unless the rule phrases
+    a more specific title or fix from what the trace shows."""
+    info = CAUSES[cause]
+    return Finding(
+        cause,
+        info.title if title is None else title,
+        recoverable_ms,
+        a.step_ms,
+        tuple(evidence),
+        info.fix if fix is None else fix,
+        code,
+        location=location,
+        kind=info.kind,
+        details={} if details is None else details,
+        basis_ms=basis_ms,
+    )
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,18 @@ class Rule:
     match: Optional[Match] = None
     refine: Optional[Refine] = None
 
+    @classmethod
+    def of(
+        cls,
+        cause: Cause,
+        description: str,
+        needs: tuple[Need, ...] = (),
+        match: Optional[Match] = None,
+        refine: Optional[Refine] = None,
+    ) -> Rule:
+        """The rule for one cause, named by the cause's value (the name the report's not_checked carries)."""
+        return cls(cause.value, description, (cause,), needs, match, refine)
+
     def missing(self, a: Analysis) -> list[Need]:
         return [n for n in self.needs if not n.present(a)]
 

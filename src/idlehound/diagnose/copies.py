@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..analysis import Analysis
-from ._finding import Finding, Thresholds, ms
-from ._registry import CAUSES, Cause
+from ._finding import Finding, Thresholds, finding, ms
+from ._registry import Cause
 from ._rule import GPU_EVENTS, Rule
 
 
@@ -28,20 +28,17 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
         evidence.append(
             f"each copy blocks the host until it is done: GPU idle {idle:.3f} ms per step after them"
         )
-    fix = CAUSES[Cause.PAGEABLE_COPY].fix
     code = (
         "loader = DataLoader(..., pin_memory=True)\n"
         "x = x.to(device, non_blocking=True)\n"
         "# tensors you create yourself: torch.empty(..., pin_memory=True) or t.pin_memory()"
     )
     return [
-        Finding(
+        finding(
             Cause.PAGEABLE_COPY,
-            CAUSES[Cause.PAGEABLE_COPY].title,
+            a,
             idle + saved_copy,
-            a.step_ms,
-            tuple(evidence),
-            fix,
+            evidence,
             code,
             location=loc,
             details={
@@ -53,10 +50,4 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
     ]
 
 
-RULE = Rule(
-    Cause.PAGEABLE_COPY.value,
-    "host-to-device copies from pageable memory",
-    (Cause.PAGEABLE_COPY,),
-    needs=(GPU_EVENTS,),
-    match=check,
-)
+RULE = Rule.of(Cause.PAGEABLE_COPY, "host-to-device copies from pageable memory", (GPU_EVENTS,), check)

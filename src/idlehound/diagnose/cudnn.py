@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..analysis import CONV_GAIN, Analysis
-from ._finding import Finding, Thresholds, ms, pct
-from ._registry import CAUSES, Cause, Kind
+from ._finding import Finding, Thresholds, finding, ms, pct
+from ._registry import Cause
 from ._rule import GPU_EVENTS, RUN_JSON, Rule
 
 TYPICAL_GAIN = CONV_GAIN  # share of convolution time benchmark mode typically saves; measure with the ladder
@@ -22,29 +22,21 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
         "with torch.backends.cudnn.benchmark = False (recorded by idlehound run)",
         f"estimate: {100 * TYPICAL_GAIN:.0f}% of convolution time; the real gain depends on the shapes",
     ]
-    fix = CAUSES[Cause.CUDNN_BENCHMARK].fix
     code = "torch.backends.cudnn.benchmark = True"
     return [
-        Finding(
+        finding(
             Cause.CUDNN_BENCHMARK,
-            CAUSES[Cause.CUDNN_BENCHMARK].title,
+            a,
             TYPICAL_GAIN * conv_ms,
-            a.step_ms,
-            tuple(evidence),
-            fix,
+            evidence,
             code,
             location=a.kernels.conv_location,
-            kind=Kind.SLOW,
             basis_ms=conv_ms,
             details={"conv_ms": conv_ms},
         )
     ]
 
 
-RULE = Rule(
-    Cause.CUDNN_BENCHMARK.value,
-    "convolutions run with cudnn.benchmark off",
-    (Cause.CUDNN_BENCHMARK,),
-    needs=(GPU_EVENTS, RUN_JSON),
-    match=check,
+RULE = Rule.of(
+    Cause.CUDNN_BENCHMARK, "convolutions run with cudnn.benchmark off", (GPU_EVENTS, RUN_JSON), check
 )

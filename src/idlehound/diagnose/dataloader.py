@@ -6,7 +6,7 @@ import os
 from typing import Any, Optional
 
 from ..analysis import LOADER_READY_NS, Analysis
-from ._finding import Finding, Thresholds, ms, pct
+from ._finding import Finding, Thresholds, finding, ms, pct
 from ._registry import CAUSES, Cause
 from ._rule import Rule
 
@@ -38,14 +38,14 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
         CAUSES[Cause.DATA_LOADING].title if a.gpu_recorded else "Data loading takes a large share of the step"
     )
     return [
-        Finding(
+        finding(
             Cause.DATA_LOADING,
-            title,
+            a,
             exposed,
-            a.step_ms,
-            tuple(evidence),
-            fix,
+            evidence,
             code,
+            title=title,
+            fix=fix,
             location=dl.location,
             details={"num_workers": workers, "iterator": dl.iterator},
         )
@@ -140,4 +140,4 @@ def _more_workers(workers: Optional[int], cfg: dict[str, Any], cores: int) -> tu
 
 
 # Without GPU events it reads the host's DataLoader time instead of exposed idle: it needs nothing more.
-RULE = Rule(Cause.DATA_LOADING.value, "the loop waits for the next batch", (Cause.DATA_LOADING,), match=check)
+RULE = Rule.of(Cause.DATA_LOADING, "the loop waits for the next batch", match=check)

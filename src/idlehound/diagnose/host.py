@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..analysis import Analysis
-from ._finding import Finding, Thresholds, ms
-from ._registry import CAUSES, Cause
+from ._finding import Finding, Thresholds, finding, ms
+from ._registry import Cause
 from ._rule import GPU_EVENTS, Rule
 
 EVIDENCE_LINES = 3  # source lines named in the evidence
@@ -28,16 +28,13 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
             f"unprofiled steps run host work at {rate:.2f}x its profiled time: part of this is the "
             "observer (the gain is predicted for the unprofiled step)"
         )
-    fix = CAUSES[Cause.HOST_BOUND].fix
     code = "model = torch.compile(model)   # fewer Python and dispatcher round-trips per step"
     return [
-        Finding(
+        finding(
             Cause.HOST_BOUND,
-            CAUSES[Cause.HOST_BOUND].title,
+            a,
             idle,
-            a.step_ms,
-            tuple(evidence),
-            fix,
+            evidence,
             code,
             location=lines[0].location if lines else None,
             details={"python_ms": py, "cpu_ops_ms": cpu},
@@ -45,10 +42,9 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
     ]
 
 
-RULE = Rule(
-    Cause.HOST_BOUND.value,
+RULE = Rule.of(
+    Cause.HOST_BOUND,
     "Python or CPU-only ops keep the host busy while the GPU has nothing queued",
-    (Cause.HOST_BOUND,),
-    needs=(GPU_EVENTS,),
-    match=check,
+    (GPU_EVENTS,),
+    check,
 )

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..analysis import Analysis
-from ._finding import Finding, Thresholds, ms, pct
-from ._registry import CAUSES, Cause
+from ._finding import Finding, Thresholds, finding, ms, pct
+from ._registry import Cause
 from ._rule import GPU_EVENTS, Rule
 
 
@@ -27,20 +27,17 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
         evidence.append(
             f"{pct(k.shorter_than_launch)} of kernels ran shorter than the call that launched them"
         )
-    fix = CAUSES[Cause.LAUNCH_BOUND].fix
     code = (
         'model = torch.compile(model, mode="reduce-overhead")   # fuses ops and replays CUDA graphs\n'
         "opt = torch.optim.AdamW(model.parameters(), fused=True)  # one kernel for all parameters"
     )
     loc = next((ln.location for ln in a.idle_lines if ln.cause == "launch" and ln.location), None)
     return [
-        Finding(
+        finding(
             Cause.LAUNCH_BOUND,
-            CAUSES[Cause.LAUNCH_BOUND].title,
+            a,
             idle,
-            a.step_ms,
-            tuple(evidence),
-            fix,
+            evidence,
             code,
             location=loc,
             details={
@@ -52,10 +49,9 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
     ]
 
 
-RULE = Rule(
-    Cause.LAUNCH_BOUND.value,
+RULE = Rule.of(
+    Cause.LAUNCH_BOUND,
     "kernels so short the GPU finishes each before the next is launched",
-    (Cause.LAUNCH_BOUND,),
-    needs=(GPU_EVENTS,),
-    match=check,
+    (GPU_EVENTS,),
+    check,
 )

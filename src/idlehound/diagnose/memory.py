@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..analysis import Analysis
-from ._finding import Finding, Thresholds, ms
-from ._registry import CAUSES, Cause, Kind
+from ._finding import Finding, Thresholds, finding, ms
+from ._registry import CAUSES, Cause
 from ._rule import GPU_EVENTS, MEMORY_EVENTS, Rule
 
 
@@ -54,14 +54,14 @@ def _churn(a: Analysis) -> Finding | None:
         code = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
     where = "in the loop" if a.step_source == "ProfilerStep" else "in the profiled window"
     loc = next((s.location for s in sites if s.location), None)
-    return Finding(
+    return finding(
         Cause.MEMORY_CHURN,
-        f"Memory churn: allocator calls {where}",
+        a,
         idle,
-        a.step_ms,
-        tuple(evidence),
-        fix,
+        evidence,
         code,
+        title=f"Memory churn: allocator calls {where}",
+        fix=fix,
         location=loc,
         details={"drained_ms": drained, "inside_calls_ms": inside},
     )
@@ -78,31 +78,16 @@ def _near_oom(a: Analysis, t: Thresholds) -> Finding | None:
         f"peak reserved {m.peak_reserved / 2**30:.1f} GiB of {m.capacity / 2**30:.1f} GiB "
         f"({100 * share:.0f}%); peak allocated {m.peak_allocated / 2**30:.1f} GiB"
     ]
-    fix = CAUSES[Cause.NEAR_OOM].fix
     code = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True   # less fragmentation"
-    return Finding(
-        Cause.NEAR_OOM,
-        CAUSES[Cause.NEAR_OOM].title,
-        0.0,
-        a.step_ms,
-        tuple(evidence),
-        fix,
-        code,
-        kind=Kind.RISK,
-    )
+    return finding(Cause.NEAR_OOM, a, 0.0, evidence, code)
 
 
-CHURN_RULE = Rule(
-    Cause.MEMORY_CHURN.value,
+CHURN_RULE = Rule.of(
+    Cause.MEMORY_CHURN,
     "allocator calls and empty_cache() in the loop synchronize",
-    (Cause.MEMORY_CHURN,),
-    needs=(GPU_EVENTS,),
-    match=check_churn,
+    (GPU_EVENTS,),
+    check_churn,
 )
-NEAR_OOM_RULE = Rule(
-    Cause.NEAR_OOM.value,
-    "peak reserved memory near the device's size",
-    (Cause.NEAR_OOM,),
-    needs=(MEMORY_EVENTS,),
-    match=check_near_oom,
+NEAR_OOM_RULE = Rule.of(
+    Cause.NEAR_OOM, "peak reserved memory near the device's size", (MEMORY_EVENTS,), check_near_oom
 )

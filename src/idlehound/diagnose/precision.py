@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..analysis import Analysis
-from ._finding import Finding, Thresholds, ms, pct
-from ._registry import CAUSES, Cause, Kind
+from ._finding import Finding, Thresholds, finding, ms, pct
+from ._registry import Cause
 from ._rule import GPU_EVENTS, Rule
 
 TF32_CAPABILITY = (8, 0)  # Ampere: the first GPUs whose tensor cores run fp32 matmuls as TF32
@@ -23,7 +23,6 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
         f"({pct(fp32 / a.step_ms)} of the step), from {ops}",
         f"tensor-core kernels ran {ms(a, k.tensor_core_ns):.2f} ms per step",
     ]
-    fix = CAUSES[Cause.FP32_MATH].fix
     code = (
         "torch.backends.cuda.matmul.allow_tf32 = True   # or torch.set_float32_matmul_precision('high')\n"
         "torch.backends.cudnn.allow_tf32 = True\n"
@@ -31,26 +30,19 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
         "    loss = loss_fn(model(x), y)"
     )
     return [
-        Finding(
+        finding(
             Cause.FP32_MATH,
-            CAUSES[Cause.FP32_MATH].title,
+            a,
             saved,
-            a.step_ms,
-            tuple(evidence),
-            fix,
+            evidence,
             code,
             location=k.fp32_location,
-            kind=Kind.SLOW,
             basis_ms=fp32,
             details={"fp32_matmul_ms": fp32, "ops": k.fp32_matmul_ops},
         )
     ]
 
 
-RULE = Rule(
-    Cause.FP32_MATH.value,
-    "fp32 matrix math on CUDA cores on a GPU with tensor cores",
-    (Cause.FP32_MATH,),
-    needs=(GPU_EVENTS,),
-    match=check,
+RULE = Rule.of(
+    Cause.FP32_MATH, "fp32 matrix math on CUDA cores on a GPU with tensor cores", (GPU_EVENTS,), check
 )

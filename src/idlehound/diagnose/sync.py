@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis import Analysis, SyncSite
-from ._finding import Finding, Thresholds, ms
+from ._finding import Finding, Thresholds, finding, ms
 from ._registry import CAUSES, Cause
 from ._rule import GPU_EVENTS, Rule
 
@@ -70,14 +70,13 @@ def check(a: Analysis, t: Thresholds) -> list[Finding]:
     top = sites[0]
     fix, code = _FIX.get(top.kind, (CAUSES[Cause.SYNC].fix, ""))
     return [
-        Finding(
+        finding(
             Cause.SYNC,
-            CAUSES[Cause.SYNC].title,
+            a,
             idle,
-            a.step_ms,
-            tuple(evidence),
-            fix,
+            evidence,
             code,
+            fix=fix,
             location=top.location,
             details={"sites": [_site_json(a, s) for s in sites], "calls_per_step": calls},
         )
@@ -105,10 +104,4 @@ def _site_json(a: Analysis, s: SyncSite) -> dict[str, Any]:
     }
 
 
-RULE = Rule(
-    Cause.SYNC.value,
-    "blocking host reads of GPU values drain the GPU queue",
-    (Cause.SYNC,),
-    needs=(GPU_EVENTS,),
-    match=check,
-)
+RULE = Rule.of(Cause.SYNC, "blocking host reads of GPU values drain the GPU queue", (GPU_EVENTS,), check)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -57,52 +57,36 @@ def formats_of(doc: Document) -> tuple[str, ...]:
     return ("json", "html") if isinstance(doc, m.Ranks) else ("json", "md", "html")
 
 
+# The renderer of each document kind in each format other than JSON, by its name in this package (which loads
+# it on first use: rich and jinja2 are slow to import). An analysis report's HTML also takes the step curve.
+_RENDERERS: dict[tuple[type[Any], str], str] = {
+    (m.Report, "md"): "render_markdown",
+    (m.Compare, "md"): "render_compare_markdown",
+    (m.Tune, "md"): "tune_markdown",
+    (m.Ladder, "md"): "ladder_markdown",
+    (m.Ranks, "html"): "render_ranks_html",
+    (m.Tune, "html"): "tune_html",
+    (m.Compare, "html"): "render_compare_html",
+    (m.Ladder, "html"): "render_ladder_html",
+}
+
+
 def render_as(doc: Document, fmt: str, step_curve: Optional[dict[str, Any]] = None) -> str:
-    """A document's text in one format: "json", "md" or "html", by the document's kind (the renderers load on
-    first use: rich and jinja2 are slow to import)."""
+    """A document's text in one format: "json", "md" or "html", by the document's kind."""
+    from .. import report
+
     if fmt == "json":
         return encode(doc)
-    if fmt == "md":
-        return _markdown(doc)
-    if isinstance(doc, m.Report):
-        from .html import render_html
-
-        return render_html(doc, step_curve)
-    if isinstance(doc, m.Ranks):
-        from .ranks import render_ranks_html
-
-        return render_ranks_html(doc)
-    if isinstance(doc, m.Tune):
-        from .tune import tune_html
-
-        return tune_html(doc)
-    from .html import render_compare_html, render_ladder_html
-
-    if isinstance(doc, m.Compare):
-        return render_compare_html(doc)
-    if isinstance(doc, m.Ladder):
-        return render_ladder_html(doc)
-    raise ValueError(f"a {type(doc).__name__} document has no HTML")
+    if fmt == "html" and isinstance(doc, m.Report):
+        return report.render_html(doc, step_curve)
+    name = _RENDERERS.get((type(doc), fmt))
+    if name is None:
+        raise ValueError(f"a {type(doc).__name__} document has no {_FORMAT_NAMES.get(fmt, fmt)}")
+    render: Callable[[Any], str] = getattr(report, name)
+    return render(doc)
 
 
-def _markdown(doc: Document) -> str:
-    if isinstance(doc, m.Report):
-        from .markdown import render_markdown
-
-        return render_markdown(doc)
-    if isinstance(doc, m.Compare):
-        from .compare import render_compare_markdown
-
-        return render_compare_markdown(doc)
-    if isinstance(doc, m.Tune):
-        from .tune import tune_markdown
-
-        return tune_markdown(doc)
-    if isinstance(doc, m.Ladder):
-        from .ladder import ladder_markdown
-
-        return ladder_markdown(doc)
-    raise ValueError(f"a {type(doc).__name__} document has no markdown")
+_FORMAT_NAMES = {"md": "markdown", "html": "HTML"}
 
 
 def check_output(path: Path, force: bool, inputs: Iterable[Path] = ()) -> None:

@@ -14,6 +14,17 @@ from typing import Any, Optional, Union
 from . import model as m
 from .model import typed
 
+NOT_INSTALLED = "tensorboard is not installed: no scalar summaries written (pip install tensorboard)"
+
+
+def missing_note() -> Optional[str]:
+    """Why no scalars will be written (NOT_INSTALLED), known before the analysis; None with tensorboard."""
+    try:
+        import tensorboard  # noqa: F401  (its top level is light: the writer's modules load on use)
+    except ImportError:
+        return NOT_INSTALLED
+    return None
+
 
 def _writer(folder: Path) -> tuple[Any, Any, Any]:
     from tensorboard.compat.proto.event_pb2 import Event
@@ -48,7 +59,7 @@ def write_scalars(folder: Path, values: dict[str, float], step: int = 0) -> Opti
     try:
         w, Event, Summary = _writer(folder)
     except ImportError:
-        return "tensorboard is not installed: no scalar summaries written (pip install tensorboard)"
+        return NOT_INSTALLED
     summary = Summary(value=[Summary.Value(tag=k, simple_value=v) for k, v in values.items()])
     w.add_event(Event(wall_time=time.time(), step=step, summary=summary))
     w.close()
@@ -61,7 +72,7 @@ def write_ladder_scalars(folder: Path, doc: Union[m.Ladder, Mapping[str, Any]]) 
     try:
         w, Event, Summary = _writer(folder)
     except ImportError:
-        return "tensorboard is not installed: no scalar summaries written (pip install tensorboard)"
+        return NOT_INSTALLED
     for i, r in enumerate(lad.rungs):
         figures = {
             "samples_per_s": r.samples_per_s,

@@ -100,27 +100,30 @@ def _bar(value: float, total: float, width: int = 24) -> str:
 
 
 def _breakdown(doc: m.Report) -> Table:
-    step = doc.metrics["step_ms"].value or 0
-    tab = Table(title="Step time breakdown (exposed, ms per step)", title_justify="left", show_edge=False)
-    tab.add_column("category")
-    tab.add_column("ms", justify="right")
-    tab.add_column("%", justify="right")
-    tab.add_column("")
-    for k, v in doc.breakdown_ms.items():
-        if v:
-            tab.add_row(Text(k), f"{v:.3f}", f"{100 * v / step:.1f}" if step else "", _bar(v, step))
-    return tab
+    rows = list(doc.breakdown_ms.items())
+    return _ms_table(doc, "Step time breakdown (exposed, ms per step)", ("category", "%"), rows, bars=True)
 
 
 def _idle(doc: m.Report) -> Table:
+    rows = [(cause_words(k), v) for k, v in doc.idle_by_cause_ms.items()]
+    return _ms_table(doc, "GPU idle by cause (ms per step)", ("cause", "% of step"), rows, bars=False)
+
+
+def _ms_table(
+    doc: m.Report, title: str, heads: tuple[str, str], rows: list[tuple[str, Optional[float]]], bars: bool
+) -> Table:
+    """Ms per step by name with each row's share of the step (and a bar); rows of zero are left out."""
     step = doc.metrics["step_ms"].value or 0
-    tab = Table(title="GPU idle by cause (ms per step)", title_justify="left", show_edge=False)
-    tab.add_column("cause")
+    tab = Table(title=title, title_justify="left", show_edge=False)
+    tab.add_column(heads[0])
     tab.add_column("ms", justify="right")
-    tab.add_column("% of step", justify="right")
-    for k, v in doc.idle_by_cause_ms.items():
+    tab.add_column(heads[1], justify="right")
+    if bars:
+        tab.add_column("")
+    for name, v in rows:
         if v:
-            tab.add_row(Text(cause_words(k)), f"{v:.3f}", f"{100 * v / step:.1f}" if step else "")
+            bar = (_bar(v, step),) if bars else ()
+            tab.add_row(Text(name), f"{v:.3f}", f"{100 * v / step:.1f}" if step else "", *bar)
     return tab
 
 

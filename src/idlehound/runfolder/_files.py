@@ -59,7 +59,7 @@ def read_json(path: Path, limit: int = MAX_RUN_FILE_BYTES) -> Any:
     except (OSError, EOFError, MemoryError, *_limits.GZIP_ERRORS) as e:
         raise TraceError(path, f"cannot read ({e})") from None
     try:
-        _limits.scan(data, path, level=1)
+        _limits.scan(data, path)
         return msgspec.json.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as e:
         raise TraceError(path, f"not valid JSON ({str(e)[:120]})") from None

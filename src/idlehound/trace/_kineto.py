@@ -216,7 +216,7 @@ _TOO_DEEP = f"JSON nested more than {_limits.MAX_DEPTH} levels deep: not a torch
 
 def _check_depth(buf: _limits.Buffer, at: int, n: int, path: Path) -> None:
     """Nesting depth of everything but the events array buf[at:at + n] (whose pieces are checked as decoded)."""
-    s = _limits.Scan(level=-1)
+    s = _limits.Scan()
     for lo, hi in ((0, at), (at + n, len(buf))):
         if lo and n:
             s.feed(b"[]", at)  # the events array, one level below the top

@@ -19,7 +19,6 @@ from ...analysis import Analysis, SourceLoc, SourceMap, parse_frame, roles
 from ._table import FrameworkEntry
 
 _OWN_FRAMES = ("idlehound/capture/", "torch/profiler/")  # the profiler's own syncs (window start/stop)
-MAX_STACK_DEPTH = 200  # frames walked up from a sync point (a recursion in a trace cannot loop forever)
 EVIDENCE_MATCHES = 4  # framework matches named in the evidence (all are in details)
 
 

@@ -26,11 +26,10 @@ def refine(frameworks: tuple[Framework, ...]) -> Rule:
     def annotate(a: Analysis, findings: list[Finding]) -> list[Finding]:
         return _annotate(a, findings, frameworks)
 
-    return Rule(
-        Cause.FRAMEWORK_SYNC.value,
+    return Rule.of(
+        Cause.FRAMEWORK_SYNC,
         "a framework's own code reads tensor values (names the setting that fixes it)",
-        (Cause.FRAMEWORK_SYNC,),
-        needs=(PYTHON_STACKS,),
+        (PYTHON_STACKS,),
         refine=annotate,
     )
 
