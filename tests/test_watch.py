@@ -18,6 +18,14 @@ from .conftest import SCRIPTS  # noqa: E402
 
 pytestmark = pytest.mark.slow  # each test runs scripts under `idlehound run`
 
+
+@pytest.fixture
+def run_cli(forked_cli):
+    """Each `idlehound ...` that the test waits for, as a fork of one torch-loaded interpreter (tests/_forkserver.py);
+    a job that runs while the test asks it for a window (start) is a process of its own."""
+    return forked_cli
+
+
 WATCH = SCRIPTS / "watch"
 SLOW = WATCH / "slow_loader.py"
 LOADER_LINE = 28  # `for step, (x, y) in enumerate(loader):` in slow_loader.py
