@@ -19,13 +19,6 @@ from .conftest import SCRIPTS  # noqa: E402
 pytestmark = pytest.mark.slow  # each test runs scripts under `idlehound run`
 
 
-@pytest.fixture
-def run_cli(forked_cli):
-    """Each `idlehound ...` that the test waits for, as a fork of one torch-loaded interpreter (tests/_forkserver.py);
-    a job that runs while the test asks it for a window (start) is a process of its own."""
-    return forked_cli
-
-
 WATCH = SCRIPTS / "watch"
 SLOW = WATCH / "slow_loader.py"
 LOADER_LINE = 28  # `for step, (x, y) in enumerate(loader):` in slow_loader.py
@@ -68,7 +61,8 @@ def wait_for(cond, timeout=120.0):
     raise AssertionError("timed out")
 
 
-def test_a_loader_5x_slower_gets_a_window_within_2k_steps_naming_data_loading(tmp_path, run_cli):
+def test_a_loader_5x_slower_gets_a_window_within_2k_steps_naming_data_loading(tmp_path, forked_cli):
+    run_cli = forked_cli  # no job runs beside it: a fork of the torch-loaded server (tests/_forkserver.py)
     env = {"SLOW_AFTER": "150", "STEPS": "240", "EXIT_CODE": "3", "BASE_S": "0.01"}
     r = run_cli(
         "run", "--logdir", tmp_path, "--watch", "--capture-when", "slower=1.3", "--no-report", SLOW, env=env
@@ -139,7 +133,8 @@ def test_without_watch_capture_is_refused(tmp_path, run_cli):
     assert job.returncode == 0
 
 
-def test_a_job_killed_mid_window_leaves_a_noted_window(tmp_path, run_cli):
+def test_a_job_killed_mid_window_leaves_a_noted_window(tmp_path, forked_cli):
+    run_cli = forked_cli  # no job runs beside it: a fork of the torch-loaded server (tests/_forkserver.py)
     r = run_cli(
         "run",
         "--logdir",
@@ -187,7 +182,8 @@ def test_torchrun_two_ranks_record_the_same_steps(tmp_path, run_cli):
     )
 
 
-def test_torchrun_a_slowdown_on_one_rank_opens_the_same_window_on_both(tmp_path, run_cli):
+def test_torchrun_a_slowdown_on_one_rank_opens_the_same_window_on_both(tmp_path, forked_cli):
+    run_cli = forked_cli  # no job runs beside it: a fork of the torch-loaded server (tests/_forkserver.py)
     # rank_slows.py: only rank 1 slows (5x after step 100); rank 0 waits for it once every 10 steps, so its
     # median step time stays steady and its own trigger never fires. Rank 1 asks for both.
     env = {"STEPS": "300", "SLOW_AFTER": "100", "SLOW_RANK": "1"}
@@ -219,7 +215,8 @@ def test_torchrun_a_slowdown_on_one_rank_opens_the_same_window_on_both(tmp_path,
     assert len(ms) == 2 and ms[1] > 3 * ms[0]  # rank 1's steps were 5x slower in the window
 
 
-def test_torchrun_capture_every_opens_at_the_same_step_on_ranks_at_different_paces(tmp_path, run_cli):
+def test_torchrun_capture_every_opens_at_the_same_step_on_ranks_at_different_paces(tmp_path, forked_cli):
+    run_cli = forked_cli  # no job runs beside it: a fork of the torch-loaded server (tests/_forkserver.py)
     # rank 1 is 5x slower throughout; rank 0 runs up to 10 steps ahead between meetings
     env = {"STEPS": "240", "SLOW_AFTER": "0", "SLOW_RANK": "1"}
     r = run_cli(
