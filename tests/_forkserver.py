@@ -53,6 +53,13 @@ def _child(req: dict) -> None:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if not isinstance(e.code, (int, type(None))):
             print(e.code, file=sys.stderr)
+    except KeyboardInterrupt:  # the interpreter's own ending for an uncaught Ctrl-C (the zygote's too)
+        import traceback
+
+        traceback.print_exc()
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     except BaseException:
         import traceback
 
