@@ -93,6 +93,7 @@ def test_same_table_on_every_recorded_trace(path, pieces, monkeypatch):
     assert taken >= 1 and left == 0, (taken, left)  # Kineto's own output: every piece
 
 
+@pytest.mark.slow  # a pool of two processes, 8 traces: seconds
 def test_same_table_on_two_processes(monkeypatch):
     monkeypatch.setattr(_parallel, "PIECE_BYTES", 4096)
     monkeypatch.setattr(_parallel, "PARALLEL_MIN", 0)
