@@ -53,6 +53,13 @@ def _child(req: dict) -> None:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if not isinstance(e.code, (int, type(None))):
             print(e.code, file=sys.stderr)
+    except KeyboardInterrupt:  # the interpreter's own ending for an uncaught Ctrl-C (the zygote's too)
+        import traceback
+
+        traceback.print_exc()
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     except BaseException:
         import traceback
 
@@ -167,6 +174,28 @@ def run(
     if check:
         done.check_returncode()
     return done
+
+
+class Subprocess:
+    """Stands in for the subprocess module in a program that starts its children as `python -m MODULE ...` with
+    stdin=DEVNULL and their output captured (tune's _runner): each such call runs as `run(...)` here, a fork of a
+    torch-loaded server, and answers as `subprocess.run` would; any other call is subprocess's own."""
+
+    DEVNULL, PIPE, STDOUT = subprocess.DEVNULL, subprocess.PIPE, subprocess.STDOUT
+    TimeoutExpired, CalledProcessError = subprocess.TimeoutExpired, subprocess.CalledProcessError
+    CompletedProcess = subprocess.CompletedProcess
+
+    @staticmethod
+    def run(cmd, *, stdin=None, env=None, timeout=None, capture_output=False, text=False, check=False, **kw):
+        cmd = [str(c) for c in cmd]
+        forkable = cmd[:2] == [sys.executable, "-m"] and len(cmd) > 2 and stdin == subprocess.DEVNULL
+        if not forkable or not capture_output or kw:  # what a fork would not do alike (stdin, cwd, ...)
+            opts = dict(stdin=stdin, env=env, timeout=timeout, capture_output=capture_output, text=text)
+            return subprocess.run(cmd, check=check, **opts, **kw)
+        done = run(cmd[3:], module=cmd[2], env=env, timeout=3600 if timeout is None else timeout, check=check)
+        if not text:
+            done.stdout, done.stderr = done.stdout.encode(), done.stderr.encode()
+        return done
 
 
 if __name__ == "__main__":

@@ -49,6 +49,17 @@ def forked_cli():
     return cli
 
 
+@pytest.fixture
+def forked_children(monkeypatch):
+    """tune's child runs started from this process (tune._runner: a variant's run, the changed script's check and
+    its branch check) as forks of the tests' torch-loaded interpreter (tests/_forkserver.py, Subprocess)."""
+    from idlehound.tune import _runner
+
+    from ._forkserver import Subprocess
+
+    monkeypatch.setattr(_runner, "subprocess", Subprocess)
+
+
 @pytest.fixture(scope="session")
 def pl_trainer_base(tmp_path_factory):
     """tune's child on the Lightning stand-in script as written (tests/scripts/tune/pl_trainer.py with fake_pl),

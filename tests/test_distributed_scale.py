@@ -42,6 +42,7 @@ def test_a_summary_is_the_ranks_figures_not_its_table(recorded):
     assert len(msgspec.json.encode(s)) < 8 * 1024 < len(full.analysis.trace.events) * 8
 
 
+@pytest.mark.slow  # six generated ranks analysed: seconds; the fast set finds a planted straggler among four below
 def test_planted_straggler_found_among_synthetic_ranks(tmp_path):
     run, planted = many_ranks.generate(tmp_path, 6, straggler=4)
     doc = analyze_ranks(run, workers=1, top_k=3)

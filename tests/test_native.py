@@ -66,8 +66,24 @@ def assert_same(buf: bytes, monkeypatch) -> tuple:
     return fast
 
 
-@pytest.mark.parametrize("pieces", [2**20, 3000])
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name + "/" + p.name[:30])
+def _every_trace_twice() -> list:
+    """Each recorded trace in 1 MiB pieces and in 3,000-byte pieces; the 3,000-byte pass over the traces of more
+    than 2 MB (two thirds of the bytes, seconds each) runs with the slow set."""
+    out = []
+    for path in FILES:
+        with path.open("rb") as f:  # a gzip file ends with its decompressed size (mod 4 GiB)
+            gz = f.read(2) == b"\x1f\x8b"
+            size = int.from_bytes((f.seek(-4, 2), f.read(4))[1], "little") if gz else path.stat().st_size
+        big = size > 2 * 10**6
+        for pieces in (2**20, 3000):
+            marks = [pytest.mark.slow] if big and pieces == 3000 else []
+            out.append(
+                pytest.param(path, pieces, marks=marks, id=f"{path.parent.name}/{path.name[:30]}-{pieces}")
+            )
+    return out
+
+
+@pytest.mark.parametrize("path,pieces", _every_trace_twice())
 def test_same_table_on_every_recorded_trace(path, pieces, monkeypatch):
     monkeypatch.setattr(_parallel, "PIECE_BYTES", pieces)
     monkeypatch.setenv("IDLEHOUND_JOBS", "1")
@@ -77,6 +93,7 @@ def test_same_table_on_every_recorded_trace(path, pieces, monkeypatch):
     assert taken >= 1 and left == 0, (taken, left)  # Kineto's own output: every piece
 
 
+@pytest.mark.slow  # a pool of two processes, 8 traces: seconds
 def test_same_table_on_two_processes(monkeypatch):
     monkeypatch.setattr(_parallel, "PIECE_BYTES", 4096)
     monkeypatch.setattr(_parallel, "PARALLEL_MIN", 0)
@@ -321,7 +338,8 @@ def test_numbers_parse_to_the_very_double_msgspec_gives():
     assert not bad.size, [(texts[i], got[i], want[i]) for i in bad[:5]]
 
 
-@pytest.mark.parametrize("seed", range(4))
+# one seed (25 mutants) in the fast set; the other three, seconds each, with the slow set
+@pytest.mark.parametrize("seed", [0, *(pytest.param(s, marks=pytest.mark.slow) for s in (1, 2, 3))])
 def test_same_outcome_on_mutated_recorded_traces(seed, monkeypatch):
     """tests/fuzzing.py's mutations (odd types, huge numbers, NaN literals, nesting, dropped fields) of the
     recorded run folders, in small pieces so that taken and left pieces mix."""

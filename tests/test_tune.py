@@ -11,16 +11,17 @@ from idlehound.tune._candidates import Outcome, all_candidates  # noqa: E402
 
 from . import _forkserver as forkserver  # noqa: E402
 from .conftest import SCRIPTS  # noqa: E402
-from .tune_helpers import QUICK  # noqa: E402
+from .tune_helpers import QUICK, tune_cli  # noqa: E402
 
 TUNE = SCRIPTS / "tune"
-FAST = ["--skip", "3", "--steps", "10", "--min-rounds", "2", "--max-rounds", "2"]
+# data_bound.py's steps sleep 160 ms on one loader process, 80 ms on two: 6 timed steps show the 2x in each run
+FAST = ["--skip", "3", "--steps", "6"]
 # where a speed-up must come out faster: 3 to 5 rounds (this machine's run-to-run noise reaches tens of %)
 TIGHT = ["--min-rounds", "3", "--max-rounds", "5"]
 
 
-def _tune(run_cli, tmp_path, script, *extra, options=FAST):
-    r = run_cli("tune", *options, "--json", "--logdir", tmp_path, *extra, TUNE / script)
+def _tune(tmp_path, script, *extra, options=QUICK):
+    r = tune_cli(*options, "--json", "--logdir", tmp_path, *extra, TUNE / script)
     assert r.returncode == 0, r.stderr[-2000:]
     doc = json.loads(r.stdout)
     return doc, {v["candidate"]: v for v in doc["variants"]}
@@ -30,18 +31,9 @@ def _tune(run_cli, tmp_path, script, *extra, options=FAST):
 def data_bound(tmp_path_factory):
     """One diagnosed tune of data_bound.py that tries more workers, then a fused optimizer on top of them: the
     runs (and the baseline they share) that the two tests below check, made once."""
-    import os
-    import subprocess
-    import sys
-
     out = tmp_path_factory.mktemp("data_bound")
-    cmd = [sys.executable, "-m", "idlehound", "tune", *FAST, *TIGHT, "--json", "--logdir", str(out)]
-    r = subprocess.run(
-        [*cmd, "--try", "workers2,fused_optimizer", str(TUNE / "data_bound.py")],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    r = tune_cli(
+        *FAST, *TIGHT, "--json", "--logdir", out, "--try", "workers2,fused_optimizer", TUNE / "data_bound.py"
     )
     assert r.returncode == 0, r.stderr[-2000:]
     doc = json.loads(r.stdout)
@@ -86,32 +78,30 @@ def test_other_changes_are_measured_on_top_of_the_winning_loader(data_bound):
 
 
 @pytest.mark.slow
-def test_random_augmentation_makes_workers_change_the_math_and_the_guard_rejects_it(run_cli, tmp_path):
+def test_random_augmentation_makes_workers_change_the_math_and_the_guard_rejects_it(tmp_path):
     # no diagnosis: the loss check is what this is about; a short run (6 steps) shows the divergence
-    _, v = _tune(run_cli, tmp_path, "random_aug.py", "--try", "workers2", "--no-diagnose", options=QUICK)
+    _, v = _tune(tmp_path, "random_aug.py", "--try", "workers2", "--no-diagnose")
     assert v["workers2"]["status"] == "rejected"
     assert "diverged at step" in v["workers2"]["reason"]
 
 
 @pytest.mark.slow
-def test_a_variant_that_crashes_is_reported_failed(run_cli, tmp_path):
+def test_a_variant_that_crashes_is_reported_failed(tmp_path):
     doc, v = _tune(
-        run_cli,
         tmp_path,
         "crash_in_worker.py",
         "--try",
         "workers2,fused_optimizer",
         "--no-diagnose",
-        options=QUICK,
     )
     assert v["workers2"]["status"] == "failed" and "main process" in v["workers2"]["reason"]
     assert v["fused_optimizer"]["status"] == "ok"
 
 
 @pytest.mark.slow
-def test_no_dataloader_skips_loader_candidates_with_the_reason(run_cli, tmp_path):
+def test_no_dataloader_skips_loader_candidates_with_the_reason(tmp_path):
     _, v = _tune(
-        run_cli, tmp_path, "no_loader.py", "--try", "workers2,fused_optimizer", "--no-diagnose", options=QUICK
+        tmp_path, "no_loader.py", "--try", "workers2,fused_optimizer", "--no-diagnose", options=QUICK
     )
     assert (
         v["workers2"]["status"] == "skipped" and v["workers2"]["reason"] == "the script builds no DataLoader"

@@ -113,7 +113,7 @@ def test_the_branch_check_finds_prefetch_without_workers_on_the_cpu_branch(tmp_p
 
 
 @pytest.mark.slow
-def test_the_diff_check_rejects_an_edit_that_breaks_only_the_accelerator_branch(tmp_path):
+def test_the_diff_check_rejects_an_edit_that_breaks_only_the_accelerator_branch(tmp_path, forked_children):
     from idlehound.tune import TuneOptions, _runs_changed
 
     script = TUNE / "accel_ifexp_kwargs.py"

@@ -139,7 +139,7 @@ def test_the_diff_edits_the_lightning_trainer_call_and_its_config_dict(tmp_path)
     assert "+trainer = Trainer(max_epochs=1, precision='bf16-mixed', benchmark=True)" in diff.splitlines()
 
 
-def test_the_changed_trainer_script_runs_before_its_diff_is_shown(tmp_path, monkeypatch):
+def test_the_changed_trainer_script_runs_before_its_diff_is_shown(tmp_path, monkeypatch, forked_children):
     from idlehound.tune import _runs_changed
 
     monkeypatch.setenv(

@@ -135,7 +135,9 @@ def _child(tmp_path, settings):
 
 
 @pytest.mark.slow  # three Lightning runs in child processes
-def test_a_lightning_run_logs_per_epoch_with_the_same_math_and_the_changed_script_runs(tmp_path):
+def test_a_lightning_run_logs_per_epoch_with_the_same_math_and_the_changed_script_runs(
+    tmp_path, forked_children
+):
     base = _child(tmp_path, {})
     assert base["status"] == "ok" and base["facts"]["lightning_step_prog_bar"] == ["train_loss"]
     moved = _child(tmp_path, SETTINGS)

@@ -16,6 +16,7 @@ from idlehound.tune._candidates import Outcome, all_candidates  # noqa: E402
 from idlehound.tune._predict import Predictor  # noqa: E402
 
 from .conftest import SCRIPTS  # noqa: E402
+from .tune_helpers import tune_cli  # noqa: E402
 
 TRACES = SCRIPTS.parent / "traces"
 CANDS = all_candidates(16, cuda=True)
@@ -112,9 +113,8 @@ def test_the_prediction_stands_beside_the_measurement_in_markdown_and_the_termin
 
 
 @pytest.mark.slow  # tune child processes: seconds each; CI runs it
-def test_a_budget_too_short_for_an_experiment_leaves_it_untried_with_the_reason(run_cli, tmp_path):
-    r = run_cli(
-        "tune",
+def test_a_budget_too_short_for_an_experiment_leaves_it_untried_with_the_reason(tmp_path):
+    r = tune_cli(
         "--skip",
         "2",
         "--steps",
@@ -144,7 +144,7 @@ def test_a_budget_too_short_for_an_experiment_leaves_it_untried_with_the_reason(
     assert (
         len(list((tmp_path / doc["run_dir"].split("/")[-1]).glob("baseline.*.json"))) == 2
     )  # no variant ran: no last one
-    bad = run_cli("tune", "--budget", "0", SCRIPTS / "tune" / "no_loader.py")
+    bad = tune_cli("--budget", "0", SCRIPTS / "tune" / "no_loader.py")
     assert bad.returncode == 2 and "--budget must be > 0" in bad.stderr
 
 

@@ -18,7 +18,7 @@ from idlehound.tune._diff import changed_source, make_diff  # noqa: E402
 
 from . import _forkserver as forkserver  # noqa: E402
 from .conftest import ROOT, SCRIPTS  # noqa: E402
-from .tune_helpers import QUICK  # noqa: E402
+from .tune_helpers import QUICK, tune_cli  # noqa: E402
 
 pytestmark = pytest.mark.slow  # tune runs and tune children
 
@@ -81,7 +81,7 @@ def test_the_blog_script_keeps_its_workers_flag_and_gets_its_default_changed():
     assert _added(diff) == ['parser.add_argument("--workers", type=int, default=8)']
 
 
-def test_a_changed_script_is_run_before_its_diff_is_shown(tmp_path):
+def test_a_changed_script_is_run_before_its_diff_is_shown(tmp_path, forked_children):
     opts = TuneOptions(timeout_s=300)
     good, _ = changed_source((TUNE / "kwargs_loader.py").read_text(), WORKERS2)
     assert _runs_changed(str(TUNE / "kwargs_loader.py"), [], opts, tmp_path, good) == ""
@@ -173,7 +173,16 @@ def _tune(tmp_path, *args, stdin=subprocess.DEVNULL, timeout=600):
 
 
 def test_a_no_op_candidate_is_not_applicable_and_not_timed(tmp_path):
-    r = _tune(tmp_path, "--json", "--no-diagnose", "--try", "fused_optimizer", TUNE / "already_foreach.py")
+    r = tune_cli(
+        *QUICK,
+        "--logdir",
+        tmp_path,
+        "--json",
+        "--no-diagnose",
+        "--try",
+        "fused_optimizer",
+        TUNE / "already_foreach.py",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     doc = json.loads(r.stdout)
     v = {x["candidate"]: x for x in doc["variants"]}
@@ -186,7 +195,10 @@ def test_a_script_that_reads_stdin_gets_none_and_a_slow_child_hits_the_child_tim
     # stdin left open and never written: a child that inherited it would wait for ever
     r = _tune(tmp_path, "--no-diagnose", TUNE / "reads_stdin.py", stdin=subprocess.PIPE, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
-    r = _tune(tmp_path, "--no-diagnose", "--child-timeout", "3", TUNE / "reads_stdin.py", "60", timeout=300)
+    # the child's timeout, with the child a fork (tune_cli): a timed-out fork's group is killed as a process's is
+    r = tune_cli(
+        *QUICK, "--logdir", tmp_path, "--no-diagnose", "--child-timeout", "3", TUNE / "reads_stdin.py", "60"
+    )
     assert r.returncode == 2
     assert "did not finish within --child-timeout 3 s" in r.stderr and "Traceback" not in r.stderr
 
