@@ -14,6 +14,7 @@ from ._model import (
     Func,
     Functions,
     Scope,
+    _Bound,
     const,
     dotted,
     kw,
@@ -166,7 +167,8 @@ class Checker(ast.NodeVisitor):
         f = node.func
         if attr in _SYNC_METHODS and not node.args and isinstance(f, ast.Attribute):
             recv = f.value
-            after_cpu = isinstance(recv, ast.Call) and dotted(recv.func).endswith(".cpu") and attr != "item"
+            # `.cpu().numpy()` / `.cpu().item()` wait once, at the copy: counted once, as IH002
+            after_cpu = isinstance(recv, ast.Call) and dotted(recv.func).endswith(".cpu")
             if self.scope.kind(recv) != PY and not after_cpu:
                 self.add(_SYNC_METHODS[attr], node)
         elif name.endswith(("cuda.synchronize", "accelerator.synchronize")):
@@ -179,7 +181,9 @@ class Checker(ast.NodeVisitor):
             self.add("IH005", node)
         elif name in ("float", "int", "bool") and node.args and self.scope.kind(node.args[0]) == TENSOR:
             self.add("IH006", node)
-        elif self.pinned_loader and self._blocking_copy(node, attr):
+        elif self._blocking_copy(node, attr) and (
+            _pinned_here(node) or (self.pinned_loader and not self._host_built(node))
+        ):
             self.add("IH012", node)
 
     def _prints_tensor(self, node: ast.Call, name: str, attr: str) -> bool:
@@ -203,12 +207,22 @@ class Checker(ast.NodeVisitor):
             return False
         if attr == "cuda":
             return not node.args or const(node.args[-1]) is not True
+        if attr == "to" and not node.args:  # `.to(device=device, dtype=torch.float32)`
+            target = kw(node, "device")
+            return target is not None and _device_like(target)
         return (
             attr == "to"
             and bool(node.args)
             and _device_like(node.args[0])
             and not (len(node.args) > 1 and const(node.args[1]) is True)
         )
+
+    def _host_built(self, node: ast.Call) -> bool:
+        """The copied tensor was built on the host in this step (`torch.cat(...)` of batches, `torch.LongTensor(
+        labels)`), not taken from a loader's batch: it is in pageable memory, so `non_blocking` would not overlap
+        its copy (pinning it is the fix, not IH012's)."""
+        recv = node.func.value if isinstance(node.func, ast.Attribute) else node
+        return _built(recv, self.scope, 0)
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
         if self.per_step and self._shows_tensor(node):
@@ -315,6 +329,59 @@ def _collective(name: str) -> bool:
     return (
         method in ("wait_for_everyone", "gather", "reduce", "check_trigger") and "accelerator" in recv.lower()
     )
+
+
+def _pinned_here(node: ast.Call) -> bool:
+    """`x.pin_memory().to(device)`: the copy is of pinned memory whatever the loaders do."""
+    f = node.func
+    return (
+        isinstance(f, ast.Attribute)
+        and isinstance(f.value, ast.Call)
+        and isinstance(f.value.func, ast.Attribute)
+        and f.value.func.attr == "pin_memory"
+    )
+
+
+def _built(e: ast.expr, scope: Scope, depth: int) -> bool:
+    """Whether a value is a tensor made by a `torch.*` call (a constructor, `cat`, `stack`...) in pageable memory:
+    directly, through methods on it (`.fill_(0)`, not `.pin_memory()`), a name bound only to such values (a list
+    it was gathered in aside), or the return of a function of the linted files."""
+    if depth > 3:
+        return False
+    if isinstance(e, _Bound):
+        return _built(e.value, e.scope, depth + 1)
+    if isinstance(e, ast.Name):
+        if e.id in scope.fixed or e.id not in scope.values:
+            return False  # a parameter, a loop variable (a batch), or a name of an outer scope
+        values = [(v, i) for v, i in scope.values[e.id] if not isinstance(v, (ast.List, ast.ListComp))]
+        return bool(values) and all(_built_part(v, i, scope, depth + 1) for v, i in values)
+    if not isinstance(e, ast.Call):
+        return False
+    name = dotted(e.func)
+    if "()" not in name and name.startswith(("torch.", "th.")) and kw(e, "device") is None:
+        return name.rsplit(".", 1)[-1] not in ("load", "pin_memory")
+    if isinstance(e.func, ast.Attribute) and e.func.attr in _BUILT_KEEPS:
+        return _built(e.func.value, scope, depth + 1)
+    return False
+
+
+def _built_part(value: ast.expr, index: Optional[int], scope: Scope, depth: int) -> bool:
+    """A name's bound value, or element `index` of a tuple returned by a function of the linted files."""
+    if index is None:
+        return _built(value, scope, depth)
+    rets = scope._returns(value) if isinstance(value, ast.Call) else None
+    if not rets:
+        return False
+    return all(
+        isinstance(r.value, ast.Tuple)
+        and index < len(r.value.elts)
+        and _built(r.value.elts[index], r.scope, depth)
+        for r in rets
+    )
+
+
+# methods that keep a tensor in the memory it was in (not `.pin_memory()`, not a copy to a device)
+_BUILT_KEEPS = {"fill_", "long", "float", "int", "view", "reshape", "contiguous", "unsqueeze", "squeeze", "t"}
 
 
 def _periodic(test: ast.expr) -> bool:

@@ -1,0 +1,123 @@
+"""The lint fixes made after scoring held-out set D (benchmarks/lint_heldout_D.tsv, issue 32): `.cpu().item()`
+counted once, copies of tensors built on the host in the step (not IH012), `.to(device=...)` and
+`.pin_memory().to(device)` copies, and GPU use decided per function in a library of training functions. Each idiom
+is written here from scratch, with look-alikes that must stay quiet."""
+
+import textwrap
+
+from idlehound.lint import lint_paths
+
+
+def _found(tmp_path, source, name="t.py"):
+    f = tmp_path / name
+    f.write_text(textwrap.dedent(source))
+    return sorted((x.rule, x.line) for x in lint_paths([f]))
+
+
+def test_cpu_then_item_waits_once_and_counts_once_as_ih002(tmp_path):
+    found = _found(
+        tmp_path,
+        """\
+        import torch
+
+        def train(model, loader, opt, device):
+            total = 0.0
+            for x, y in loader:
+                out = model(x.to(device))
+                loss = torch.nn.functional.cross_entropy(out, y.to(device))
+                total += loss.cpu().item()
+                hits = (out.argmax(1) == y.to(device)).sum().cpu().item()
+                width = loss.item()
+                loss.backward()
+                opt.step()
+        """,
+    )
+    # lines 8 and 9 copy once (IH002 only); line 10's `.item()` without `.cpu()` is IH001 as before
+    assert found == [("IH001", 10), ("IH002", 8), ("IH002", 9)]
+
+
+def test_host_built_tensors_copied_after_a_pinned_loader_are_not_ih012(tmp_path):
+    found = _found(
+        tmp_path,
+        """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        def encode(labels, device):
+            batch = torch.LongTensor(len(labels), 8).fill_(0)
+            return batch.to(device), torch.IntTensor([len(t) for t in labels]).to(device)
+
+        def gather(loaders):
+            images = []
+            for ld in loaders:
+                images.append(next(ld))
+            images = torch.cat(images, 0)
+            return images, [1, 2]
+
+        def train(model, ds, opt, device):
+            loader = DataLoader(ds, batch_size=8, num_workers=4, pin_memory=True)
+            it = iter(loader)
+            for step in range(100):
+                imgs, labels = gather([it])
+                img = imgs.to(device)
+                text, length = encode(labels, device)
+                x, y = next(it)
+                x = x.to(device)
+                loss = model(img, x, text).mean()
+                loss.backward()
+                opt.step()
+        """,
+    )
+    # lines 6 (LongTensor, IntTensor) and 20 (torch.cat of batches) copy pageable tensors built on the host:
+    # non_blocking would not overlap them; line 23 copies the loader's pinned batch
+    assert found == [("IH012", 23)]
+
+
+def test_to_with_a_device_keyword_and_a_pin_memory_copy_are_blocking_copies(tmp_path):
+    found = _found(
+        tmp_path,
+        """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        def train(model, ds, opt, device):
+            loader = DataLoader(ds, batch_size=8, num_workers=4, pin_memory=True)
+            for images, masks in loader:
+                images = images.to(device=device, dtype=torch.float32)
+                masks = masks.to(dtype=torch.long)
+                masks = masks.to(device=device, non_blocking=True)
+                loss = model(images, masks).mean()
+                loss.backward()
+                opt.step()
+
+        def train_unpinned(model, ds, opt, device):
+            for images, c in DataLoader(ds, batch_size=8, num_workers=4):
+                c = torch.as_tensor(c).pin_memory().to(device)
+                images = images.to(device)
+                loss = model(images, c).mean()
+                loss.backward()
+                opt.step()
+        """,
+    )
+    # line 7: `device=` keyword, blocking (line 8 only changes the dtype, line 9 is non_blocking); line 16 copies
+    # pinned memory whatever its loader does; line 17 copies a batch in a file with a pinned loader (IH012 is a
+    # fact of the file's loaders); line 15's loader does not pin memory (IH011)
+    assert found == [("IH011", 15), ("IH012", 7), ("IH012", 16), ("IH012", 17)]
+
+
+def test_pin_memory_copy_is_ih012_without_any_pinned_loader(tmp_path):
+    found = _found(
+        tmp_path,
+        """\
+        import torch
+
+        def train(model, opt, device, labels):
+            for step in range(100):
+                c = torch.from_numpy(labels[step]).pin_memory().to(device)
+                d = torch.from_numpy(labels[step]).to(device)
+                loss = model(c, d).mean()
+                loss.backward()
+                opt.step()
+        """,
+    )
+    assert found == [("IH012", 5)]
