@@ -121,3 +121,84 @@ def test_pin_memory_copy_is_ih012_without_any_pinned_loader(tmp_path):
         """,
     )
     assert found == [("IH012", 5)]
+
+
+_LIBRARY = """\
+import torch
+from torch.utils.data import DataLoader
+
+
+def evaluate(net, loader, device=None):
+    device = device or torch.device("cuda")
+    return sum((net(x.to(device)).argmax(1) == y.to(device)).float().sum().item() for x, y in loader)
+
+
+def load_data(dataset, batch_size):
+    train_iter = DataLoader(dataset, batch_size, shuffle=True)
+    return train_iter
+
+
+def train_cpu(net, loader, loss, optimizer, num_epochs):
+    for epoch in range(num_epochs):
+        total = 0.0
+        for X, y in loader:
+            l = loss(net(X), y).sum()
+            optimizer.zero_grad()
+            l.backward()
+            optimizer.step()
+            total += l.item()
+
+
+def train_small(features, labels, loss, net, optimizer_fn):
+    data_iter = DataLoader(list(zip(features, labels)), 10, shuffle=True)
+    opt = optimizer_fn(net.parameters())
+    for X, y in data_iter:
+        l = loss(net(X), y)
+        opt.zero_grad()
+        l.backward()
+        opt.step()
+        print(l.item())
+
+
+def train_gpu(net, train_iter, loss, optimizer, device, num_epochs):
+    net = net.to(device)
+    for epoch in range(num_epochs):
+        for X, y in train_iter:
+            l = loss(net(X.to(device)), y.to(device))
+            optimizer.zero_grad()
+            l.backward()
+            optimizer.step()
+            print(l.item())
+"""
+
+
+def test_a_library_function_without_a_device_runs_on_the_cpu_in_a_gpu_file(tmp_path):
+    # train_cpu and train_small have no device and no caller in the file: their loops and loader are not
+    # reported; train_gpu's are, and load_data's loader (returned: its batches go to its callers' device) too
+    found = _found(tmp_path, _LIBRARY)
+    assert found == [("IH001", 45), ("IH010", 11), ("IH011", 11)]
+
+
+def test_a_function_called_from_the_file_or_with_gpu_at_module_level_keeps_the_file_decision(tmp_path):
+    called = (
+        _LIBRARY
+        + "\n\ndef main(net, loader, loss, opt):\n    net.cuda()\n    train_cpu(net, loader, loss, opt, 3)\n"
+    )
+    assert ("IH001", 23) in _found(tmp_path, called)  # train_cpu is called: its caller's model is on the GPU
+    module_gpu = _LIBRARY.replace(
+        "from torch.utils.data import DataLoader\n",
+        "from torch.utils.data import DataLoader\nDEVICE = 'cuda'\n",
+    )
+    found = _found(tmp_path, module_gpu, "m.py")
+    assert ("IH001", 24) in found and ("IH010", 28) in found  # a module-level device: the whole file is on it
+    decorated = _LIBRARY.replace("def train_cpu(", "@entry_point\ndef train_cpu(")
+    assert ("IH001", 24) in _found(tmp_path, decorated, "d.py")  # run by its decorator, with what it sets up
+
+
+def test_a_helper_file_linted_with_a_gpu_importer_keeps_the_file_decision(tmp_path):
+    (tmp_path / "helpers.py").write_text(_LIBRARY)
+    (tmp_path / "main.py").write_text(
+        "import torch\nimport helpers\n\nmodel = torch.nn.Linear(2, 2).cuda()\n"
+    )
+    found = sorted((x.rule, x.line) for x in lint_paths([tmp_path]) if x.file.endswith("helpers.py"))
+    assert ("IH001", 23) in found and ("IH001", 34) in found

@@ -7,7 +7,16 @@ import re
 from typing import Optional, Union
 
 from ._catalog import LintFinding
-from ._facts import Facts, _deep_stack, _device_like, _first_conv, _loaders, file_facts
+from ._facts import (
+    Facts,
+    _deep_stack,
+    _device_like,
+    _first_conv,
+    _Loader,
+    _loaders,
+    cpu_functions,
+    file_facts,
+)
 from ._model import (
     PY,
     TENSOR,
@@ -31,7 +40,13 @@ class Checker(ast.NodeVisitor):
     left in `foreign` for those files' checkers (`pending` + `drain()`); `findings()` gives the result."""
 
     def __init__(
-        self, file: str, source: str, tree: ast.Module, facts: Facts, funcs: Optional[Functions] = None
+        self,
+        file: str,
+        source: str,
+        tree: ast.Module,
+        facts: Facts,
+        funcs: Optional[Functions] = None,
+        shared_gpu: bool = False,
     ) -> None:
         self.file, self.lines, self.gpu, self.tree, self.facts = (
             file,
@@ -54,6 +69,12 @@ class Checker(ast.NodeVisitor):
         self.pending: list[tuple[Func, int]] = []  # same-file functions called per step
         self.loaders = _loaders(tree)
         self.pinned_loader = facts.pinned
+        # functions that run on the CPU in a file using the GPU elsewhere (not when a file linted with it shows
+        # the GPU: its callers may be there)
+        cpu = [f for f in tree.body if id(f) in cpu_functions(tree)] if self.gpu and not shared_gpu else []
+        self.cpu_nodes = {id(n) for f in cpu for n in ast.walk(f)}
+        self.cpu_loaders = {id(ld.call) for f in cpu for ld in self.loaders if _kept_in(ld, f)}
+        self.on_cpu = 0  # inside such a function
 
     def add(self, rule: str, node: ast.AST) -> None:
         line = getattr(node, "lineno", 0)
@@ -69,7 +90,7 @@ class Checker(ast.NodeVisitor):
             self.visit(self.tree)
             if self.gpu:
                 for ld in self.loaders:
-                    if ld.evaluation or ld.on_device:
+                    if ld.evaluation or ld.on_device or id(ld.call) in self.cpu_loaders:
                         continue
                     if ld.no_workers():
                         self.add("IH010", ld.call)
@@ -106,13 +127,16 @@ class Checker(ast.NodeVisitor):
     # ---- scopes and loops
     def _function(self, node: Func) -> None:
         outer, self.scope = self.scope, Scope(node, self.funcs, self.scope)
+        cpu = id(node) in self.cpu_nodes
+        self.on_cpu += cpu
         self.generic_visit(node)
+        self.on_cpu -= cpu
         self.scope = outer
 
     visit_FunctionDef = visit_AsyncFunctionDef = _function
 
     def _loop(self, node: Union[ast.For, ast.AsyncFor, ast.While]) -> None:
-        training = self.gpu and reaches_step(loop_body(node), self.funcs, self.scope)
+        training = self.gpu and not self.on_cpu and reaches_step(loop_body(node), self.funcs, self.scope)
         self.trains = self.trains or training
         self.step += training
         if isinstance(node, ast.While) and self.per_step and self.scope.kind(node.test) == TENSOR:
@@ -331,6 +355,17 @@ def _collective(name: str) -> bool:
     )
 
 
+def _kept_in(ld: _Loader, f: ast.AST) -> bool:
+    """A loader built in function `f` and not returned from it: its batches are used there (a loader-building
+    function's batches go wherever its callers copy them)."""
+    if not any(n is ld.call for n in ast.walk(f)):
+        return False
+    returned = [r.value for r in ast.walk(f) if isinstance(r, ast.Return) and r.value is not None]
+    names = {n.id for r in returned for n in ast.walk(r) if isinstance(n, ast.Name)}
+    inside = any(n is ld.call for r in returned for n in ast.walk(r))
+    return not inside and not names & set(ld.names)
+
+
 def _pinned_here(node: ast.Call) -> bool:
     """`x.pin_memory().to(device)`: the copy is of pinned memory whatever the loaders do."""
     f = node.func
@@ -455,7 +490,7 @@ def check_tree(
     """The checker of one parsed file, run; `shared` adds what the files it imports, or that import it, show."""
     facts = own if own is not None else file_facts(tree, file)
     facts = facts | shared if shared is not None else facts
-    c = Checker(file, source, tree, facts, funcs)
+    c = Checker(file, source, tree, facts, funcs, shared is not None and shared.gpu)
     c.run()
     return c
 
