@@ -202,3 +202,42 @@ def test_a_helper_file_linted_with_a_gpu_importer_keeps_the_file_decision(tmp_pa
     )
     found = sorted((x.rule, x.line) for x in lint_paths([tmp_path]) if x.file.endswith("helpers.py"))
     assert ("IH001", 23) in found and ("IH001", 34) in found
+
+
+def test_pin_memory_passed_in_by_a_caller_is_unknown_not_pinned_nor_unpinned(tmp_path):
+    (tmp_path / "loaders.py").write_text(
+        textwrap.dedent(
+            """\
+            from torch.utils.data import DataLoader
+
+            def create_loader(ds, pin_memory=False, **kwargs):
+                return DataLoader(ds, batch_size=8, num_workers=4, pin_memory=pin_memory)
+
+            def make(ds, loader_kwargs):
+                return DataLoader(ds, batch_size=8, num_workers=4, **loader_kwargs)
+            """
+        )
+    )
+    train = """\
+        import argparse
+        import torch
+        from torch.utils.data import DataLoader
+        from loaders import create_loader
+
+        def train(model, ds, opt, args):
+            loader = create_loader(ds, pin_memory=args.pin_mem)
+            for x, y in loader:
+                x, y = x.to("cuda"), y.to("cuda")
+                loss = model(x, y).mean()
+                loss.backward()
+                opt.step()
+        """
+    (tmp_path / "train.py").write_text(textwrap.dedent(train))
+    assert sorted((x.rule, x.line) for x in lint_paths([tmp_path])) == []  # no IH011, no IH012: unknown
+    pinned_here = train.replace(
+        "loader = create_loader(ds, pin_memory=args.pin_mem)",
+        "loader = DataLoader(ds, num_workers=4, pin_memory=args.pin_mem)",
+    )
+    (tmp_path / "train.py").write_text(textwrap.dedent(pinned_here))
+    # a flag read from the command line in the training file counts as pinning (`--pin-mem` scripts)
+    assert sorted((x.rule, x.line) for x in lint_paths([tmp_path])) == [("IH012", 9)]

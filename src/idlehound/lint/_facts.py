@@ -180,6 +180,12 @@ class _Loader:
             for f in chain
         )
         self.known = not any(isinstance(a, ast.Starred) for a in call.args)
+        self.params = {  # parameters of the enclosing functions: values their callers pass
+            a.arg
+            for f in chain
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for a in f.args.posonlyargs + f.args.args + f.args.kwonlyargs
+        }
         self.keys: dict[str, list[ast.expr]] = {}
         for k in call.keywords:
             sub = {k.arg: [k.value]} if k.arg else resolve_kwargs(k.value, list(chain))
@@ -204,7 +210,12 @@ class _Loader:
         return self.known and (values is None or all(const(v) is False for v in values))
 
     def pinned(self) -> bool:
-        return not self.prepared and any(const(v) is not False for v in self.keys.get("pin_memory", []))
+        """A value other than False, not a parameter of the enclosing function (`pin_memory=pin_memory` in a
+        `create_loader(...)` factory is whatever its callers pass: unknown); `args.pin_mem` counts."""
+        return not self.prepared and any(
+            const(v) is not False and not (isinstance(v, ast.Name) and v.id in self.params)
+            for v in self.keys.get("pin_memory", [])
+        )
 
 
 @dataclass(frozen=True)
