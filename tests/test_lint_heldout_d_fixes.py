@@ -241,3 +241,38 @@ def test_pin_memory_passed_in_by_a_caller_is_unknown_not_pinned_nor_unpinned(tmp
     (tmp_path / "train.py").write_text(textwrap.dedent(pinned_here))
     # a flag read from the command line in the training file counts as pinning (`--pin-mem` scripts)
     assert sorted((x.rule, x.line) for x in lint_paths([tmp_path])) == [("IH012", 9)]
+
+
+def test_a_name_rebound_to_a_python_value_just_before_is_read_as_one(tmp_path):
+    found = _found(
+        tmp_path,
+        """\
+        import torch
+
+        def clip(params, theta, device):
+            norm = torch.zeros(1, device=device)
+            for p in params:
+                norm += (p.grad ** 2).sum()
+            norm = norm.sqrt().item()
+            if norm > theta:
+                for p in params:
+                    p.grad *= theta / norm
+
+        def train(model, loader, opt, device):
+            for step, (x, y) in enumerate(loader):
+                loss = model(x.to(device), y.to(device))
+                lossf = loss.detach()
+                loss.backward()
+                clip(model.parameters(), 1.0, device)
+                opt.step()
+                if step > 10:
+                    print(f"loss {lossf}")
+                lossf = lossf.item()
+                print(f"loss {lossf}")
+                if lossf > 3.0:
+                    print("high")
+        """,
+    )
+    # line 7 reads the GPU (IH001); line 8's `norm` and lines 22-23's `lossf` are Python values there; line 20's
+    # `lossf` is still the tensor (the rebinding comes after it)
+    assert found == [("IH001", 7), ("IH001", 21), ("IH005", 20)]
