@@ -8,7 +8,7 @@ import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 from ..errors import IdlehoundError
 from ._kwargs import resolve_kwargs
@@ -27,7 +27,7 @@ def _device_like(e: ast.expr) -> bool:
     return any(w in name for w in _DEVICE_WORDS) or last == "dev"  # `dev`, `dist_util.dev()`
 
 
-def gpu_evidence(tree: ast.Module) -> bool:
+def gpu_evidence(tree: ast.AST) -> bool:
     """Whether the file runs on an accelerator: `cuda`, `torch.accelerator`, `nccl`, tensors moved to a
     device variable (device-agnostic scripts pick the GPU when there is one), or a Lightning Trainer's GPUs."""
     if _lightning_gpus(tree):
@@ -61,10 +61,39 @@ def gpu_evidence(tree: ast.Module) -> bool:
     return False
 
 
+def cpu_functions(tree: ast.Module) -> set[int]:
+    """Top-level functions of a file that clearly run on the CPU although the file uses the GPU elsewhere (a
+    library of training functions, some for the GPU, some not): no GPU evidence in the function, no parameter
+    named like a device, never referenced in the file (a caller outside it passes its arguments), and no GPU
+    evidence in the module-level code. The ids of their nodes."""
+    funcs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    rest = [n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    if not funcs or any(gpu_evidence(n) for n in rest):
+        return set()
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    used |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    return {
+        id(f)
+        for f in funcs
+        if f.name not in used and not _device_param(f) and not gpu_evidence(f) and not _decorated(f)
+    }
+
+
+def _device_param(f: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> bool:
+    a = f.args
+    names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+    return any(w in name.lower() for name in names for w in _DEVICE_WORDS) or a.kwarg is not None
+
+
+def _decorated(f: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> bool:
+    """`@hydra.main(...)`, `@click.command()`: run by the decorator, with whatever the program sets up."""
+    return bool(f.decorator_list)
+
+
 _LIGHTNING = ("pytorch_lightning", "lightning")
 
 
-def _lightning_gpus(tree: ast.Module) -> bool:
+def _lightning_gpus(tree: ast.AST) -> bool:
     """A Lightning file that gives its Trainer GPUs: `gpus=` (not 0 or None), `accelerator="gpu"`/`"cuda"`, or a
     `gpus` setting read from the command line or a config (`args.gpus`, `trainer_config["gpus"]`). Lightning's
     `gpus` names GPUs only; `accelerator="cpu"` and `gpus=0` are not evidence."""
@@ -151,6 +180,12 @@ class _Loader:
             for f in chain
         )
         self.known = not any(isinstance(a, ast.Starred) for a in call.args)
+        self.params = {  # parameters of the enclosing functions: values their callers pass
+            a.arg
+            for f in chain
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for a in f.args.posonlyargs + f.args.args + f.args.kwonlyargs
+        }
         self.keys: dict[str, list[ast.expr]] = {}
         for k in call.keywords:
             sub = {k.arg: [k.value]} if k.arg else resolve_kwargs(k.value, list(chain))
@@ -175,7 +210,12 @@ class _Loader:
         return self.known and (values is None or all(const(v) is False for v in values))
 
     def pinned(self) -> bool:
-        return not self.prepared and any(const(v) is not False for v in self.keys.get("pin_memory", []))
+        """A value other than False, not a parameter of the enclosing function (`pin_memory=pin_memory` in a
+        `create_loader(...)` factory is whatever its callers pass: unknown); `args.pin_mem` counts."""
+        return not self.prepared and any(
+            const(v) is not False and not (isinstance(v, ast.Name) and v.id in self.params)
+            for v in self.keys.get("pin_memory", [])
+        )
 
 
 @dataclass(frozen=True)

@@ -159,7 +159,9 @@ class Scope:
         self.schedulers: set[str] = set()
         self.loaders: set[str] = set()
         self.instances: dict[str, str] = {}  # name -> class defined in this file
+        self.rebound: dict[int, ast.expr] = {}  # a use of a name -> the one value it can have there
         self._collect()
+        self._straight_lines(self.node.body)
 
     # ---- building
     def _collect(self) -> None:
@@ -183,6 +185,35 @@ class Scope:
                 self._fix(node.optional_vars, UNKNOWN)
             elif isinstance(node, ast.NamedExpr):
                 self._bind(node.target, node.value)
+
+    def _straight_lines(self, body: list[ast.stmt]) -> None:
+        """Uses of a name that follow, in the same statement list, a plain `name = value` with no other binding of
+        it in between: there the name holds that value (`norm = norm.sqrt().item()`, then `if norm > theta:`)."""
+        for stmts in [body] + [
+            getattr(n, f)
+            for n in own_nodes(body)
+            if isinstance(n, ast.stmt)
+            for f in ("body", "orelse", "finalbody")
+            if isinstance(getattr(n, f, None), list)
+        ]:
+            last: dict[str, ast.expr] = {}
+            for stmt in stmts:
+                bound = _bound_names(stmt)
+                plain = (
+                    stmt.targets[0].id
+                    if isinstance(stmt, ast.Assign)
+                    and len(stmt.targets) == 1
+                    and isinstance(stmt.targets[0], ast.Name)
+                    else None
+                )
+                uses = stmt.value if plain is not None and isinstance(stmt, ast.Assign) else stmt
+                for n in own_nodes([uses]):
+                    if isinstance(n, ast.Name) and n.id in last and (n.id not in bound or n.id == plain):
+                        self.rebound[id(n)] = last[n.id]
+                for name in bound:
+                    last.pop(name, None)
+                if plain is not None and isinstance(stmt, ast.Assign):
+                    last[plain] = stmt.value
 
     def _params(self, args: ast.arguments) -> None:
         every = args.posonlyargs + args.args + args.kwonlyargs
@@ -333,6 +364,8 @@ class Scope:
         ):
             return PY
         if isinstance(e, ast.Name):
+            if id(e) in self.rebound and self.kind(self.rebound[id(e)]) == PY:
+                return PY  # rebound to a Python value just before (`lossf = lossf.item()`)
             return self.name_kind(e.id)
         if isinstance(e, ast.Compare):
             if all(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in e.ops):
@@ -417,6 +450,17 @@ class Scope:
         if any(m in last.lower() for m in _MODULE_NAMES):
             return TENSOR  # model(x), criterion(out, y), self.loss_fn(...)
         return UNKNOWN
+
+
+def _bound_names(stmt: ast.stmt) -> set[str]:
+    """Names a statement binds anywhere in it (assignments, loop targets, `with ... as`, `:=`, nested defs)."""
+    out: set[str] = set()
+    for n in own_nodes([stmt], into_defs=False):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+    return out
 
 
 class _Bound(ast.expr):

@@ -7,13 +7,23 @@ import re
 from typing import Optional, Union
 
 from ._catalog import LintFinding
-from ._facts import Facts, _deep_stack, _device_like, _first_conv, _loaders, file_facts
+from ._facts import (
+    Facts,
+    _deep_stack,
+    _device_like,
+    _first_conv,
+    _Loader,
+    _loaders,
+    cpu_functions,
+    file_facts,
+)
 from ._model import (
     PY,
     TENSOR,
     Func,
     Functions,
     Scope,
+    _Bound,
     const,
     dotted,
     kw,
@@ -30,7 +40,13 @@ class Checker(ast.NodeVisitor):
     left in `foreign` for those files' checkers (`pending` + `drain()`); `findings()` gives the result."""
 
     def __init__(
-        self, file: str, source: str, tree: ast.Module, facts: Facts, funcs: Optional[Functions] = None
+        self,
+        file: str,
+        source: str,
+        tree: ast.Module,
+        facts: Facts,
+        funcs: Optional[Functions] = None,
+        shared_gpu: bool = False,
     ) -> None:
         self.file, self.lines, self.gpu, self.tree, self.facts = (
             file,
@@ -53,6 +69,12 @@ class Checker(ast.NodeVisitor):
         self.pending: list[tuple[Func, int]] = []  # same-file functions called per step
         self.loaders = _loaders(tree)
         self.pinned_loader = facts.pinned
+        # functions that run on the CPU in a file using the GPU elsewhere (not when a file linted with it shows
+        # the GPU: its callers may be there)
+        cpu = [f for f in tree.body if id(f) in cpu_functions(tree)] if self.gpu and not shared_gpu else []
+        self.cpu_nodes = {id(n) for f in cpu for n in ast.walk(f)}
+        self.cpu_loaders = {id(ld.call) for f in cpu for ld in self.loaders if _kept_in(ld, f)}
+        self.on_cpu = 0  # inside such a function
 
     def add(self, rule: str, node: ast.AST) -> None:
         line = getattr(node, "lineno", 0)
@@ -68,7 +90,7 @@ class Checker(ast.NodeVisitor):
             self.visit(self.tree)
             if self.gpu:
                 for ld in self.loaders:
-                    if ld.evaluation or ld.on_device:
+                    if ld.evaluation or ld.on_device or id(ld.call) in self.cpu_loaders:
                         continue
                     if ld.no_workers():
                         self.add("IH010", ld.call)
@@ -105,13 +127,16 @@ class Checker(ast.NodeVisitor):
     # ---- scopes and loops
     def _function(self, node: Func) -> None:
         outer, self.scope = self.scope, Scope(node, self.funcs, self.scope)
+        cpu = id(node) in self.cpu_nodes
+        self.on_cpu += cpu
         self.generic_visit(node)
+        self.on_cpu -= cpu
         self.scope = outer
 
     visit_FunctionDef = visit_AsyncFunctionDef = _function
 
     def _loop(self, node: Union[ast.For, ast.AsyncFor, ast.While]) -> None:
-        training = self.gpu and reaches_step(loop_body(node), self.funcs, self.scope)
+        training = self.gpu and not self.on_cpu and reaches_step(loop_body(node), self.funcs, self.scope)
         self.trains = self.trains or training
         self.step += training
         if isinstance(node, ast.While) and self.per_step and self.scope.kind(node.test) == TENSOR:
@@ -166,7 +191,8 @@ class Checker(ast.NodeVisitor):
         f = node.func
         if attr in _SYNC_METHODS and not node.args and isinstance(f, ast.Attribute):
             recv = f.value
-            after_cpu = isinstance(recv, ast.Call) and dotted(recv.func).endswith(".cpu") and attr != "item"
+            # `.cpu().numpy()` / `.cpu().item()` wait once, at the copy: counted once, as IH002
+            after_cpu = isinstance(recv, ast.Call) and dotted(recv.func).endswith(".cpu")
             if self.scope.kind(recv) != PY and not after_cpu:
                 self.add(_SYNC_METHODS[attr], node)
         elif name.endswith(("cuda.synchronize", "accelerator.synchronize")):
@@ -179,7 +205,9 @@ class Checker(ast.NodeVisitor):
             self.add("IH005", node)
         elif name in ("float", "int", "bool") and node.args and self.scope.kind(node.args[0]) == TENSOR:
             self.add("IH006", node)
-        elif self.pinned_loader and self._blocking_copy(node, attr):
+        elif self._blocking_copy(node, attr) and (
+            _pinned_here(node) or (self.pinned_loader and not self._host_built(node))
+        ):
             self.add("IH012", node)
 
     def _prints_tensor(self, node: ast.Call, name: str, attr: str) -> bool:
@@ -203,12 +231,22 @@ class Checker(ast.NodeVisitor):
             return False
         if attr == "cuda":
             return not node.args or const(node.args[-1]) is not True
+        if attr == "to" and not node.args:  # `.to(device=device, dtype=torch.float32)`
+            target = kw(node, "device")
+            return target is not None and _device_like(target)
         return (
             attr == "to"
             and bool(node.args)
             and _device_like(node.args[0])
             and not (len(node.args) > 1 and const(node.args[1]) is True)
         )
+
+    def _host_built(self, node: ast.Call) -> bool:
+        """The copied tensor was built on the host in this step (`torch.cat(...)` of batches, `torch.LongTensor(
+        labels)`), not taken from a loader's batch: it is in pageable memory, so `non_blocking` would not overlap
+        its copy (pinning it is the fix, not IH012's)."""
+        recv = node.func.value if isinstance(node.func, ast.Attribute) else node
+        return _built(recv, self.scope, 0)
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
         if self.per_step and self._shows_tensor(node):
@@ -317,6 +355,70 @@ def _collective(name: str) -> bool:
     )
 
 
+def _kept_in(ld: _Loader, f: ast.AST) -> bool:
+    """A loader built in function `f` and not returned from it: its batches are used there (a loader-building
+    function's batches go wherever its callers copy them)."""
+    if not any(n is ld.call for n in ast.walk(f)):
+        return False
+    returned = [r.value for r in ast.walk(f) if isinstance(r, ast.Return) and r.value is not None]
+    names = {n.id for r in returned for n in ast.walk(r) if isinstance(n, ast.Name)}
+    inside = any(n is ld.call for r in returned for n in ast.walk(r))
+    return not inside and not names & set(ld.names)
+
+
+def _pinned_here(node: ast.Call) -> bool:
+    """`x.pin_memory().to(device)`: the copy is of pinned memory whatever the loaders do."""
+    f = node.func
+    return (
+        isinstance(f, ast.Attribute)
+        and isinstance(f.value, ast.Call)
+        and isinstance(f.value.func, ast.Attribute)
+        and f.value.func.attr == "pin_memory"
+    )
+
+
+def _built(e: ast.expr, scope: Scope, depth: int) -> bool:
+    """Whether a value is a tensor made by a `torch.*` call (a constructor, `cat`, `stack`...) in pageable memory:
+    directly, through methods on it (`.fill_(0)`, not `.pin_memory()`), a name bound only to such values (a list
+    it was gathered in aside), or the return of a function of the linted files."""
+    if depth > 3:
+        return False
+    if isinstance(e, _Bound):
+        return _built(e.value, e.scope, depth + 1)
+    if isinstance(e, ast.Name):
+        if e.id in scope.fixed or e.id not in scope.values:
+            return False  # a parameter, a loop variable (a batch), or a name of an outer scope
+        values = [(v, i) for v, i in scope.values[e.id] if not isinstance(v, (ast.List, ast.ListComp))]
+        return bool(values) and all(_built_part(v, i, scope, depth + 1) for v, i in values)
+    if not isinstance(e, ast.Call):
+        return False
+    name = dotted(e.func)
+    if "()" not in name and name.startswith(("torch.", "th.")) and kw(e, "device") is None:
+        return name.rsplit(".", 1)[-1] not in ("load", "pin_memory")
+    if isinstance(e.func, ast.Attribute) and e.func.attr in _BUILT_KEEPS:
+        return _built(e.func.value, scope, depth + 1)
+    return False
+
+
+def _built_part(value: ast.expr, index: Optional[int], scope: Scope, depth: int) -> bool:
+    """A name's bound value, or element `index` of a tuple returned by a function of the linted files."""
+    if index is None:
+        return _built(value, scope, depth)
+    rets = scope._returns(value) if isinstance(value, ast.Call) else None
+    if not rets:
+        return False
+    return all(
+        isinstance(r.value, ast.Tuple)
+        and index < len(r.value.elts)
+        and _built(r.value.elts[index], r.scope, depth)
+        for r in rets
+    )
+
+
+# methods that keep a tensor in the memory it was in (not `.pin_memory()`, not a copy to a device)
+_BUILT_KEEPS = {"fill_", "long", "float", "int", "view", "reshape", "contiguous", "unsqueeze", "squeeze", "t"}
+
+
 def _periodic(test: ast.expr) -> bool:
     return any(
         isinstance(n, ast.BinOp)
@@ -388,7 +490,7 @@ def check_tree(
     """The checker of one parsed file, run; `shared` adds what the files it imports, or that import it, show."""
     facts = own if own is not None else file_facts(tree, file)
     facts = facts | shared if shared is not None else facts
-    c = Checker(file, source, tree, facts, funcs)
+    c = Checker(file, source, tree, facts, funcs, shared is not None and shared.gpu)
     c.run()
     return c
 
