@@ -3,15 +3,7 @@ through a loss scaler called with the optimizer, helpers that all-reduce a logge
 that returns tensors already on the device. Each idiom is written here from scratch, with the look-alike that must
 still be reported (or stay quiet)."""
 
-import textwrap
-
-from idlehound.lint import lint_paths
-
-
-def _found(tmp_path, source, name="t.py"):
-    f = tmp_path / name
-    f.write_text(textwrap.dedent(source))
-    return sorted((x.rule, x.line) for x in lint_paths([f]))
+from .lint_snippets import found as _found
 
 
 def test_a_loop_stepping_through_a_loss_scaler_is_a_training_loop(tmp_path):

@@ -7,11 +7,7 @@ import textwrap
 
 from idlehound.lint import lint_paths
 
-
-def _found(tmp_path, source, name="t.py"):
-    f = tmp_path / name
-    f.write_text(textwrap.dedent(source))
-    return sorted((x.rule, x.line) for x in lint_paths([f]))
+from .lint_snippets import found as _found
 
 
 def test_a_branch_that_exits_the_program_runs_at_most_once(tmp_path):

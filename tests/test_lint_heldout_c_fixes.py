@@ -4,13 +4,7 @@ given to a Lightning Trainer. Each idiom is written here from scratch, with look
 
 import textwrap
 
-from idlehound.lint import lint_paths
-
-
-def _found(tmp_path, source, name="t.py"):
-    f = tmp_path / name
-    f.write_text(textwrap.dedent(source))
-    return sorted((x.rule, x.line) for x in lint_paths([f]))
+from .lint_snippets import found as _found
 
 
 def test_a_tensor_handed_to_a_metric_logger_every_step_is_a_host_read(tmp_path):
