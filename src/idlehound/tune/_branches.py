@@ -18,7 +18,7 @@ import runpy
 import sys
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ..settings import TUNE_SCRIPT_DIR
 
@@ -81,15 +81,15 @@ def _watch_loaders(built: list[dict[str, Any]]) -> None:
     cls = tud.DataLoader
     init, iterate = cls.__init__, cls.__iter__
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         init(self, *args, **kwargs)
         built.append({k: kwargs[k] for k in sorted(kwargs) if k in _KEYS})
 
-    def __iter__(self):
+    def __iter__(self: Any) -> NoReturn:
         raise _Iterated
 
-    cls.__init__ = __init__  # type: ignore[method-assign]
-    cls.__iter__ = __iter__  # type: ignore[method-assign]
+    cls.__init__ = __init__
+    cls.__iter__ = __iter__
     _ = iterate
 
 

@@ -113,7 +113,7 @@ def _record_steps(rec: Recorder) -> None:
     register_optimizer_step_post_hook(lambda opt, a, k: rec.on_step(opt))
     original_backward = torch.Tensor.backward
 
-    def backward(self, *a, **k):
+    def backward(self: Any, *a: Any, **k: Any) -> Any:
         rec.on_backward(self)
         return original_backward(self, *a, **k)
 

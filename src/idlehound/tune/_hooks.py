@@ -23,7 +23,7 @@ class _AfterImport:
     def __init__(self) -> None:
         self.actions: dict[str, list[Callable[[Any], None]]] = {}
 
-    def find_spec(self, name, path, target=None):
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
         if name not in self.actions:
             return None
         from importlib.machinery import PathFinder
@@ -33,23 +33,23 @@ class _AfterImport:
             return None
         run, actions = spec.loader.exec_module, self.actions[name]
 
-        def exec_module(module):
+        def exec_module(module: Any) -> None:
             run(module)
             for action in actions:
                 action(module)
 
-        spec.loader.exec_module = exec_module
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
 
 
-def model_in_this_process(module) -> bool:
+def model_in_this_process(module: Any) -> bool:
     """A module with parameters, called in the training process (not in a DataLoader worker)."""
     from torch.utils.data import get_worker_info
 
     return get_worker_info() is None and next(module.parameters(), None) is not None
 
 
-def on_first_model_call(action) -> None:
+def on_first_model_call(action: Callable[[Any, Any], None]) -> None:
     """Call action(module, args) once, at the model's first training call, before that call runs.
 
     The model is the first module with parameters called in the training process with grad enabled and in
@@ -60,7 +60,7 @@ def on_first_model_call(action) -> None:
 
     state: dict[str, Any] = {}
 
-    def pre(module, args):
+    def pre(module: Any, args: Any) -> None:
         if not (module.training and torch.is_grad_enabled() and model_in_this_process(module)):
             return
         state["handle"].remove()  # first: the action may call the model again

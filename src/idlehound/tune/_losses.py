@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math as _math
-from typing import Optional
+from typing import Any, Optional
 
 # Precision changes: a different rounding makes two training runs drift apart step by step, so the check is on
 # the smoothed curve: the mean of the last SMOOTH losses within 10% (+ 0.02) of the baseline's, at every step.
@@ -40,7 +40,9 @@ def check_losses(
     return False, worst, f"{what}: diverged at step {off}: {r[off]:.6g} vs {g[off]:.6g}"
 
 
-def _check_same(ref: list[float], got: list[float], cuda: bool, noise: Optional[float]):
+def _check_same(
+    ref: list[float], got: list[float], cuda: bool, noise: Optional[float]
+) -> tuple[bool, Optional[float], str]:
     diffs = [abs(b - a) / max(abs(a), 1e-12) for a, b in zip(ref, got)]
     worst_i = max(range(len(diffs)), key=diffs.__getitem__)
     worst = diffs[worst_i]
@@ -63,7 +65,7 @@ def _running_mean(xs: list[float]) -> list[float]:
     return out
 
 
-def run_noise(base: dict, repeat: dict) -> dict[str, Optional[float]]:
+def run_noise(base: dict[str, Any], repeat: dict[str, Any]) -> dict[str, Optional[float]]:
     """How much two runs of the unmodified script differ: step time (%) and per-step loss (relative)."""
     if repeat.get("status") != "ok" or not base.get("ms_per_step") or not repeat.get("ms_per_step"):
         return {"time_pct": None, "loss_rel_diff": None}

@@ -1,12 +1,12 @@
 """The diagnosis' predictions for tune: each candidate's speed-up as the counterfactual replay of the baseline's
-profile predicts it (the replay's fixes the candidate makes, analysis._replay.ALL_FIXES), so that the most promising
+profile predicts it (the replay's fixes the candidate makes, analysis._fixes.ALL_FIXES), so that the most promising
 candidates run first and each measurement tests the diagnosis."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import reduce
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 from ..analysis import ALL_FIXES, Fix, fix_constant_ranges, make_fixes, overhead_at
 from ..vocabulary import FixName
@@ -31,7 +31,8 @@ class Predictor:
         t = ALL_FIXES if table is None else table
         fix = reduce(Fix.merged, (t[c] for c in dict.fromkeys(causes)), Fix())
         assert self.replay is not None  # callers check `available` first
-        return self.replay.play(fix, self.rate).step_ns
+        # replay comes from getattr (Any here): a Replay, whose play() returns an Outcome with step_ns: float
+        return cast(float, self.replay.play(fix, self.rate).step_ns)
 
     def speedup(self, fixes: Sequence[FixName], below: Sequence[FixName] = ()) -> Optional[float]:
         """The speed-up of making `fixes` on top of `below` (fixes already made), or None without a prediction."""

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only: this runs in the script's process
+    from collections.abc import Iterator
 
 
 class Done(SystemExit):
@@ -28,8 +31,8 @@ class Recorder:
         self.framework: dict[str, Any] = {}  # what the script set on a framework's Trainer (_FRAMEWORKS)
         self.losses: list[Any] = []
         self.first_opt: int | None = None
-        self.loaders: list[dict] = []
-        self.graphed_inputs: list[dict] | None = None
+        self.loaders: list[dict[str, Any]] = []
+        self.graphed_inputs: list[dict[str, Any]] | None = None
         self.fit_model: Any = None  # the module a Lightning Trainer fits
         self.settings: dict[str, Any] = {}  # the variant's settings
         self.overrides: dict[
@@ -42,7 +45,7 @@ class Recorder:
         self.padding = [0, 0]  # padded and all tokens of the attention masks the model was called with
 
     @contextlib.contextmanager
-    def ours(self):
+    def ours(self) -> Iterator[None]:
         """While tune itself compiles: the torch.compile calls inside are not the script's."""
         self._ours += 1
         try:
@@ -76,11 +79,11 @@ class Recorder:
             )
         return f"warm-up raised from --skip {self.skip} to {w} steps: {why}"
 
-    def on_backward(self, tensor) -> None:
+    def on_backward(self, tensor: Any) -> None:
         if tensor.numel() == 1 and len(self.losses) < self.warmup + self.steps + 1:
             self.losses.append(tensor.detach().float().clone())  # no sync: read at the end
 
-    def on_step(self, opt) -> None:
+    def on_step(self, opt: Any) -> None:
         if self.first_opt is None:
             self.first_opt = id(opt)
         if id(opt) != self.first_opt:
@@ -135,7 +138,7 @@ class Recorder:
         }
 
 
-def script_facts(model, opt, autocast: bool) -> dict[str, Any]:
+def script_facts(model: Any, opt: Any, autocast: bool) -> dict[str, Any]:
     """What the script does as written at its first optimizer step, for the candidates that would change nothing."""
     import torch
 

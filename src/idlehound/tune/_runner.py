@@ -12,7 +12,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from ..errors import IdlehoundError
 from ..settings import TUNE_LAUNCHED, TUNE_SCRIPT_DIR
@@ -26,7 +26,7 @@ Runner = Callable[
 
 
 def run_child(
-    script: str, args: list[str], settings: dict, opts: TuneOptions, out: Path, script_dir: str = ""
+    script: str, args: list[str], settings: dict[str, Any], opts: TuneOptions, out: Path, script_dir: str = ""
 ) -> dict[str, Any]:
     """Run the script once in a child with a variant's settings; its result (status, losses, ms_per_step...)."""
     cmd = [sys.executable, "-m", "idlehound.tune._child", str(out), json.dumps(settings)]
@@ -48,7 +48,7 @@ def run_child(
     if not out.exists():
         tail = (r.stderr.strip().splitlines() or ["no output"])[-1][:300]
         return {"status": "failed", "error": f"exit code {r.returncode}: {tail}", "losses": []}
-    result = json.loads(out.read_text())
+    result: dict[str, Any] = json.loads(out.read_text())
     if isinstance(result.get("phases_s"), dict):  # the rest, after the last milestone: the process's exit
         result["phases_s"]["total"] = round(time.time() - launched, 3)
         out.write_text(json.dumps(result))
@@ -68,10 +68,12 @@ def compile_cache_env(folder: Path) -> dict[str, str]:
 
 
 def failure(r: dict[str, Any]) -> str:
-    return r.get("error") or r["status"]
+    return cast(str, r.get("error") or r["status"])  # both text
 
 
-def diagnosed_causes(script, args, opts, run_dir: Path) -> tuple[set[Cause], Predictor]:
+def diagnosed_causes(
+    script: str, args: list[str], opts: TuneOptions, run_dir: Path
+) -> tuple[set[Cause], Predictor]:
     """Profile a short window of the unmodified script; the causes the diagnosis found, and its replay."""
     from ..pipeline import analyze_path
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any, Optional
 
 from ..diagnose.dataloader import suggested_workers
 from ..vocabulary import Cause, OutcomeStatus
@@ -23,7 +24,7 @@ from ._stack import Stack
 
 
 def choose(
-    cands: list[Candidate], causes: set[Cause], base: dict, cuda: bool, opts: TuneOptions
+    cands: list[Candidate], causes: set[Cause], base: dict[str, Any], cuda: bool, opts: TuneOptions
 ) -> tuple[list[Candidate], list[Outcome]]:
     """The candidates to time, and the outcomes of those left out (skipped, or not applicable: with why)."""
     facts = base.get("facts") or {}
@@ -59,7 +60,7 @@ def choose(
 
 
 def _wanted(
-    cands: list[Candidate], causes: set[Cause], facts: dict, cuda: bool, opts: TuneOptions
+    cands: list[Candidate], causes: set[Cause], facts: dict[str, Any], cuda: bool, opts: TuneOptions
 ) -> list[Candidate]:
     """The candidates asked for: by name (--try, which also takes any workersN), else proposed by a diagnosed
     cause or by a fact of the baseline run; less those --skip names. Loader candidates first."""
@@ -107,7 +108,9 @@ def _loader_first(cands: list[Candidate]) -> list[Candidate]:
     return [c for c in cands if c.needs_loader] + [c for c in cands if not c.needs_loader]
 
 
-def refined(stage1: list[Candidate], floor, cuda: bool) -> list[Candidate]:
+def refined(
+    stage1: list[Candidate], floor: Optional[tuple[Candidate, Outcome]], cuda: bool
+) -> list[Candidate]:
     """Worker counts between the sweep's best and its neighbours (the best is rarely exactly on the grid)."""
     counts = [
         c.settings["loader"]["num_workers"] for c in stage1 if "num_workers" in c.settings.get("loader", {})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 
 @dataclass
@@ -277,7 +277,7 @@ def _merge_into(
 ) -> tuple[int, int, str]:
     """`**kwargs` -> `**{**kwargs, "key": value, ...}` on the last **kwargs of the call (later keys win)."""
     dicts = [src for src in sources if isinstance(src, ast.Dict)]
-    quote = (lambda k: _quoted(source, dicts[0], k)) if dicts else (lambda k: f'"{k}"')
+    quote: Callable[[str], str] = (lambda k: _quoted(source, dicts[0], k)) if dicts else (lambda k: f'"{k}"')
     last = splats[-1]
     items = ", ".join(f"{quote(k)}: {t}" for k, t in texts.items())
     return (*span(source, last), f"{{**{ast.get_source_segment(source, last)}, {items}}}")

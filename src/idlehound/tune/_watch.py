@@ -17,7 +17,7 @@ def _watch_compile(rec: Recorder) -> None:
 
     original = torch.compile
 
-    def compile(*args, **kwargs):
+    def compile(*args: Any, **kwargs: Any) -> Any:
         if rec._ours:
             rec.tune_compiles += 1
         else:
@@ -31,7 +31,7 @@ def _watch_model(rec: Recorder) -> None:
     """Keep the model (see _hooks.on_first_model_call) and whether the script itself runs it under autocast."""
     import torch
 
-    def keep(module, args):
+    def keep(module: Any, args: Any) -> None:
         rec.model = module
         _watch_padding(module, rec)
         try:
@@ -69,20 +69,20 @@ def _plain(v: Any) -> Any:
 
 
 def _patch_framework(
-    module, cls_name: str, key: str, fact: str, how: str, settings: dict, rec: Recorder
+    module: Any, cls_name: str, key: str, fact: str, how: str, settings: dict[str, Any], rec: Recorder
 ) -> None:
     cls = getattr(module, cls_name, None)
     if cls is None:
         return
     overrides = dict(settings.get(key) or {})
 
-    def record(obj, kw: dict) -> None:
+    def record(obj: Any, kw: dict[str, Any]) -> None:
         rec.framework[fact] = {k: _plain(kw[k] if k in kw else getattr(obj, k, None)) for k in _WATCHED[fact]}
 
     if how == "post_init":  # a dataclass: subclasses inherit __post_init__, not __init__
         post = cls.__post_init__
 
-        def __post_init__(self, *a, **kw):
+        def __post_init__(self: Any, *a: Any, **kw: Any) -> None:
             for k, v in overrides.items():
                 setattr(self, k, v)
             post(self, *a, **kw)
@@ -92,7 +92,7 @@ def _patch_framework(
     else:
         init = cls.__init__
 
-        def __init__(self, *a, **kw):
+        def __init__(self: Any, *a: Any, **kw: Any) -> None:
             kw.update(overrides)
             init(self, *a, **kw)
             record(self, kw)
@@ -101,7 +101,7 @@ def _patch_framework(
     if key == "pl_args" and hasattr(cls, "fit"):  # the whole module: the first one called may be a submodule
         fit = cls.fit
 
-        def fit_and_keep(self, model, *a, **kw):
+        def fit_and_keep(self: Any, model: Any, *a: Any, **kw: Any) -> Any:
             rec.fit_model = getattr(model, "_orig_mod", model)
             return fit(self, model, *a, **kw)
 
@@ -125,7 +125,7 @@ def watch_script(rec: Recorder) -> None:
     _wrap_loader(rec)
 
 
-def watch_lightning_log(module, rec: Recorder) -> None:
+def watch_lightning_log(module: Any, rec: Recorder) -> None:
     """Record the tensors the script logs with self.log(..., prog_bar=True) per step (the progress bar reads
     each on the host every batch: a GPU sync); with the pl_log_epoch change, log them per epoch instead."""
     import torch
@@ -136,7 +136,7 @@ def watch_lightning_log(module, rec: Recorder) -> None:
     log, validator = cls.log, getattr(module, "_FxValidator", None)
     sig = inspect.signature(log)
 
-    def watched_log(self, *a, **kw):
+    def watched_log(self: Any, *a: Any, **kw: Any) -> Any:
         try:
             bound = sig.bind(self, *a, **kw)
         except TypeError:  # Lightning says what is wrong
@@ -155,7 +155,7 @@ def watch_lightning_log(module, rec: Recorder) -> None:
     cls.log = watched_log
 
 
-def _per_step(module, on_step: Any, validator: Any) -> bool:
+def _per_step(module: Any, on_step: Any, validator: Any) -> bool:
     """Whether a self.log call logs per step: on_step as given, else Lightning's default for the hook it is in."""
     if on_step is not None or validator is None:
         return bool(on_step)
@@ -172,7 +172,7 @@ def _wrap_loader(rec: Recorder) -> None:
 
     original = DataLoader.__init__
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         kw = dict(kwargs)
         overrides = rec.overrides.get("loader") or {}
         if overrides:
@@ -193,14 +193,14 @@ def _wrap_loader(rec: Recorder) -> None:
     DataLoader.__init__ = __init__
 
 
-def _watch_padding(module, rec: Recorder, calls: int = 32) -> None:
+def _watch_padding(module: Any, rec: Recorder, calls: int = 32) -> None:
     """Count the padded tokens of the attention masks the model is called with (transformers models take them as
     keywords), over its next calls: group_by_length can only save the work spent on padding."""
     import torch
 
     state: dict[str, Any] = {"left": calls}
 
-    def pre(mod, args, kwargs):
+    def pre(mod: Any, args: Any, kwargs: dict[str, Any]) -> None:
         mask = kwargs.get("attention_mask")
         if isinstance(mask, torch.Tensor) and mask.numel():
             rec.padding[0] += int((mask == 0).sum())

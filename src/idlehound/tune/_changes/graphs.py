@@ -5,7 +5,7 @@ training call in the child, and after the optimizer's statement in the diff."""
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, Callable
 
 from ...settings import TUNE_COMPILE_BACKEND
 from .._hooks import after_import, on_first_model_call
@@ -13,6 +13,8 @@ from .._recorder import Recorder
 from .._source import SourceEdits, calls, keywords_edit, line_offsets, optimizer_statement, span
 from ._base import Change, change
 
+# make_graphed_callables(module, sample inputs) or a stand-in for it (tests)
+_MakeGraphed = Callable[[Any, tuple[Any, ...]], Any]
 COMPILE_BACKEND_ENV = TUNE_COMPILE_BACKEND.name  # e.g. "eager": no compiler needed (tests, CPU)
 
 
@@ -87,7 +89,7 @@ class CompileModel(Change):
     at its first training call; the compile cache lives in the tune folder, so later runs reuse it."""
 
     def inject(self, value: Any, rec: Recorder) -> None:
-        def compile_it(module, args) -> None:
+        def compile_it(module: Any, args: Any) -> None:
             with rec.ours():
                 module.compile(**compile_kwargs())
 
@@ -114,13 +116,13 @@ class CompileLightningModule(Change):
     """Lightning: trainer.fit(torch.compile(module), ...), as Lightning documents it."""
 
     def inject(self, value: Any, rec: Recorder) -> None:
-        def patch(module) -> None:
+        def patch(module: Any) -> None:
             cls = getattr(module, "Trainer", None)
             if cls is None or getattr(cls.fit, "_idlehound", False):
                 return
             fit = cls.fit
 
-            def compiled_fit(self, model, *a, **kw):
+            def compiled_fit(self: Any, model: Any, *a: Any, **kw: Any) -> Any:
                 import torch
 
                 with rec.ours():
@@ -192,17 +194,17 @@ def _model_edit(
     return None, where + _model_text("model", settings, inputs)
 
 
-def graph_first_model(rec: Recorder, make_graphed=None) -> None:
+def graph_first_model(rec: Recorder, make_graphed: _MakeGraphed | None = None) -> None:
     """Record the model's forward and backward as CUDA graphs at its first training call (which itself runs
     eagerly); replay them after."""
 
-    def record(module, args):
+    def record(module: Any, args: Any) -> None:
         rec.graphed_inputs = graph_module(module, args, make_graphed or _make_graphed_thread_local)
 
     on_first_model_call(record)
 
 
-def _make_graphed_thread_local(module, sample):
+def _make_graphed_thread_local(module: Any, sample: tuple[Any, ...]) -> Any:
     """make_graphed_callables, recording in "thread_local" capture mode: the DataLoader's pin-memory thread
     already runs and calls CUDA (pinned allocations, event queries) while the model is recorded, which the
     default "global" mode turns into a failed capture. (A script that records before its loop starts, as the
@@ -216,8 +218,9 @@ def _make_graphed_thread_local(module, sample):
         return make(module, sample, capture_error_mode="thread_local")
     original = torch.cuda.graph
 
-    class graph(original):  # older torch: make_graphed_callables opens torch.cuda.graph(...) itself
-        def __init__(self, *a, **kw):
+    # older torch: make_graphed_callables opens torch.cuda.graph(...) itself (a base known at run time only)
+    class graph(original):  # type: ignore[valid-type,misc]
+        def __init__(self, *a: Any, **kw: Any) -> None:
             kw.setdefault("capture_error_mode", "thread_local")
             super().__init__(*a, **kw)
 
@@ -228,7 +231,7 @@ def _make_graphed_thread_local(module, sample):
         torch.cuda.graph = original
 
 
-def graph_module(module, args: tuple, make_graphed) -> list[dict[str, Any]]:
+def graph_module(module: Any, args: tuple[Any, ...], make_graphed: _MakeGraphed) -> list[dict[str, Any]]:
     """Replace module.forward by a dispatcher: calls shaped like `args` replay the recorded graphs, any other
     call (another batch size, eval mode, no_grad, keywords) runs the module's own forward."""
     import torch
@@ -246,7 +249,7 @@ def graph_module(module, args: tuple, make_graphed) -> list[dict[str, Any]]:
             b.copy_(value)
     graphed = module.forward
 
-    def forward(*a, **kw):
+    def forward(*a: Any, **kw: Any) -> Any:
         same = (
             not kw
             and len(a) == len(spec)

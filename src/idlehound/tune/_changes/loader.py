@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import weakref
-from typing import Any
+from typing import Any, Callable
 
 from .._recorder import Recorder
 from .._source import SourceEdits, calls, keywords_edit, rewrite_call
@@ -77,13 +77,13 @@ def async_batch_copies() -> None:
     batch: dict[int, Any] = {}  # id -> weakref; not a WeakSet, whose lookups would call Tensor.__eq__
     original_next = dl._BaseDataLoaderIter.__next__
 
-    def __next__(it):
+    def __next__(it: Any) -> Any:
         out = original_next(it)
         _collect_pinned(out, batch)
         return out
 
-    def wrap(method):
-        def call(self, *args, **kwargs):
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
             ref = batch.get(id(self))
             if (
                 ref is not None
@@ -101,7 +101,7 @@ def async_batch_copies() -> None:
     torch.Tensor.cuda = wrap(torch.Tensor.cuda)
 
 
-def _collect_pinned(obj, into: dict, depth: int = 0) -> None:
+def _collect_pinned(obj: Any, into: dict[int, Any], depth: int = 0) -> None:
     import torch
 
     if isinstance(obj, torch.Tensor):

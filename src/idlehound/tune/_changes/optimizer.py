@@ -40,7 +40,7 @@ def fused_optimizers() -> None:
         cls = getattr(torch.optim, name)
         original = cls.__init__
 
-        def __init__(self, *args, __orig=original, **kwargs):
+        def __init__(self: Any, *args: Any, __orig: Any = original, **kwargs: Any) -> None:
             if "fused" not in kwargs and "foreach" not in kwargs:
                 kwargs["fused" if cuda else "foreach"] = True
             __orig(self, *args, **kwargs)

@@ -66,15 +66,15 @@ class Autocast(Change):
         )
 
 
-def autocast_outer_forward(dtype, cache: bool = True) -> None:
+def autocast_outer_forward(dtype: Any, cache: bool = True) -> None:
     """Enter autocast when the outermost module call starts and leave it when that call returns."""
     import torch
     from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
-    state = {"depth": 0, "ctx": None}
+    state: dict[str, Any] = {"depth": 0, "ctx": None}
     device = "cuda" if torch.cuda.is_available() else "cpu"
 
-    def pre(module, args):
+    def pre(module: Any, args: Any) -> None:
         # Only the model, in the training process: transforms can be modules too, and entering a CUDA
         # autocast inside a forked DataLoader worker would initialise CUDA there.
         if state["depth"] == 0 and not model_in_this_process(module):
@@ -84,7 +84,7 @@ def autocast_outer_forward(dtype, cache: bool = True) -> None:
             state["ctx"].__enter__()
         state["depth"] += 1
 
-    def post(module, args, out):
+    def post(module: Any, args: Any, out: Any) -> Any:
         if state["depth"] == 0:  # a call the pre-hook skipped
             return out
         state["depth"] -= 1
