@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import ast
-import re
 from typing import Optional, Union
 
 from ._catalog import LintFinding
+from ._checks import (
+    _OPTIMIZER_CLASSES,
+    _built,
+    _collective,
+    _exits,
+    _is_log_call,
+    _is_tracker_call,
+    _kept_in,
+    _periodic,
+    _pinned_here,
+)
 from ._facts import (
     Facts,
     _deep_stack,
     _device_like,
     _first_conv,
-    _Loader,
     _loaders,
     cpu_functions,
     file_facts,
@@ -23,13 +32,11 @@ from ._model import (
     Func,
     Functions,
     Scope,
-    _Bound,
     const,
     dotted,
     kw,
-    loop_body,
-    reaches_step,
 )
+from ._steps import loop_body, reaches_step
 
 _SYNC_METHODS = {"item": "IH001", "cpu": "IH002", "numpy": "IH003", "tolist": "IH004"}
 _LEVELS = 3  # how far calls are followed from a training loop into functions of the same file
@@ -332,151 +339,6 @@ class Checker(ast.NodeVisitor):
             and const(kw(node, "fused")) is not True
         ):
             self.add("IH014", node)
-
-
-# helpers that all-reduce a logged value (MAE's all_reduce_mean, DETR's reduce_dict, timm's reduce_tensor, a
-# distributed backend's average_all(loss)); not dist.all_reduce itself, nor average_gradients(model): hand-written
-# gradient averaging needs it every step
-_REDUCE_HELPER = re.compile(
-    r"(^|_)reduce_(mean|sum|dict|loss_dict|tensor|tensors|value|values|loss|losses|scalar)$"
-    r"|(^|_)(average|avg)_(all|tensor|tensors|loss|losses|dict|value|values|scalar)$"
-)
-
-
-def _collective(name: str) -> bool:
-    recv, _, method = name.rpartition(".")
-    if method == "barrier":
-        return recv.rsplit(".", 1)[-1] in ("dist", "distributed")
-    if _REDUCE_HELPER.search(method):
-        return True
-    # reduce and check_trigger (a reduce, then a host read) make every process wait as gather does
-    return (
-        method in ("wait_for_everyone", "gather", "reduce", "check_trigger") and "accelerator" in recv.lower()
-    )
-
-
-def _kept_in(ld: _Loader, f: ast.AST) -> bool:
-    """A loader built in function `f` and not returned from it: its batches are used there (a loader-building
-    function's batches go wherever its callers copy them)."""
-    if not any(n is ld.call for n in ast.walk(f)):
-        return False
-    returned = [r.value for r in ast.walk(f) if isinstance(r, ast.Return) and r.value is not None]
-    names = {n.id for r in returned for n in ast.walk(r) if isinstance(n, ast.Name)}
-    inside = any(n is ld.call for r in returned for n in ast.walk(r))
-    return not inside and not names & set(ld.names)
-
-
-def _pinned_here(node: ast.Call) -> bool:
-    """`x.pin_memory().to(device)`: the copy is of pinned memory whatever the loaders do."""
-    f = node.func
-    return (
-        isinstance(f, ast.Attribute)
-        and isinstance(f.value, ast.Call)
-        and isinstance(f.value.func, ast.Attribute)
-        and f.value.func.attr == "pin_memory"
-    )
-
-
-def _built(e: ast.expr, scope: Scope, depth: int) -> bool:
-    """Whether a value is a tensor made by a `torch.*` call (a constructor, `cat`, `stack`...) in pageable memory:
-    directly, through methods on it (`.fill_(0)`, not `.pin_memory()`), a name bound only to such values (a list
-    it was gathered in aside), or the return of a function of the linted files."""
-    if depth > 3:
-        return False
-    if isinstance(e, _Bound):
-        return _built(e.value, e.scope, depth + 1)
-    if isinstance(e, ast.Name):
-        if e.id in scope.fixed or e.id not in scope.values:
-            return False  # a parameter, a loop variable (a batch), or a name of an outer scope
-        values = [(v, i) for v, i in scope.values[e.id] if not isinstance(v, (ast.List, ast.ListComp))]
-        return bool(values) and all(_built_part(v, i, scope, depth + 1) for v, i in values)
-    if not isinstance(e, ast.Call):
-        return False
-    name = dotted(e.func)
-    if "()" not in name and name.startswith(("torch.", "th.")) and kw(e, "device") is None:
-        return name.rsplit(".", 1)[-1] not in ("load", "pin_memory")
-    if isinstance(e.func, ast.Attribute) and e.func.attr in _BUILT_KEEPS:
-        return _built(e.func.value, scope, depth + 1)
-    return False
-
-
-def _built_part(value: ast.expr, index: Optional[int], scope: Scope, depth: int) -> bool:
-    """A name's bound value, or element `index` of a tuple returned by a function of the linted files."""
-    if index is None:
-        return _built(value, scope, depth)
-    rets = scope._returns(value) if isinstance(value, ast.Call) else None
-    if not rets:
-        return False
-    return all(
-        isinstance(r.value, ast.Tuple)
-        and index < len(r.value.elts)
-        and _built(r.value.elts[index], r.scope, depth)
-        for r in rets
-    )
-
-
-# methods that keep a tensor in the memory it was in (not `.pin_memory()`, not a copy to a device)
-_BUILT_KEEPS = {"fill_", "long", "float", "int", "view", "reshape", "contiguous", "unsqueeze", "squeeze", "t"}
-
-
-def _periodic(test: ast.expr) -> bool:
-    return any(
-        isinstance(n, ast.BinOp)
-        and isinstance(n.op, ast.Mod)
-        and not isinstance(n.left, (ast.Constant, ast.JoinedStr))
-        for n in ast.walk(test)
-    )
-
-
-_EXITS = ("sys.exit", "exit", "quit", "os._exit", "os.abort")
-
-
-def _exits(body: list[ast.stmt]) -> bool:
-    """A branch whose last statement ends the program or leaves by an exception: it runs at most once."""
-    last = body[-1] if body else None
-    if isinstance(last, ast.Raise):
-        return True
-    return (
-        isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and dotted(last.value.func) in _EXITS
-    )
-
-
-def _is_log_call(name: str) -> bool:
-    recv, _, method = name.rpartition(".")
-    return method in ("debug", "info", "warning", "error", "log") and recv.rsplit(".", 1)[-1].lower() in (
-        "log",
-        "logger",
-        "logging",
-        "_log",
-        "_logger",
-    )
-
-
-# Metric loggers that turn each value they are handed into a host number (timm/DeiT/ConvNeXt's MetricLogger and
-# TensorboardLogger `.update()` call `.item()`, SummaryWriter's `add_scalar` copies to numpy, `wandb.log` converts
-# tensors): named `*logger` / `*writer` or wandb. Not Lightning's `self.log` (it keeps the value on the device), not
-# an `AverageMeter` (`losses.update(loss)` may keep a running sum on the device), not `accelerator.log`.
-_TRACKER_METHODS = {"update", "log", "log_dict", "log_metrics", "add_scalar", "add_scalars", "add_histogram"}
-
-
-def _is_tracker_call(name: str) -> bool:
-    recv, _, method = name.rpartition(".")
-    last = recv.rsplit(".", 1)[-1].lower().strip("_")
-    return method in _TRACKER_METHODS and (last == "wandb" or last.endswith(("logger", "writer")))
-
-
-_OPTIMIZER_CLASSES = {
-    "SGD",
-    "Adam",
-    "AdamW",
-    "RMSprop",
-    "Adagrad",
-    "Adamax",
-    "NAdam",
-    "RAdam",
-    "ASGD",
-    "Rprop",
-}
 
 
 def check_tree(
