@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("torch")
 
+from idlehound.report.model import as_data  # noqa: E402
 from idlehound.tune import TuneOptions, _document, _runs_changed  # noqa: E402
 from idlehound.tune._candidates import Outcome, all_candidates, not_applicable  # noqa: E402
 from idlehound.tune._diff import changed_source, make_diff  # noqa: E402
@@ -93,8 +94,8 @@ def test_a_changed_script_is_run_before_its_diff_is_shown(tmp_path, forked_child
         "workers2", "workers", speedup=2.0, speedup_ci=[1.8, 2.2], effect="faster", settings=WORKERS2
     )
 
-    def document(check):
-        return _document(str(script), opts, set(), [base, win], tmp_path, {}, check=check)
+    def document(check):  # the document as its JSON reads (run_tune builds the typed Struct)
+        return as_data(_document(str(script), opts, set(), [base, win], tmp_path, {}, check=check))
 
     doc = document(lambda new: _runs_changed(str(script), [], opts, tmp_path, new))
     assert doc["diff_check"].startswith("ran:")
