@@ -312,6 +312,13 @@ def test_ctrl_c_during_start_up_exits_130(tmp_path):
         time.sleep(delay)
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=120)
+        if p.returncode == 1 and err.rstrip().endswith("TypeError: expected a message argument"):
+            # CPython lost the KeyboardInterrupt: it landed while an import (the script's torch -> ssl) formatted
+            # its ImportError, and the failed formatting became this TypeError in the script. `python fault.py`
+            # dies the same way; the run reports the script's own error (seen once in a CI run, 2026-12-05).
+            shutil.rmtree(tmp_path)
+            tmp_path.mkdir()
+            continue
         assert p.returncode in (130, -signal.SIGINT), (
             delay,
             p.returncode,
