@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -75,12 +77,14 @@ def record(out: Path, name: str, setting: str, env: dict, timeout: float) -> Pat
     return folders[-1].parent
 
 
-def fit_run(folder: Path) -> dict | None:
+def fit_run(folder: Path) -> dict:
     """One run's fitted cost per event and its host events per step by kind (None: the fit is not usable)."""
     a = analyze_path(folder).analysis
     obs, rp = a.observer, a.replay
     if rp is None or obs.get("correction") != observer.FITTED or "overhead_us" not in obs:
-        return None
+        return {
+            "unusable": f"replay={rp is not None} correction={obs.get('correction')} notes={obs.get('notes')}"
+        }
     n = max(len(rp.steps), 1)
     events = {k: rp.kind_events[k] / n for k in EVENT_KINDS}
     return {
@@ -117,27 +121,55 @@ def main() -> int:
     ap.add_argument("names", nargs="*")
     ap.add_argument("--no-write", action="store_true", help="do not rewrite the package's data file")
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds per recorded run")
+    ap.add_argument(
+        "--budget", type=float, default=0.0, help="start no run after this many seconds (0: none)"
+    )
+    ap.add_argument("--fit", type=Path, help="fit an earlier run's calibration.json (no recording)")
     args = ap.parse_args()
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
+    rows = json.loads(args.fit.read_text()) if args.fit else record_all(out, args)
+    return write_prior(out, rows, args.no_write)
+
+
+def record_all(out: Path, args: argparse.Namespace) -> list[dict]:
+    """Every loop under each setting, settings outermost so that a cut budget still leaves whole settings."""
     env = {
         **os.environ,
         "PYTHONUNBUFFERED": "1",
         "PYTHONPATH": f"{ROOT / 'src'}:{os.environ.get('PYTHONPATH', '')}",
     }
-    rows = []
-    for name in args.names or list(LOOPS):
-        for setting in SETTINGS:
+    machine = _machine()
+    start = time.time()
+    recorded: list[tuple[str, str, Path]] = []
+    for setting in SETTINGS:
+        for name in args.names or list(LOOPS):
+            if args.budget and time.time() - start > args.budget:
+                log(out, f"budget of {args.budget:.0f} s spent: {name} {setting} and later runs not recorded")
+                return fit_all(out, recorded, machine)
             t0 = time.time()
             folder = record(out, name, setting, env, args.timeout)
-            row = fit_run(folder) if folder else None
-            log(
-                out,
-                f"{name} {setting}: {row and round(row['overhead_us'], 3)} µs an event ({time.time() - t0:.0f} s)",
-            )
-            if row:
-                rows.append({"loop": name, "setting": setting, "folder": str(folder), **row})
+            log(out, f"{name} {setting}: recorded={folder is not None} ({time.time() - t0:.0f} s)")
+            if folder:
+                recorded.append((name, setting, folder))
+    return fit_all(out, recorded, machine)
+
+
+def fit_all(out: Path, recorded: list[tuple[str, str, Path]], machine: str) -> list[dict]:
+    """Fit every recorded run in parallel once the GPU work is over (the fits need no GPU)."""
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=8, mp_context=ctx) as pool:
+        fits = list(pool.map(fit_run, [folder for _, _, folder in recorded]))
+    rows = []
+    for (name, setting, folder), row in zip(recorded, fits):
+        log(out, f"{name} {setting}: {row.get('overhead_us', row.get('unusable'))} µs an event")
+        if "overhead_us" in row:
+            rows.append({"loop": name, "setting": setting, "folder": str(folder), "machine": machine, **row})
     (out / "calibration.json").write_text(json.dumps(rows, indent=1))
+    return rows
+
+
+def write_prior(out: Path, rows: list[dict], no_write: bool) -> int:
     stack = [r for r in rows if r["setting"] == "stack"]
     if len({r["loop"] for r in stack}) < 10:
         log(
@@ -154,7 +186,7 @@ def main() -> int:
         **old,
         "generated_by": "tests/device/profiler_cost_h200.py",
         "commit": commit,
-        "machine": _machine(),
+        "machine": rows[0].get("machine") or _machine(),
         "method": "per loop: the replay's observer fit of one cost per host event to the mean steady unprofiled "
         "step of the same run (Python stacks on); kind weights: non-negative least squares over every run and "
         "setting",
@@ -166,13 +198,18 @@ def main() -> int:
         },
         "kind_weights": kind_weights(rows),
         "kind_weights_source": f"fitted over {len(rows)} runs ({len(stack)} loops x settings {list(SETTINGS)})",
-        "loops": [{k: r[k] for k in ("loop", "overhead_us", "unprofiled_ms", "recorded_ms")} for r in stack],
+        "loops": [
+            {k: r[k] for k in ("loop", "overhead_us", "unprofiled_ms", "recorded_ms", "host_events_per_step")}
+            for r in stack
+        ],
         "settings_runs": [{k: r[k] for k in ("loop", "setting", "overhead_us")} for r in rows],
         "left_out": [],
     }
     log(out, f"prior: {doc['overhead_us']}, kind weights {doc['kind_weights']}")
-    if not args.no_write:
-        observer.PRIOR_FILE.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    (out / "profiler_cost.json").write_text(text)
+    if not no_write:
+        observer.PRIOR_FILE.write_text(text)
         log(out, f"wrote {observer.PRIOR_FILE}")
     return 0
 

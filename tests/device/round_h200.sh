@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# One device call for issues 31, 32, 34 and 35 (2026-12-05). Usage (repo root, GPU machine, wheels in .whl and a
+# One device call for issues 30, 31, 32, 34 and 35 (2026-12-05). Usage (repo root, GPU machine, wheels in .whl and a
 # trimmed Ray in .raypkg as the device README says): bash tests/device/round_h200.sh OUTDIR PART
 #   PART watch: issue 34's slowdown/on-demand windows and the step clock's cost, issue 31's Ctrl-C stress on the
 #               GPU, issue 32's SIGTERM save time;  PART watch2: the clock's parts, its cost, the windows and
 #               the Ctrl-C stress again after the first call's fixes;  PART watch3: the same after the clock's
-#               grouping of short steps;  PART ranks: issue 35's scaling curve, local pool vs Ray.
+#               grouping of short steps;  PART calib / ab: issue 30's fresh loops and calibration, then their
+#               A/B;  PART ranks: issue 35's scaling curve, local pool vs Ray.
 # Everything lands in OUTDIR/summary.txt and OUTDIR/results.tgz (the device returns at most 8 files).
 set -u
 OUT_DIR=${1:?outdir}; PART=${2:?part}
@@ -26,6 +27,19 @@ if [ "$PART" = watch ]; then
   step clock_resnet 110 python3 benchmarks/bench_step_clock.py --kind resnet --rounds 9 --block 40 --warmup 20 --out "$RES/clock_resnet.json"
   step sigint_cuda 130 python3 benchmarks/stress_sigint_callbacks.py --cuda --trials 20 --seed 7
   step sigterm_save 90 python3 benchmarks/bench_startup_signals.py --sigterm-save 10 20
+elif [ "$PART" = calib ]; then  # issue 30: fresh public loops recorded (no A/B yet), then the profiler-cost calibration
+  T0=$(date +%s)
+  TAILN=30 step fresh 260 python3 tests/device/validation_h200.py record "$RES/fresh"
+  tar -czf "$OUT_DIR/fresh_a.tgz" -C "$RES/fresh/runs" wlm_lstm dcgan vae mnist 2>/dev/null
+  tar -czf "$OUT_DIR/fresh_b.tgz" -C "$RES/fresh/runs" imagenet_r18 gat siamese mnist_rnn 2>/dev/null
+  rm -f "$RES/fresh/fresh_runs.tgz"
+  BUDGET=$(( ${CALIB_END:-500} - ($(date +%s) - T0) ))
+  TAILN=50 step calib $(( BUDGET + 75 )) python3 tests/device/profiler_cost_h200.py "$RES/calib" --no-write --timeout 60 --budget "$BUDGET"
+  cp "$RES/calib/calibration.json" "$RES/calib/profiler_cost.json" "$OUT_DIR/" 2>/dev/null
+  rm -rf "$RES/calib/runs"
+elif [ "$PART" = ab ]; then  # issue 30 item 5: the interleaved A/B of the registered loops (PLAN: tests/device/validation_plan.json)
+  TAILN=60 step ab 580 python3 tests/device/validation_h200.py ab "$RES/ab" tests/device/validation_plan.json
+  cp "$RES/ab/ab.json" "$OUT_DIR/" 2>/dev/null
 elif [ "$PART" = watch2 ]; then  # after the clock's memory sampling was made once a second
   step clock_parts 60 python3 tests/device/clock_parts.py
   step clock_small 70 python3 benchmarks/bench_step_clock.py --kind small --rounds 15 --block 200 --out "$RES/clock_small.json"
