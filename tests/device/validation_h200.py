@@ -93,11 +93,11 @@ def _cora(folder: Path, rng: random.Random, nodes: int = 2708, feats: int = 1433
 
 
 def _corpus(folder: Path, rng: random.Random) -> None:
-    """A Zipf-like random corpus of wikitext-2's size (2.1M / 0.2M / 0.25M tokens, 33k words)."""
+    """A Zipf-like random corpus with wikitext-2's vocabulary size (33k words), 600k training tokens (857 batches)."""
     folder.mkdir(parents=True)
     vocab = [f"w{i}" for i in range(33000)]
     weights = [1.0 / (r + 1) for r in range(len(vocab))]
-    for name, tokens in (("train", 2_100_000), ("valid", 220_000), ("test", 245_000)):
+    for name, tokens in (("train", 600_000), ("valid", 60_000), ("test", 60_000)):
         words = rng.choices(vocab, weights=weights, k=tokens)
         lines = [" ".join(words[i : i + 90]) for i in range(0, tokens, 90)]
         (folder / f"{name}.txt").write_text("\n".join(lines) + "\n")
