@@ -33,7 +33,7 @@ elif [ "$PART" = calib ]; then  # issue 30: fresh public loops recorded (no A/B 
   tar -czf "$OUT_DIR/fresh_a.tgz" -C "$RES/fresh/runs" wlm_lstm dcgan vae mnist 2>/dev/null
   tar -czf "$OUT_DIR/fresh_b.tgz" -C "$RES/fresh/runs" imagenet_r18 gat siamese mnist_rnn 2>/dev/null
   rm -f "$RES/fresh/fresh_runs.tgz"
-  BUDGET=$(( ${CALIB_END:-430} - ($(date +%s) - T0) ))
+  BUDGET=$(( ${CALIB_END:-330} - ($(date +%s) - T0) ))
   TAILN=50 step calib $(( BUDGET + 75 )) python3 tests/device/profiler_cost_h200.py "$RES/calib" --no-write --timeout 60 --budget "$BUDGET"
   cp "$RES/calib/calibration.json" "$RES/calib/profiler_cost.json" "$OUT_DIR/" 2>/dev/null
   rm -rf "$RES/calib/runs"
