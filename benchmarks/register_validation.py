@@ -1,12 +1,15 @@
 """Register the predictions for issue 30's validation loops before their A/B (docs/measurements/validation-h200.md).
 
-    python benchmarks/register_validation.py RUNS OUTDIR
+    python benchmarks/register_validation.py RUNS OUTDIR [CANDIDATES.json]
 
 RUNS holds <loop>/<run folder>/ as tests/device/validation_h200.py record writes them. Each run folder is analysed
 twice: as recorded (run.json with its unprofiled steps) and as a bare trace (the trace file alone, copied to a temp
 folder: what a user without run.json has). OUTDIR gets <loop>.json and <loop>.bare.json (the report documents)
 and registered.json: per loop and mode the correction used, the step figures and the named findings in rank order
-with their predicted gain and range. Commit OUTDIR before any A/B of these loops runs.
+with their predicted gain and range. With CANDIDATES (tests/device/validation_plan_candidates.json) it also
+writes OUTDIR/plan.json, chosen mechanically: per loop the variants of its top two named fixes (run.json
+analysis) plus its sync and loader variants where the loop has them. Commit OUTDIR before any A/B of these
+loops runs.
 """
 
 from __future__ import annotations
@@ -85,7 +88,30 @@ def main() -> int:
             }
             print_loop(name, registered["loops"][name])
     (outdir / "registered.json").write_text(json.dumps(registered, indent=1) + "\n")
+    if len(sys.argv) > 3:
+        plan = make_plan(registered, json.loads(Path(sys.argv[3]).read_text()))
+        (outdir / "plan.json").write_text(json.dumps(plan, indent=1) + "\n")
     return 0
+
+
+def make_plan(registered: dict[str, Any], candidates: dict[str, Any]) -> dict[str, Any]:
+    """The A/B plan: each loop's top two named fixes that have a variant, and its sync and loader variants."""
+    plan: dict[str, Any] = {"rounds": candidates["rounds"], "causes": candidates["causes"], "loops": {}}
+    for name, entry in registered["loops"].items():
+        loop = candidates["loops"].get(name)
+        if not loop:
+            continue
+        causes = {**candidates["causes"], **loop.get("causes", {})}
+        top = [causes.get(f["cause"]) for f in entry["with_run_json"]["findings"][:2]]
+        wanted = ["base", *[v for v in top if v], "sync", "loader"]
+        chosen = {v: loop["variants"][v] for v in dict.fromkeys(wanted) if v in loop["variants"]}
+        plan["loops"][name] = {"variants": chosen, "causes": loop.get("causes", {})}
+        not_measured = [
+            f["cause"] for f in entry["with_run_json"]["findings"][:2] if causes.get(f["cause"]) not in chosen
+        ]
+        if not_measured:
+            plan["loops"][name]["not_measured"] = not_measured
+    return plan
 
 
 def print_loop(name: str, entry: dict[str, Any]) -> None:
