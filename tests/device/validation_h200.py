@@ -168,7 +168,12 @@ def ab(out: Path, plan_file: Path) -> int:
     plan = json.loads(plan_file.read_text())
     prepare()
     rows = []
+    start = time.time()
+    budget = float(os.environ.get("AB_BUDGET", "0"))
     for name, loop in plan["loops"].items():
+        if budget and time.time() - start > budget:
+            log(out, f"A/B budget of {budget:.0f} s spent: {name} and later loops not measured")
+            break
         skip = LOOPS[name][3]
         steps = loop.get("steps", AB_STEPS.get(name, 60))
         variants = list(loop["variants"])
