@@ -38,7 +38,8 @@ elif [ "$PART" = calib ]; then  # issue 30: fresh public loops recorded (no A/B 
   cp "$RES/calib/calibration.json" "$RES/calib/profiler_cost.json" "$OUT_DIR/" 2>/dev/null
   rm -rf "$RES/calib/runs"
 elif [ "$PART" = ab ]; then  # issue 30 item 5: the interleaved A/B of the registered loops (PLAN: tests/device/validation_plan.json)
-  TAILN=60 AB_BUDGET=${AB_BUDGET:-450} step ab 585 python3 tests/device/validation_h200.py ab "$RES/ab" tests/device/validation_plan.json
+  export AB_BUDGET=${AB_BUDGET:-450}
+  TAILN=60 step ab 585 python3 tests/device/validation_h200.py ab "$RES/ab" tests/device/validation_plan.json
   cp "$RES/ab/ab.json" "$OUT_DIR/" 2>/dev/null
 elif [ "$PART" = watch2 ]; then  # after the clock's memory sampling was made once a second
   step clock_parts 60 python3 tests/device/clock_parts.py
