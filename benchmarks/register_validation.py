@@ -15,6 +15,7 @@ loops runs.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -71,7 +72,10 @@ def bare_copy(folder: Path, tmp: Path) -> Path:
 def main() -> int:
     runs, outdir = Path(sys.argv[1]), Path(sys.argv[2])
     outdir.mkdir(parents=True, exist_ok=True)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = git or os.environ.get(
+        "IDLEHOUND_COMMIT", ""
+    )  # a copy of the tree without .git (the GPU machine)
     registered: dict[str, Any] = {"commit": commit, "loops": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for loop_dir in sorted(p for p in runs.iterdir() if p.is_dir()):

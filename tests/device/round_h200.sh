@@ -37,6 +37,19 @@ elif [ "$PART" = calib ]; then  # issue 30: fresh public loops recorded (no A/B 
   TAILN=50 step calib $(( BUDGET + 75 )) python3 tests/device/profiler_cost_h200.py "$RES/calib" --no-write --timeout 60 --budget "$BUDGET"
   cp "$RES/calib/calibration.json" "$RES/calib/profiler_cost.json" "$OUT_DIR/" 2>/dev/null
   rm -rf "$RES/calib/runs"
+elif [ "$PART" = validate ]; then  # issue 30 item 5 in one call: record, register (reports + plan), then the A/B
+  T0=$(date +%s)
+  TAILN=30 step fresh 240 python3 tests/device/validation_h200.py record "$RES/fresh"
+  tar -czf "$OUT_DIR/fresh_a.tgz" -C "$RES/fresh/runs" wlm_lstm dcgan vae mnist 2>/dev/null
+  tar -czf "$OUT_DIR/fresh_b.tgz" -C "$RES/fresh/runs" imagenet_r18 gat siamese mnist_rnn 2>/dev/null
+  rm -f "$RES/fresh/fresh_runs.tgz"
+  TAILN=40 step register 150 python3 benchmarks/register_validation.py "$RES/fresh/runs" "$RES/registered" tests/device/validation_plan_candidates.json
+  tar -czf "$OUT_DIR/registered.tgz" -C "$RES" registered
+  log "registered $(sha256sum "$RES/registered/registered.json" | cut -c1-16) before the A/B"
+  cp "$RES/registered/plan.json" tests/device/validation_plan.json
+  export AB_BUDGET=$(( ${AB_END:-500} - ($(date +%s) - T0) ))
+  TAILN=60 step ab $(( AB_BUDGET + 90 )) python3 tests/device/validation_h200.py ab "$RES/ab" tests/device/validation_plan.json
+  cp "$RES/ab/ab.json" "$OUT_DIR/" 2>/dev/null
 elif [ "$PART" = ab ]; then  # issue 30 item 5: the interleaved A/B of the registered loops (PLAN: tests/device/validation_plan.json)
   export AB_BUDGET=${AB_BUDGET:-450}
   TAILN=60 step ab 585 python3 tests/device/validation_h200.py ab "$RES/ab" tests/device/validation_plan.json

@@ -57,7 +57,7 @@ LOOPS: dict[str, tuple[str, str, list[str], int]] = {
     "siamese": ("siamese_network", "main.py", ["--epochs", "1"], 30),
     "mnist_rnn": ("mnist_rnn", "main.py", ["--accel", "--epochs", "1"], 30),
 }
-AB_STEPS = {"imagenet_r18": 30, "dcgan": 40}
+AB_STEPS = {"imagenet_r18": 30}
 
 
 def prepare() -> None:
@@ -175,7 +175,7 @@ def ab(out: Path, plan_file: Path) -> int:
             log(out, f"A/B budget of {budget:.0f} s spent: {name} and later loops not measured")
             break
         skip = LOOPS[name][3]
-        steps = loop.get("steps", AB_STEPS.get(name, 60))
+        steps = loop.get("steps", AB_STEPS.get(name, 40))
         variants = list(loop["variants"])
         for r in range(plan.get("rounds", 3)):
             order = variants[r % len(variants) :] + variants[: r % len(variants)]
