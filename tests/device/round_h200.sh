@@ -47,9 +47,8 @@ elif [ "$PART" = validate ]; then  # issue 30 item 5 in one call: record, regist
   tar -czf "$OUT_DIR/registered.tgz" -C "$RES" registered
   log "registered $(sha256sum "$RES/registered/registered.json" | cut -c1-16) before the A/B"
   cp "$RES/registered/plan.json" tests/device/validation_plan.json
-  export AB_BUDGET=$(( ${AB_END:-500} - ($(date +%s) - T0) ))
-  TAILN=60 step ab $(( AB_BUDGET + 90 )) python3 tests/device/validation_h200.py ab "$RES/ab" tests/device/validation_plan.json
-  cp "$RES/ab/ab.json" "$OUT_DIR/" 2>/dev/null
+  export AB_BUDGET=$(( ${AB_END:-470} - ($(date +%s) - T0) ))
+  TAILN=60 step ab $(( AB_BUDGET + 90 )) python3 tests/device/validation_h200.py ab "$OUT_DIR/ab" tests/device/validation_plan.json
 elif [ "$PART" = ab ]; then  # issue 30 item 5: the interleaved A/B of the registered loops (PLAN: tests/device/validation_plan.json)
   export AB_BUDGET=${AB_BUDGET:-450}
   TAILN=60 step ab 585 python3 tests/device/validation_h200.py ab "$RES/ab" tests/device/validation_plan.json
