@@ -80,14 +80,16 @@ class Deferred:
                 signal.signal(sig, prev if prev is not None else signal.SIG_DFL)
 
     def _record(self, signum: int, frame: Any) -> None:
+        what = b"interrupted" if signum == signal.SIGINT else b"terminated (SIGTERM)"
         if self.exit_on_repeat and self.pending:
             with contextlib.suppress(Exception):
                 sys.stdout.flush()
-            what = b"interrupted again" if signum == signal.SIGINT else b"terminated (SIGTERM)"
-            os.write(2, b"idlehound: " + what + b" before the script started; nothing was captured\n")
+            os.write(2, b"idlehound: " + what + b" again before the script started; nothing was captured\n")
             os._exit(EXIT_SIGINT if signum == signal.SIGINT else EXIT_SIGTERM)
         if self.exit_on_repeat:  # torch's import may take seconds more: say that the signal was seen
-            os.write(2, b"\nidlehound: stopping once torch is imported (Ctrl-C again to stop now)\n")
+            os.write(
+                2, b"\nidlehound: " + what + b"; stopping once torch is imported (Ctrl-C again to stop now)\n"
+            )
         self.pending.append(signum)
 
     def in_charge(self, sig: int) -> Any:
