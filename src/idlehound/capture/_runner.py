@@ -35,7 +35,7 @@ def run_script(
     if not module and not Path(target).is_file():
         raise CaptureError(f"{target}: no such script")
     label = Path(target).stem if not module else target.rsplit(".", 1)[-1]
-    held = Deferred().start()  # Ctrl-C and SIGTERM recorded, raised only inside the `try` below
+    held = Deferred().start()  # Ctrl-C and SIGTERM recorded, raised only by `held.deliver()` below
     try:
         _import_torch()
         held.deliver()  # one that came during the import: raised here, before there is a run folder
