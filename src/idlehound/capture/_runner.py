@@ -16,7 +16,7 @@ from typing import Callable, NoReturn, Optional
 from ..errors import CaptureError
 from ._options import CaptureOptions
 from ._session import Session, StopRun
-from ._signals import EXIT_SIGINT, EXIT_SIGTERM, Terminated
+from ._signals import EXIT_SIGINT, EXIT_SIGTERM, Deferred, Terminated
 
 
 @dataclass
@@ -35,12 +35,15 @@ def run_script(
     if not module and not Path(target).is_file():
         raise CaptureError(f"{target}: no such script")
     label = Path(target).stem if not module else target.rsplit(".", 1)[-1]
-    mask = _block_signals()  # a Ctrl-C now would leave a run folder without run.json: it waits for `try`
+    held = Deferred().start()  # Ctrl-C and SIGTERM recorded, raised only by `held.deliver()` below
     try:
+        _import_torch()
+        held.deliver()  # one that came during the import: raised here, before there is a run folder
+        held.exit_on_repeat = False  # a run folder from here: a second one waits too (milliseconds)
         session = Session(opts, label, [target, *args] if not module else ["-m", target, *args])
-        session.start()
+        session.start()  # its SignalGate takes over Ctrl-C and SIGTERM when `held` ends
     except BaseException:
-        _unblock_signals(mask)
+        held.end()
         raise
     rank = session.rank
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
@@ -48,7 +51,8 @@ def run_script(
     error: Optional[str] = None
     restore_exit = _flush_on_os_exit(session)
     try:
-        _unblock_signals(mask)  # one that arrived meanwhile is raised here, inside the try
+        held.end()
+        held.deliver()  # one that came while the session started
         code, error = _execute(target, args, module)
     except (KeyboardInterrupt, Terminated) as e:  # at the start, or a second one while the first was handled
         code, error = _signalled(e)
@@ -63,6 +67,17 @@ def run_script(
         finally:
             _drop_pending_signals(mask)
     return RunResult(session.run_dir, code, session.traces, rank)
+
+
+def _import_torch() -> None:
+    """torch and what a script's first optimizer imports lazily (torch._dynamo, seconds of imports that call
+    back into Python from C++), imported while Ctrl-C is deferred; the script's own imports then find them done."""
+    try:
+        import torch.profiler  # noqa: F401
+    except ImportError:
+        return  # the session says what to install
+    with contextlib.suppress(Exception):  # a torch without a working dynamo: the script meets that itself
+        import torch._dynamo  # noqa: F401
 
 
 def _execute(target: str, args: list[str], module: bool) -> tuple[int, Optional[str]]:
