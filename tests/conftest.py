@@ -1,3 +1,5 @@
+import functools
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -17,6 +19,22 @@ def shared(name: str) -> Path:
         # one reason for the whole group, so the end-of-run summary names it once (pytest_terminal_summary)
         pytest.skip(f"the shared third-party traces are not present at {SHARED} (set IDLEHOUND_SHARED)")
     return p
+
+
+def needs(*packages: str) -> pytest.MarkDecorator:
+    """Skip where one of these packages is not installed, found without importing it: pytest.importorskip at a
+    module's top imported torch (and Lightning) while the fast set was collected, seconds for tests it deselects."""
+    missing = [name for name in packages if importlib.util.find_spec(name) is None]
+    return pytest.mark.skipif(bool(missing), reason=f"not installed: {', '.join(missing)}")
+
+
+@functools.cache
+def analysed(path: Path):
+    """analyze_path(path) of a recorded trace or run folder, once per session: the modules whose fixtures read the
+    same recorded runs share one analysis (tests read it; one that changes it copies first)."""
+    from idlehound.pipeline import analyze_path
+
+    return analyze_path(path)
 
 
 @pytest.fixture
