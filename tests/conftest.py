@@ -88,6 +88,23 @@ def pl_trainer_base(tmp_path_factory):
     return run_child(out, TUNE / "pl_trainer.py", {}, fake="fake_pl")
 
 
+def pytest_xdist_auto_num_workers(config):
+    """Workers for `-n auto` (pyproject's addopts): two for the whole fast set, whose tests are in-process work
+    that shares nothing but read-only fixtures (each file stays on one worker, --dist loadfile); none (this
+    process, in order) when slow tests are selected, whose captures, tunes and fault trials time themselves and
+    must not share the cores with another worker, or when files or -k are given, or on one core.
+    PYTEST_XDIST_AUTO_NUM_WORKERS, when set, is xdist's to read."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own hook reads it
+    whole_fast_set = (
+        config.option.markexpr == "not slow"
+        and not config.option.keyword
+        and config.args == config.getini("testpaths")
+    )
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return 2 if whole_fast_set and cores > 1 else 0
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """Each reason tests were skipped for, once, with how many it skipped (the groups, not every test)."""
     reasons: dict[str, int] = {}
