@@ -1,3 +1,5 @@
+import functools
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -17,6 +19,22 @@ def shared(name: str) -> Path:
         # one reason for the whole group, so the end-of-run summary names it once (pytest_terminal_summary)
         pytest.skip(f"the shared third-party traces are not present at {SHARED} (set IDLEHOUND_SHARED)")
     return p
+
+
+def needs(*packages: str) -> pytest.MarkDecorator:
+    """Skip where one of these packages is not installed, found without importing it: pytest.importorskip at a
+    module's top imported torch (and Lightning) while the fast set was collected, seconds for tests it deselects."""
+    missing = [name for name in packages if importlib.util.find_spec(name) is None]
+    return pytest.mark.skipif(bool(missing), reason=f"not installed: {', '.join(missing)}")
+
+
+@functools.cache
+def analysed(path: Path):
+    """analyze_path(path) of a recorded trace or run folder, once per session: the modules whose fixtures read the
+    same recorded runs share one analysis (tests read it; one that changes it copies first)."""
+    from idlehound.pipeline import analyze_path
+
+    return analyze_path(path)
 
 
 @pytest.fixture
@@ -68,6 +86,23 @@ def pl_trainer_base(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("pl_trainer_base") / "r.json"
     return run_child(out, TUNE / "pl_trainer.py", {}, fake="fake_pl")
+
+
+def pytest_xdist_auto_num_workers(config):
+    """Workers for `-n auto` (pyproject's addopts): two for the whole fast set, whose tests are in-process work
+    that shares nothing but read-only fixtures (each file stays on one worker, --dist loadfile); none (this
+    process, in order) when slow tests are selected, whose captures, tunes and fault trials time themselves and
+    must not share the cores with another worker, or when files or -k are given, or on one core.
+    PYTEST_XDIST_AUTO_NUM_WORKERS, when set, is xdist's to read."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own hook reads it
+    whole_fast_set = (
+        config.option.markexpr == "not slow"
+        and not config.option.keyword
+        and config.args == config.getini("testpaths")
+    )
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return 2 if whole_fast_set and cores > 1 else 0
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

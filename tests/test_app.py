@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from idlehound.capture import profile
 
-from idlehound.capture import profile  # noqa: E402
+from .conftest import needs
+
+# In-process captures: the first starts torch's profiler (seconds on the 2-core host, after importing torch).
+pytestmark = [pytest.mark.slow, needs("torch")]
 
 
 def _train(p, steps: int = 6) -> None:
+    import torch
+
     model = torch.nn.Linear(8, 2)
     for _ in range(steps):
         model(torch.randn(4, 8)).sum().backward()

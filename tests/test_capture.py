@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch")
-
-from .conftest import SCRIPTS  # noqa: E402
+from .conftest import SCRIPTS, needs
 
 
 @pytest.fixture
@@ -22,7 +20,7 @@ def run_cli(forked_cli):
     return forked_cli
 
 
-pytestmark = pytest.mark.slow  # each test runs a script under `idlehound run`
+pytestmark = [pytest.mark.slow, needs("torch")]  # each test runs a script under `idlehound run`
 
 CPU = SCRIPTS / "cpu"
 WINDOW = ["--skip", "3", "--warmup", "1", "--active", "3"]
@@ -39,6 +37,8 @@ def traces(run: Path):
 
 
 def test_run_with_optimizer_writes_trace_run_json_and_exact_line(tmp_path, run_cli):
+    import torch
+
     r = run_cli("run", "--logdir", tmp_path, *WINDOW, CPU / "train_item.py", "20")
     assert r.returncode == 0, r.stderr
     assert "ARGV ['20']" in r.stdout  # the script saw its own argv
@@ -174,6 +174,8 @@ def test_earlier_runs_are_never_overwritten(tmp_path, run_cli):
 
 
 def test_python_api_profile_auto_and_manual_steps(tmp_path):
+    import torch
+
     import idlehound
 
     model = torch.nn.Linear(8, 1)
@@ -199,6 +201,8 @@ def test_python_api_profile_auto_and_manual_steps(tmp_path):
 
 def test_steps_after_the_window_are_timed_up_to_a_bound(tmp_path):
     """A job of days must not grow run.json (read within 64 MiB) or memory with every step."""
+    import torch
+
     import idlehound
     from idlehound.capture._session import MAX_TIMED_AFTER_WINDOW
 

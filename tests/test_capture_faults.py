@@ -14,18 +14,15 @@ from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from idlehound.capture import Terminated
+from idlehound.capture._quiet import kineto_quiet
+from idlehound.errors import CaptureError
+from idlehound.runfolder import shared_run_dir
 
+from ._zygote import FAULTS, Zygote
+from .conftest import SCRIPTS, TRACES, needs
 
-from idlehound.capture import Terminated  # noqa: E402
-from idlehound.capture._quiet import kineto_quiet  # noqa: E402
-from idlehound.errors import CaptureError  # noqa: E402
-from idlehound.runfolder import shared_run_dir  # noqa: E402
-
-from ._zygote import FAULTS, Zygote  # noqa: E402
-from .conftest import SCRIPTS, TRACES  # noqa: E402
-
-pytestmark = pytest.mark.slow  # scripts under `idlehound run` with faults
+pytestmark = [pytest.mark.slow, needs("torch")]  # scripts under `idlehound run` with faults
 
 WINDOW = ["--skip", "3", "--warmup", "1", "--active", "3"]
 
@@ -436,6 +433,8 @@ def test_cpu_samples_are_not_called_gpu_utilisation():
 
 
 def test_profile_block_saves_and_ends_143_on_sigterm(tmp_path):
+    import torch
+
     import idlehound
 
     model = torch.nn.Linear(8, 1)
@@ -459,6 +458,8 @@ def test_profile_block_saves_and_ends_143_on_sigterm(tmp_path):
 
 
 def test_a_profiler_that_fails_never_stops_the_training(tmp_path, monkeypatch):
+    import torch
+
     import idlehound
 
     def broken_start(self):

@@ -46,6 +46,7 @@ def test_fail_under_gate(run_cli):
     assert good.returncode == 0
 
 
+@pytest.mark.slow  # starts three `idlehound analyze` processes
 def test_bad_gate_and_bad_input_are_one_line_exit_2(run_cli, tmp_path):
     r = run_cli("analyze", "--fail-under", "nonsense=3", TRACES / "healthy")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "unknown metric" in r.stderr

@@ -8,11 +8,9 @@ import sys
 
 import pytest
 
-pytest.importorskip("torch")
+from .conftest import SCRIPTS, needs
 
-from .conftest import SCRIPTS  # noqa: E402
-
-pytestmark = pytest.mark.slow  # two-rank runs under torchrun
+pytestmark = [pytest.mark.slow, needs("torch")]  # two-rank runs under torchrun
 
 DDP = SCRIPTS / "dist" / "ddp_train.py"
 WINDOW = ["--skip", "3", "--warmup", "1", "--active", "3"]

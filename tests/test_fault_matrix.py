@@ -13,11 +13,10 @@ import signal
 
 import pytest
 
-pytest.importorskip("torch")
+from ._zygote import FAULTS, Trial, Zygote, orphans
+from .conftest import needs
 
-from ._zygote import FAULTS, Trial, Zygote, orphans  # noqa: E402
-
-pytestmark = [pytest.mark.fault_matrix, pytest.mark.slow]
+pytestmark = [pytest.mark.fault_matrix, pytest.mark.slow, needs("torch")]
 TRIALS = int(os.environ.get("IDLEHOUND_FAULT_TRIALS", "20"))
 SEED = int(os.environ.get("IDLEHOUND_FAULT_SEED", "17"))
 WINDOW = ["--skip", "3", "--warmup", "1", "--active", "3"]

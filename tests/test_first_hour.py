@@ -182,6 +182,7 @@ def test_html_utilisation_chart_has_its_axis_and_a_cpu_only_run_no_alarm_border(
     assert red > 100  # not another red: data loading is red, syncs are blue
 
 
+@pytest.mark.slow  # imports torch and torchvision (the ResNet workload): seconds on the 2-core host
 def test_ladder_labels_say_the_batch_measured_and_the_cpu_table_fits_80_columns():
     pytest.importorskip("torch")
     from idlehound.ladder import LADDER, RungResult, ladder_doc, measured_label

@@ -9,19 +9,19 @@ from idlehound.pipeline import analyze_path
 from idlehound.report.html import render_html
 from idlehound.report.markdown import render_markdown
 
-from .conftest import TRACES
+from .conftest import TRACES, analysed
 
 REPLAY = TRACES / "replay"
 
 
 @pytest.fixture(scope="module")
 def hf():
-    return analyze_path(REPLAY / "hf_gpt2")
+    return analysed(REPLAY / "hf_gpt2")
 
 
 @pytest.fixture(scope="module")
 def pl():
-    return analyze_path(REPLAY / "lightning_bar")
+    return analysed(REPLAY / "lightning_bar")
 
 
 def _finding(res, cause):

@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
-
-from .conftest import ROOT, SCRIPTS  # noqa: E402
+from .conftest import ROOT, SCRIPTS, needs
 
 
 @pytest.fixture
@@ -22,7 +20,7 @@ def run_cli(forked_cli):
     return forked_cli
 
 
-pytestmark = pytest.mark.slow  # framework training scripts in their own processes
+pytestmark = [pytest.mark.slow, needs("torch")]  # framework training scripts in their own processes
 
 FW = SCRIPTS / "frameworks"
 WINDOW = ["--skip", "3", "--warmup", "1", "--active", "3"]

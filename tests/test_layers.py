@@ -4,6 +4,7 @@ public names (docs/architecture.md). Read from the source with ast: nothing is i
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 from pathlib import Path
 from typing import Optional
@@ -107,6 +108,16 @@ def _unit(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+def _tree(path: Path) -> ast.Module:
+    """The file's syntax tree, parsed once per text: the checks read a module again for each import of it."""
+    return _parse(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _parse(text: str) -> ast.Module:
+    return ast.parse(text)
+
+
 def _imports(tree: ast.AST, module: str, is_pkg: bool) -> list[tuple[int, str, list[str]]]:
     """(line, absolute module, imported names) for every import of idlehound, lazy ones included."""
     out = []
@@ -175,7 +186,7 @@ def check_exports(root: Path) -> list[str]:
     """Every name in a module's `__all__` that the module neither binds nor has as a submodule."""
     problems = []
     for path in sorted((root / "idlehound").rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _tree(path)
         module, is_pkg = _module_name(path, root)
         bound = _bound(tree.body)
         for name in _declared(tree) or []:
@@ -189,7 +200,7 @@ def check_exports(root: Path) -> list[str]:
 def _exported(root: Path, target: str, names: list[str]) -> list[str]:
     """A problem for each name imported from another package's module that is missing from its `__all__`."""
     path = _file_of(root, target)
-    declared = _declared(ast.parse(path.read_text(encoding="utf-8"))) if path.is_file() else None
+    declared = _declared(_tree(path)) if path.is_file() else None
     if declared is None:
         return []
     return [f"{target}.{n} is not in {target}.__all__" for n in names if n not in declared and n != "*"]
@@ -209,7 +220,7 @@ def check(root: Path, layers: list[tuple[str, set[str]]] = LAYERS) -> list[str]:
                 f"{where}: '{unit}' is in no layer (add it to LAYER_TABLE, then run tools/layer_table.py)"
             )
             continue
-        for line, target, names in _imports(ast.parse(path.read_text(encoding="utf-8")), module, is_pkg):
+        for line, target, names in _imports(_tree(path), module, is_pkg):
             # `from idlehound.analysis import _roles` imports the module idlehound.analysis._roles
             pairs = [
                 (target + "." + n, []) if _is_module(root, target + "." + n) else (target, [n]) for n in names
@@ -272,7 +283,7 @@ def test_every_package_declares_its_public_names():
         for p in sorted((SRC / "idlehound").rglob("__init__.py"))
         if not any(
             isinstance(n, (ast.Assign, ast.AnnAssign)) and "__all__" in ast.unparse(n).split("=")[0]
-            for n in ast.parse(p.read_text(encoding="utf-8")).body
+            for n in _tree(p).body
         )
     ]
     assert missing == []

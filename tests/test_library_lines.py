@@ -146,6 +146,7 @@ def _train(prof, steps: int) -> None:
         prof.step()
 
 
+@pytest.mark.slow  # in-process windows: imports torch and starts its profiler (seconds on the 2-core host)
 def test_second_window_in_the_same_process_starts_no_profiler(tmp_path, capfd):
     from idlehound.integrations import profile_steps
 

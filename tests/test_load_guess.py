@@ -3,6 +3,7 @@ full top-level decode, on torch.profiler's layout and on layouts where the guess
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -17,7 +18,13 @@ DEMO = sorted((TRACES / "demo").glob("*.pt.trace.json*"))[0]
 
 
 def _events() -> list[dict]:
-    return json.loads(_read(DEMO))["traceEvents"][:400]
+    return json.loads(_first_events())
+
+
+@functools.cache
+def _first_events() -> str:
+    """The demo trace's first 400 events as JSON, read once (each case takes a fresh copy)."""
+    return json.dumps(json.loads(_read(DEMO))["traceEvents"][:400])
 
 
 def _full(buf: bytes, monkeypatch):

@@ -5,6 +5,7 @@ pieces of real traces (a decoder that declined everything would pass the compari
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import pickle
 import random
@@ -338,6 +339,12 @@ def test_numbers_parse_to_the_very_double_msgspec_gives():
     assert not bad.size, [(texts[i], got[i], want[i]) for i in bad[:5]]
 
 
+@functools.cache
+def _sources() -> list:
+    """The recorded run folders cut to one step, read once for the four seeds (mutate() copies what it changes)."""
+    return fuzzing.load_sources(max_steps=1)
+
+
 # one seed (25 mutants) in the fast set; the other three, seconds each, with the slow set
 @pytest.mark.parametrize("seed", [0, *(pytest.param(s, marks=pytest.mark.slow) for s in (1, 2, 3))])
 def test_same_outcome_on_mutated_recorded_traces(seed, monkeypatch):
@@ -346,7 +353,7 @@ def test_same_outcome_on_mutated_recorded_traces(seed, monkeypatch):
     monkeypatch.setattr(_parallel, "PIECE_BYTES", 8192)
     monkeypatch.setenv("IDLEHOUND_JOBS", "1")
     rng = random.Random(seed)
-    sources = fuzzing.load_sources(max_steps=1)
+    sources = _sources()
     for _ in range(25):
         case = fuzzing.mutate(rng.choice(sources), rng)
         assert_same(fuzzing.encode(case.trace), monkeypatch)

@@ -9,10 +9,9 @@ import io
 import pytest
 from rich.console import Console
 
-from idlehound.pipeline import analyze_path
 from idlehound.report.terminal import render
 
-from .conftest import TRACES
+from .conftest import TRACES, analysed
 
 PLANTED = {
     # name: (first cause, planted file suffix, planted line or None, GPU busy range %)
@@ -42,7 +41,7 @@ PLANTED = {
 
 @pytest.fixture(scope="module")
 def results():
-    return {p.name: analyze_path(p) for p in sorted(TRACES.iterdir()) if p.is_dir()}
+    return {p.name: analysed(p) for p in sorted(TRACES.iterdir()) if p.is_dir()}
 
 
 @pytest.mark.parametrize("name", sorted(PLANTED))

@@ -10,7 +10,7 @@ from idlehound.diagnose._finding import clears_bar
 from idlehound.pipeline import analyze_path
 from idlehound.trace import load_trace
 
-from .conftest import SHARED, TRACES
+from .conftest import SHARED, TRACES, analysed
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ H200 = sorted(p.name for p in SHARED.glob("h200_*.pt.trace.json.gz")) if SHARED.
 
 @pytest.fixture(scope="module")
 def results():
-    return {name: analyze_path(TRACES / name) for name in RUNS}
+    return {name: analysed(TRACES / name) for name in RUNS}
 
 
 @pytest.mark.parametrize("name", RUNS)

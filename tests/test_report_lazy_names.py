@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import idlehound.report as report
 
 INIT = Path(report.__file__)
@@ -36,6 +38,7 @@ def test_all_lists_the_eager_and_the_lazy_names_once():
     assert not _eager_names() & set(report._LAZY)
 
 
+@pytest.mark.slow  # starts a fresh Python process
 def test_the_renderers_load_on_first_use_from_their_modules():
     """In a fresh interpreter: importing the package loads no renderer (nor rich or jinja2); each lazy name then
     is the object its module defines."""

@@ -16,7 +16,7 @@ from idlehound.pipeline import analyze_path
 from idlehound.report import model as m
 from idlehound.report.schema import DOCUMENTS, schema_text
 
-from .conftest import ROOT, SHARED, TRACES
+from .conftest import ROOT, SHARED, TRACES, analysed
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ RUN_FOLDERS = sorted(p.name for p in TRACES.iterdir() if (p / "run.json").exists
 
 @pytest.fixture(scope="module")
 def docs():
-    return {name: analyze_path(TRACES / name).doc for name in RUN_FOLDERS}
+    return {name: analysed(TRACES / name).doc for name in RUN_FOLDERS}
 
 
 def _text(doc) -> bytes:

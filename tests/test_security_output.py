@@ -171,6 +171,7 @@ def test_json_is_valid_and_keeps_the_payload_as_a_string(crafted, run_cli):
     assert d["trace"]["path"].endswith(f"{DIR_PAYLOAD}/{FILE_PAYLOAD}.17.pt.trace.json.gz")
 
 
+@pytest.mark.slow  # starts an `idlehound analyze` process
 def test_an_error_message_quoting_a_name_is_printed_inert(crafted, run_cli):
     r = run_cli("analyze", "--worker", "x\x1b[31m[/]", crafted)
     assert r.returncode == 2 and "\x1b" not in r.stderr and "\\x1b[31m[/]" in r.stderr

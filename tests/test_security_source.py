@@ -93,6 +93,7 @@ def first_passwd_line() -> str:
         return "root:x:0:0"
 
 
+@pytest.mark.slow  # starts an `idlehound analyze` process
 def test_cli_imports_nothing_a_trace_names_and_reads_none_of_its_files(tmp_path):
     d = hostile_folder(tmp_path, [*HOSTILE, "{canary}(2): c"])
     r = run(["-m", "idlehound", "analyze", "t.pt.trace.json", "--json", "-o", "report.md"], cwd=d)
@@ -114,6 +115,7 @@ def test_cli_imports_nothing_a_trace_names_and_reads_none_of_its_files(tmp_path)
         assert CANARY not in text and first_passwd_line() not in text
 
 
+@pytest.mark.slow  # starts a fresh Python process
 def test_api_leaves_sys_modules_without_the_named_modules(tmp_path):
     d = hostile_folder(tmp_path, HOSTILE)
     code = (

@@ -84,6 +84,7 @@ def test_ctrl_c_during_start_up_exits_130_quietly():
     assert outcomes.count(130) >= TRIALS // 2, outcomes
 
 
+@pytest.mark.slow  # starts a fresh Python process
 def test_library_import_keeps_pythons_handler():
     """Only the CLI process gets the start-up handler: a program importing idlehound sees KeyboardInterrupt."""
     code = "import signal, idlehound; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
@@ -91,6 +92,7 @@ def test_library_import_keeps_pythons_handler():
     assert r.stdout.strip() == "True", r.stderr
 
 
+@pytest.mark.slow  # starts a fresh Python process
 def test_commands_get_keyboard_interrupt_back():
     """Once a command runs, Ctrl-C is Python's again (commands save partial work and exit 130 themselves)."""
     code = (

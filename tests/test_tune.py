@@ -4,14 +4,14 @@ import json
 
 import pytest
 
-pytest.importorskip("torch")
+from idlehound.tune import _best, _Stack, check_losses
+from idlehound.tune._candidates import Outcome, all_candidates
 
-from idlehound.tune import _best, _Stack, check_losses  # noqa: E402
-from idlehound.tune._candidates import Outcome, all_candidates  # noqa: E402
+from . import _forkserver as forkserver
+from .conftest import SCRIPTS, needs
+from .tune_helpers import QUICK, tune_cli
 
-from . import _forkserver as forkserver  # noqa: E402
-from .conftest import SCRIPTS  # noqa: E402
-from .tune_helpers import QUICK, tune_cli  # noqa: E402
+pytestmark = needs("torch")
 
 TUNE = SCRIPTS / "tune"
 # data_bound.py's steps sleep 160 ms on one loader process, 80 ms on two: 6 timed steps show the 2x in each run

@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-pytest.importorskip("torch")
+from idlehound.tune._candidates import all_candidates
+from idlehound.tune._diff import changed_source
 
-from idlehound.tune._candidates import all_candidates  # noqa: E402
-from idlehound.tune._diff import changed_source  # noqa: E402
+from . import _forkserver as forkserver
+from .conftest import SCRIPTS, needs
 
-from . import _forkserver as forkserver  # noqa: E402
-from .conftest import SCRIPTS  # noqa: E402
+pytestmark = needs("torch")
 
 TUNE = SCRIPTS / "tune"
 WORKERS2 = {c.name: c for c in all_candidates(2, cuda=True)}["workers2"].settings

@@ -9,14 +9,12 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
-pytest.importorskip("torch")
-
-import idlehound.tune as tune  # noqa: E402
-from idlehound.report.model import as_data  # noqa: E402
-from idlehound.report.tune import legend, render_tune, tune_html, tune_markdown  # noqa: E402
-from idlehound.tune import TuneOptions, _Budget, run_tune  # noqa: E402
-from idlehound.tune._predict import Predictor  # noqa: E402
-from idlehound.tune._stats import (  # noqa: E402
+import idlehound.tune as tune
+from idlehound.report.model import as_data
+from idlehound.report.tune import legend, render_tune, tune_html, tune_markdown
+from idlehound.tune import TuneOptions, _Budget, run_tune
+from idlehound.tune._predict import Predictor
+from idlehound.tune._stats import (
     Run,
     Schedule,
     decided,
@@ -26,7 +24,9 @@ from idlehound.tune._stats import (  # noqa: E402
     measure_interleaved,
 )
 
-from .conftest import SCRIPTS  # noqa: E402
+from .conftest import SCRIPTS, needs
+
+pytestmark = needs("torch")
 
 
 def _runner(true_ms, drift, noise, seed, total=20):
@@ -165,6 +165,7 @@ class _Replay(Predictor):
         return {"available": True, "step_ms": 50.0, "host_rate": 1.0}
 
 
+@pytest.mark.slow  # run_tune imports torch (its CUDA check): seconds on the 2-core host
 def test_a_tune_on_a_simulated_clock_tries_the_most_promising_candidate_within_the_budget(
     monkeypatch, tmp_path
 ):

@@ -6,15 +6,15 @@ import subprocess
 
 import pytest
 
-pytest.importorskip("torch")
+from idlehound.tune import _Stack
+from idlehound.tune._candidates import all_candidates, not_applicable
+from idlehound.tune._changes import CHANGES
+from idlehound.tune._diff import changed_source, make_diff
 
-from idlehound.tune import _Stack  # noqa: E402
-from idlehound.tune._candidates import all_candidates, not_applicable  # noqa: E402
-from idlehound.tune._changes import CHANGES  # noqa: E402
-from idlehound.tune._diff import changed_source, make_diff  # noqa: E402
+from .conftest import SCRIPTS, needs
+from .tune_helpers import run_child
 
-from .conftest import SCRIPTS  # noqa: E402
-from .tune_helpers import run_child  # noqa: E402
+pytestmark = needs("torch")
 
 TUNE = SCRIPTS / "tune"
 CANDS = {c.name: c for c in all_candidates(4, cuda=True)}

@@ -7,16 +7,14 @@ import subprocess
 
 import pytest
 
-pytest.importorskip("torch")
+from idlehound.tune import TuneOptions, _choose
+from idlehound.tune._candidates import all_candidates
+from idlehound.tune._diff import changed_source, make_diff
 
-from idlehound.tune import TuneOptions, _choose  # noqa: E402
-from idlehound.tune._candidates import all_candidates  # noqa: E402
-from idlehound.tune._diff import changed_source, make_diff  # noqa: E402
+from .conftest import SCRIPTS, needs
+from .tune_helpers import run_child
 
-from .conftest import SCRIPTS  # noqa: E402
-from .tune_helpers import run_child  # noqa: E402
-
-pytestmark = pytest.mark.slow  # tune variants of framework scripts in child processes
+pytestmark = [pytest.mark.slow, needs("torch")]  # tune variants of framework scripts in child processes
 
 TUNE = SCRIPTS / "tune"
 CANDS = {c.name: c for c in all_candidates(4, cuda=True)}

@@ -8,17 +8,18 @@ from types import SimpleNamespace
 
 import pytest
 
-pytest.importorskip("torch")
-pytest.importorskip("lightning")
+from idlehound.tune import TuneOptions, _choose, _runs_changed
+from idlehound.tune._candidates import all_candidates
+from idlehound.tune._changes import step_prog_bar_logs
+from idlehound.tune._child import _watch_lightning_log
+from idlehound.tune._diff import changed_source, make_diff
 
-from idlehound.tune import TuneOptions, _choose, _runs_changed  # noqa: E402
-from idlehound.tune._candidates import all_candidates  # noqa: E402
-from idlehound.tune._changes import step_prog_bar_logs  # noqa: E402
-from idlehound.tune._child import _watch_lightning_log  # noqa: E402
-from idlehound.tune._diff import changed_source, make_diff  # noqa: E402
+from .conftest import SCRIPTS, needs
+from .tune_helpers import run_child
 
-from .conftest import SCRIPTS  # noqa: E402
-from .tune_helpers import run_child  # noqa: E402
+# Skipped without torch or Lightning, which are not imported here: importing Lightning takes ~5 s (torchmetrics,
+# transformers), paid only by the tests below that read its real _FxValidator (slow).
+pytestmark = needs("torch", "lightning")
 
 SCRIPT = SCRIPTS / "tune" / "pl_prog_bar.py"
 CANDS = {c.name: c for c in all_candidates(4, cuda=True)}
@@ -46,6 +47,7 @@ def _watched(overrides):
     return cls, rec
 
 
+@pytest.mark.slow  # imports Lightning (its _FxValidator): ~5 s on the 2-core host
 def test_the_watcher_finds_per_step_prog_bar_tensors_and_the_change_logs_them_per_epoch():
     import torch
 

@@ -5,18 +5,18 @@ import json
 
 import pytest
 
-pytest.importorskip("torch")
+from idlehound.analysis import overhead_at
+from idlehound.pipeline import analyze_path
+from idlehound.report.model import as_data
+from idlehound.report.tune import legend, tune_markdown, versus
+from idlehound.tune import TuneOptions, _document
+from idlehound.tune._candidates import Outcome, all_candidates
+from idlehound.tune._predict import Predictor
 
-from idlehound.analysis import overhead_at  # noqa: E402
-from idlehound.pipeline import analyze_path  # noqa: E402
-from idlehound.report.model import as_data  # noqa: E402
-from idlehound.report.tune import legend, tune_markdown, versus  # noqa: E402
-from idlehound.tune import TuneOptions, _document  # noqa: E402
-from idlehound.tune._candidates import Outcome, all_candidates  # noqa: E402
-from idlehound.tune._predict import Predictor  # noqa: E402
+from .conftest import SCRIPTS, needs
+from .tune_helpers import tune_cli
 
-from .conftest import SCRIPTS  # noqa: E402
-from .tune_helpers import tune_cli  # noqa: E402
+pytestmark = needs("torch")
 
 TRACES = SCRIPTS.parent / "traces"
 CANDS = all_candidates(16, cuda=True)

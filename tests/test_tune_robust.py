@@ -10,18 +10,16 @@ import sys
 
 import pytest
 
-pytest.importorskip("torch")
+from idlehound.report.model import as_data
+from idlehound.tune import TuneOptions, _document, _runs_changed
+from idlehound.tune._candidates import Outcome, all_candidates, not_applicable
+from idlehound.tune._diff import changed_source, make_diff
 
-from idlehound.report.model import as_data  # noqa: E402
-from idlehound.tune import TuneOptions, _document, _runs_changed  # noqa: E402
-from idlehound.tune._candidates import Outcome, all_candidates, not_applicable  # noqa: E402
-from idlehound.tune._diff import changed_source, make_diff  # noqa: E402
+from . import _forkserver as forkserver
+from .conftest import ROOT, SCRIPTS, needs
+from .tune_helpers import QUICK, tune_cli
 
-from . import _forkserver as forkserver  # noqa: E402
-from .conftest import ROOT, SCRIPTS  # noqa: E402
-from .tune_helpers import QUICK, tune_cli  # noqa: E402
-
-pytestmark = pytest.mark.slow  # tune runs and tune children
+pytestmark = [pytest.mark.slow, needs("torch")]  # tune runs and tune children
 
 TUNE = SCRIPTS / "tune"
 WORKERS2 = {c.name: c for c in all_candidates(2, cuda=False)}["workers2"].settings

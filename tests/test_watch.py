@@ -12,14 +12,12 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
+from idlehound.app import capture_window
+from idlehound.errors import IdlehoundError
 
-from idlehound.app import capture_window  # noqa: E402
-from idlehound.errors import IdlehoundError  # noqa: E402
+from .conftest import SCRIPTS, needs
 
-from .conftest import SCRIPTS  # noqa: E402
-
-pytestmark = pytest.mark.slow  # each test runs scripts under `idlehound run`
+pytestmark = [pytest.mark.slow, needs("torch")]  # each test runs scripts under `idlehound run`
 
 
 WATCH = SCRIPTS / "watch"

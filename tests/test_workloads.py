@@ -6,9 +6,9 @@ from importlib.util import find_spec
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from idlehound.workloads.cifar import cifar10, ensure_data, write_synthetic
 
-from idlehound.workloads.cifar import cifar10, ensure_data, write_synthetic  # noqa: E402
+from .conftest import needs
 
 
 @pytest.fixture
@@ -19,6 +19,7 @@ def run_cli(forked_cli):
 
 # torchvision is looked up, not imported: importing it costs seconds even where these tests are deselected.
 pytestmark = [
+    needs("torch"),
     pytest.mark.slow,
     pytest.mark.skipif(find_spec("torchvision") is None, reason="needs torchvision"),
 ]
@@ -56,6 +57,8 @@ def test_demo_runs_end_to_end_on_cpu(tmp_path, run_cli):
     info = json.loads((run / "run.json").read_text())
     assert info["workload"]["config"]["batch_size"] == 8
     assert "Step time breakdown" in r.stdout
+    import torch
+
     if not torch.cuda.is_available():  # after its own CPU run, the same workload's recorded H200 diagnosis
         recorded = r.stdout.index("no GPU here; the same workload recorded on an H200:")
         assert r.stdout.index("NVIDIA H200") > recorded and "resnet.py:110" in r.stdout[recorded:]

@@ -135,6 +135,7 @@ def test_a_recorded_trace_with_empty_events_mixed_in_loads_as_without(monkeypatc
     assert trace.warnings == [f"skipped {2 * n} event(s) with no 'ts', 'name' or 'cat' (nothing to analyse)"]
 
 
+@pytest.mark.slow  # starts an `idlehound analyze` process
 def test_cli_refuses_a_trace_of_tiny_events_in_one_line(tmp_path, run_cli, monkeypatch):
     p = tmp_path / "tiny.pt.trace.json"
     p.write_bytes(_trace('{"ts":1}', (8 << 20) // 9))  # 8 MiB of 9-byte events: ~70 MiB of columns

@@ -8,10 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from idlehound import SettingError, TraceError, _limits, analyze, diagnose, load_trace
+from idlehound.cli import main
 from idlehound.pipeline import analyze_path
 from idlehound.report._data import build, check_document, to_json
 from idlehound.trace import _parallel, parse_trace_bytes
@@ -23,6 +25,13 @@ from .tracebuilder import TraceBuilder
 def _doc(tb: TraceBuilder, **top) -> dict:
     a = analyze(parse_trace_bytes(tb.to_bytes(**top), "built.json"))
     return build(a, diagnose(a))
+
+
+def _cli_json(path: Path) -> dict:
+    """`idlehound analyze PATH --json` run in this process (as tests/test_api.py does): exit 0 and its document."""
+    r = CliRunner().invoke(main, ["analyze", str(path), "--json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
 
 
 def _steps_with_kernel(tb: TraceBuilder, n: int = 2) -> TraceBuilder:
@@ -94,6 +103,7 @@ def test_a_gzip_trace_just_over_a_read_piece_is_read_whole(tmp_path):
 # --- nesting, and the scanner that cuts the events into slices -------------------------------------------------
 
 
+@pytest.mark.slow  # starts an `idlehound analyze` process each
 @pytest.mark.parametrize("where", ["event", "top"])
 def test_json_nested_1000_deep_is_a_clean_error(tmp_path, run_cli, where):
     deep = b"[" * 1000 + b"]" * 1000
@@ -167,7 +177,7 @@ def test_large_event_arrays_are_decoded_in_slices_with_the_same_result(monkeypat
 # --- impossible figures: excluded with a note, or an error -----------------------------------------------------
 
 
-def test_step_number_of_thousands_of_digits_is_ignored_with_a_note(tmp_path, run_cli):
+def test_step_number_of_thousands_of_digits_is_ignored_with_a_note(tmp_path):
     tb = _steps_with_kernel(TraceBuilder())
     tb.step(0, ts=5000, dur=10)
     tb.events[-2]["name"] = "ProfilerStep#" + "9" * 5000
@@ -176,9 +186,7 @@ def test_step_number_of_thousands_of_digits_is_ignored_with_a_note(tmp_path, run
     assert any("more than 18 digits" in n for n in doc["notes"])
     p = tmp_path / "digits.pt.trace.json"
     p.write_bytes(tb.to_bytes())
-    r = run_cli("analyze", p, "--json")
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["trace"]["steps"] == [0, 1]
+    assert _cli_json(p)["trace"]["steps"] == [0, 1]
 
 
 def test_an_event_lasting_58_days_is_excluded_not_reported_as_a_58_day_step():
@@ -465,7 +473,7 @@ _MARK = 987654321012  # stands for the huge integer until the JSON is written
     "field", ["ts", "dur", "bytes", "Bytes", "blocks per SM", "est. achieved occupancy %", "Total Allocated"]
 )
 @pytest.mark.parametrize("sign", ["", "-"])
-def test_an_integer_past_float_range_is_out_of_range_not_an_internal_error(field, sign, tmp_path, run_cli):
+def test_an_integer_past_float_range_is_out_of_range_not_an_internal_error(field, sign, tmp_path):
     tb = _steps_with_kernel(TraceBuilder(), n=3)
     tb.memcpy("HtoD", ts=2600, dur=10, nbytes=4096, launch_ts=2500)
     kernel = next(e for e in tb.events if e["cat"] == "kernel")
@@ -498,9 +506,7 @@ def test_an_integer_past_float_range_is_out_of_range_not_an_internal_error(field
     if field == "dur" and not sign:
         assert any("more than a day" in n for n in doc["notes"]), doc["notes"]
     assert doc["metrics"]["step_ms"]["value"] == 1.0
-    r = run_cli("analyze", p, "--json")
-    assert r.returncode == 0, r.stderr
-    assert check_document(json.loads(r.stdout)) == []
+    assert check_document(_cli_json(p)) == []
 
 
 def _doc_bytes(data: bytes) -> dict:

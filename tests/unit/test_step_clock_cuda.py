@@ -1,13 +1,13 @@
 """The step clock's CUDA path without a GPU: events on a fake device clock that runs behind the host, as a GPU
 does, so the grouping of short steps and the late reading of events are exercised as they run on the H200."""
 
+import sys
 from types import SimpleNamespace
+from unittest import mock
 
 import pytest
 
-pytest.importorskip("torch")
-
-from idlehound.capture._clock import StepClock, read_clock  # noqa: E402
+from idlehound.capture._clock import StepClock, read_clock
 
 
 class FakeGPU:
@@ -43,7 +43,9 @@ class FakeGPU:
 
 def run_clock(tmp_path, step_ms: list[float], host_gap_s: float):
     gpu = FakeGPU()
-    clock = StepClock(tmp_path / "steps.jsonl", cuda=True, flush_s=0.0)
+    # the clock's own `import torch` gets the fake device: these tests need no torch
+    with mock.patch.dict(sys.modules, {"torch": SimpleNamespace(cuda=gpu)}):
+        clock = StepClock(tmp_path / "steps.jsonl", cuda=True, flush_s=0.0)
     clock._torch = SimpleNamespace(cuda=gpu)
     heard: list[tuple[int, float]] = []
     clock.listeners.append(lambda step, ms, loader_ms: heard.append((step, ms)))
