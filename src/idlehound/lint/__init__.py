@@ -4,24 +4,27 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional, Union
 
 from ..errors import IdlehoundError
 from ._catalog import RULES, LintFinding
 from ._facts import file_facts
-from ._model import Functions
+from ._model import Functions, dotted
 from ._output import FORMATS, annotation, render, sarif_log, summary
 from ._project import imported_defs, shared_facts
 from ._rules import Checker, check_tree
 from ._source import parse_source, python_files, read_source
+from ._view import ConvDefs, context_files, model_build
 
 
-def lint_paths(paths: list[Union[str, Path]]) -> list[LintFinding]:
+def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[LintFinding]:
     """Lint .py files (folders are searched recursively). Files linted together that import one another share
-    what they show (GPU use, a pinned loader, cudnn.benchmark) and the helpers a training loop calls. Raises
-    IdlehoundError on unreadable or invalid files, FIFOs and devices (never opened), files over the size bound,
-    and nesting Python itself cannot parse."""
+    what they show (GPU use, a pinned loader, cudnn.benchmark) and the helpers a training loop calls; with
+    `project`, so do the project modules they import (read for the project view, never reported on themselves:
+    see _view.py). Raises IdlehoundError on unreadable or invalid files, FIFOs and devices (never opened), files
+    over the size bound, and nesting Python itself cannot parse."""
     files: dict[Path, tuple[str, str, ast.Module]] = {}  # absolute path -> (name as given, source, tree)
     for p in map(Path, paths):
         if not p.exists():
@@ -29,36 +32,54 @@ def lint_paths(paths: list[Union[str, Path]]) -> list[LintFinding]:
         for f in python_files(p) if p.is_dir() else [p]:
             source = read_source(f)
             files.setdefault(Path(os.path.abspath(f)), (str(f), source, parse_source(source, str(f))))
-    trees = {k: tree for k, (_, _, tree) in files.items()}
-    facts = {k: file_facts(tree, name) for k, (name, _, tree) in files.items()}
+    context = context_files({k: tree for k, (_, _, tree) in files.items()}) if project else {}
+    everything = {**files, **context}
+    trees = {k: tree for k, (_, _, tree) in everything.items()}
+    facts = {k: file_facts(tree, name) for k, (name, _, tree) in everything.items()}
     shared = shared_facts(trees, facts)
+    convs = ConvDefs({k: trees[k] for k in context}, trees)
+    owner = convs.owner
     checkers: dict[Path, Checker] = {}
     for k, (name, source, tree) in files.items():
         funcs = Functions(tree, *imported_defs(k, tree, trees))
-        checkers[k] = check_tree(tree, source, name, shared[k], facts[k], funcs)
-    _check_foreign_helpers(checkers)
-    return [f for c in checkers.values() for f in c.findings()]
+        built = model_build(tree, funcs, convs)
+        model = None
+        if built is not None:
+            call, where, conv = built
+            model = (call, f"via {dotted(call.func)}: {context[where][0]}:{conv.lineno} builds a convolution")
+        checkers[k] = check_tree(tree, source, name, shared[k], facts[k], funcs, model_build=model)
+
+    def context_checker(k: Path) -> Checker:
+        if k not in checkers:
+            name, source, tree = context[k]
+            funcs = Functions(tree, *imported_defs(k, tree, trees))
+            checkers[k] = check_tree(tree, source, name, shared[k], facts[k], funcs, context=True)
+        return checkers[k]
+
+    _check_foreign_helpers(checkers, owner, context_checker)
+    return [f for k in files for f in checkers[k].findings()]
 
 
-def _check_foreign_helpers(checkers: dict[Path, Checker]) -> None:
-    """A helper imported from another linted file and called every step is checked there, as per-step code."""
-    owner = {
-        id(n): k
-        for k, c in checkers.items()
-        for n in ast.walk(c.tree)
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
+def _check_foreign_helpers(
+    checkers: dict[Path, Checker], owner: dict[int, Path], context_checker: Callable[[Path], Checker]
+) -> None:
+    """A helper imported from another linted file and called every step is checked there, as per-step code; one
+    from a module read for the project view is checked there too, and reported at the linted call."""
     for _ in range(3):  # bounded: helpers calling helpers across files
         moved = set()
-        for c in checkers.values():
-            for f, level in c.foreign:
-                if id(f) in owner:
-                    checkers[owner[id(f)]].pending.append((f, level))
-                    moved.add(owner[id(f)])
+        for c in list(checkers.values()):
+            for f, level, via in c.foreign:
+                where = owner.get(id(f))
+                if where is None:
+                    continue
+                target = checkers[where] if where in checkers and not checkers[where].context else None
+                target = target or context_checker(where)
+                target.pending.append((f, level, via))
+                moved.add(where)
             c.foreign = []
         if not moved:
             return
-        for k in moved:
+        for k in sorted(moved):
             checkers[k].drain()
 
 

@@ -76,6 +76,10 @@ def imported_defs(
                 modules[alias] = _top_level(trees[files[0]])
             continue
         for a in node.names:
+            if a.name == "*":  # `from models import *`: every top-level definition of the first file found
+                for k, d in (_top_level(trees[files[0]]) if files else {}).items():
+                    names.setdefault(k, d)
+                continue
             found = next(
                 (_top_level(trees[f]).get(a.name) for f in files if a.name in _top_level(trees[f])), None
             )
