@@ -164,8 +164,9 @@ class Functions:
         cls = scope.instance_of(dotted(f.value)) if scope is not None else ""
         method = self.classes.get(cls, {}).get(f.attr)
         recv = dotted(f.value).rsplit(".", 1)[-1].lower()
-        if method is None and "step" in f.attr and "opt" not in recv:  # `trainer.train_step(...)`, not opt.step:
-            owners = [m[f.attr] for m in self.classes.values() if f.attr in m]  # the one class with the method
+        # `trainer.train_step(...)` (not `opt.step()`): the one class with that method
+        if method is None and "step" in f.attr and "opt" not in recv:
+            owners = [m[f.attr] for m in self.classes.values() if f.attr in m]
             return owners if len(owners) == 1 else []
         return [method] if method is not None else []
 
