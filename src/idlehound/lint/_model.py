@@ -112,11 +112,15 @@ class Functions:
         for name, d in self.imported.items():
             if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.plain.setdefault(name, [d])
-            elif isinstance(d, ast.ClassDef):
-                self.classes.setdefault(
-                    name,
-                    {i.name: i for i in d.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))},
-                )
+            elif isinstance(
+                d, ast.ClassDef
+            ):  # its methods call `self.m()` of their own class (or a base here)
+                methods = {
+                    i.name: i for i in d.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))
+                }
+                self.classes.setdefault(name, methods)
+                for m, i in methods.items():
+                    self.methods.setdefault(m, [i])
         self.attrs: dict[str, set[str]] = {}  # `self.x = Cls(...)` in any method: "self.x" -> the classes
         for n in (n for fs in self.methods.values() for f in fs for n in ast.walk(f)):
             if (
