@@ -14,7 +14,7 @@ from ._facts import file_facts
 from ._model import Functions, dotted
 from ._output import FORMATS, annotation, render, sarif_log, summary
 from ._project import imported_defs, shared_facts
-from ._rules import Checker, check_tree
+from ._rules import Checker, Via, check_tree
 from ._source import parse_source, python_files, read_source
 from ._view import ConvDefs, context_files, model_build
 
@@ -56,6 +56,13 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
             checkers[k] = check_tree(tree, source, name, shared[k], facts[k], funcs, context=True)
         return checkers[k]
 
+    for k in files:  # a function of a context module that holds a loop, called from a linted file
+        c = checkers[k]
+        for call in (n for n in ast.walk(c.tree) if isinstance(n, ast.Call)):
+            for fn in c.funcs.resolve(call):
+                where = owner.get(id(fn))
+                if where in context and any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(fn)):
+                    context_checker(where).enter(fn, Via(c, call))
     _check_foreign_helpers(checkers, owner, context_checker)
     return [f for k in files for f in checkers[k].findings()]
 

@@ -157,6 +157,18 @@ class Checker(ast.NodeVisitor):
                 self.visit(stmt)
             self.scope, self.step, self.via = outer, 0, None
 
+    def enter(self, f: Func, via: Via) -> None:
+        """A function of this context module called from a linted file (`train_one_epoch(...)` in main.py): its
+        training loops are checked here and reported at that call."""
+        if (id(f), id(via.call)) in self.done:
+            return
+        self.done.add((id(f), id(via.call)))
+        with _deep_stack(self.file):
+            self.via, self.level, self.step = via, 0, 0
+            self.visit(f)
+            self._drain()
+            self.via = None
+
     def findings(self) -> list[LintFinding]:
         return _suppressed(self.out, self.lines)
 

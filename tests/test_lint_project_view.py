@@ -1,0 +1,172 @@
+"""lint's project view: linting one script also reads the project modules it imports (never runs them) and
+reports what they do at the script's own lines, naming where it came from. Small multi-file projects written
+here, each with a healthy twin that must stay quiet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from idlehound.lint import lint_paths
+
+MAIN = """\
+import torch
+from engine import train_one_epoch
+from models.net import Net
+
+device = torch.device("cuda")
+model = Net().to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = torch.utils.data.DataLoader(list(range(8)), num_workers=2, pin_memory=True)
+for epoch in range(3):
+    train_one_epoch(model, opt, loader, device)
+"""
+
+ENGINE = """\
+def train_one_epoch(model, opt, loader, device):
+    for x in loader:
+        x = x.to(device, non_blocking=True)
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        log_step(loss)
+
+
+def log_step(loss):
+    print(loss.item())
+"""
+
+HEALTHY_ENGINE = ENGINE.replace("print(loss.item())", "return loss.detach()")
+
+NET = """\
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = make_body()
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def make_body():
+    return nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU())
+"""
+
+LINEAR_NET = NET.replace("nn.Conv2d(3, 8, 3)", "nn.Linear(3, 8)")
+
+
+def _project(root: Path, files: dict[str, str]) -> Path:
+    (root / ".git").mkdir(parents=True)  # the project root marker a clone has
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def _found(path: Path, **kw: bool) -> set[tuple[str, int, str]]:
+    return {(f.rule, f.line, f.to_json()["why"]) for f in lint_paths([path], **kw)}
+
+
+def test_a_helper_in_another_module_is_reported_at_the_call_in_the_script(tmp_path):
+    root = _project(
+        tmp_path, {"main.py": MAIN, "engine.py": ENGINE, "models/__init__.py": "", "models/net.py": NET}
+    )
+    found = lint_paths([root / "main.py"])
+    assert all(f.file.endswith("main.py") for f in found)  # engine.py is read, never reported on itself
+    item = [f for f in found if f.rule == "IH001"]
+    assert [(f.line, f.via) for f in item] == [(10, "via train_one_epoch: engine.py:11 `print(loss.item())`")]
+    assert "train_one_epoch: engine.py:11" in item[0].to_json()["why"]
+
+
+def test_a_model_class_of_another_module_with_convolutions_gives_ih015_where_it_is_built(tmp_path):
+    root = _project(tmp_path, {"main.py": MAIN, "engine.py": HEALTHY_ENGINE, "models/net.py": NET})
+    ih015 = [f for f in lint_paths([root / "main.py"]) if f.rule == "IH015"]
+    # Net -> make_body() -> nn.Conv2d: followed through the helper the class calls
+    assert [(f.line, f.via) for f in ih015] == [(6, "via Net: models/net.py:14 builds a convolution")]
+
+
+def test_the_healthy_twin_stays_quiet(tmp_path):
+    """No sync in the helper, a Linear model, cudnn.benchmark set: nothing to report."""
+    root = _project(tmp_path, {"main.py": MAIN, "engine.py": HEALTHY_ENGINE, "models/net.py": LINEAR_NET})
+    assert lint_paths([root / "main.py"]) == []
+    conv = _project(tmp_path / "b", {"main.py": MAIN, "engine.py": HEALTHY_ENGINE, "models/net.py": NET})
+    (conv / "engine.py").write_text("import torch\ntorch.backends.cudnn.benchmark = True\n" + HEALTHY_ENGINE)
+    assert lint_paths([conv / "main.py"]) == []  # set in a module the script imports: set for the program
+
+
+def test_without_the_project_view_the_script_alone_knows_only_itself(tmp_path):
+    root = _project(tmp_path, {"main.py": MAIN, "engine.py": ENGINE, "models/net.py": NET})
+    assert lint_paths([root / "main.py"], project=False) == []
+
+
+def test_a_pinned_loader_in_another_module_makes_the_scripts_copies_blocking(tmp_path):
+    data = "import torch\n\ndef make_loader(ds):\n    return torch.utils.data.DataLoader(ds, num_workers=4, pin_memory=True)\n"
+    script = (
+        "import torch\nfrom data import make_loader\n\ndevice = 'cuda'\nmodel = torch.nn.Linear(2, 1).to(device)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor x in make_loader([]):\n"
+        "    x = x.to(device)\n    model(x).sum().backward()\n    opt.step()\n"
+    )
+    root = _project(tmp_path, {"train.py": script, "data.py": data})
+    assert [(f.rule, f.line) for f in lint_paths([root / "train.py"])] == [("IH012", 8)]
+    (root / "data.py").write_text(data.replace("pin_memory=True", "pin_memory=False"))
+    assert lint_paths([root / "train.py"]) == []  # pageable batches: non_blocking would not overlap
+
+
+def test_a_helper_method_of_an_imported_class_two_calls_down(tmp_path):
+    """`self.trainer = Trainer(...)` in __init__, `self.trainer.optimize(opt)` every step, and the .item() two
+    methods further down in the imported class (guided-diffusion's MixedPrecisionTrainer pattern)."""
+    trainer = (
+        "class Trainer:\n    def __init__(self, params):\n        self.params = params\n\n"
+        "    def optimize(self, opt):\n        self._norms()\n        opt.step()\n\n"
+        "    def _norms(self):\n        for p in self.params:\n            print(p.grad.norm().item())\n"
+    )
+    loop = (
+        "import torch\nfrom trainer import Trainer\n\n\nclass Loop:\n    def __init__(self, model):\n"
+        "        self.model = model.cuda()\n        self.trainer = Trainer(list(model.parameters()))\n"
+        "        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)\n\n"
+        "    def run(self, batches):\n        for x in batches:\n            self.step(x)\n\n"
+        "    def step(self, x):\n        self.model(x).sum().backward()\n        self.trainer.optimize(self.opt)\n"
+    )
+    root = _project(tmp_path, {"loop.py": loop, "trainer.py": trainer})
+    found = [(f.rule, f.line, f.via) for f in lint_paths([root / "loop.py"])]
+    assert found == [("IH001", 17, "via self.trainer.optimize: trainer.py:11 `print(p.grad.norm().item())`")]
+
+
+def test_an_option_off_by_default_in_an_imported_module_is_not_taken(tmp_path):
+    """yolov5's ComputeLoss: `if self.autobalance:` (a constructor flag defaulting to False) guards an .item()."""
+    loss = (
+        "class Loss:\n    def __init__(self, autobalance=False):\n        self.autobalance = autobalance\n\n"
+        "    def __call__(self, out):\n        value = out.sum()\n        if self.autobalance:\n"
+        "            print(value.item())\n        return value\n"
+    )
+    script = (
+        "import torch\nfrom loss import Loss\n\nmodel = torch.nn.Linear(2, 1).cuda()\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\ncriterion = Loss()\n"
+        "for x in [torch.ones(2)]:\n    criterion(model(x)).backward()\n    opt.step()\n"
+    )
+    root = _project(tmp_path, {"train.py": script, "loss.py": loss})
+    assert lint_paths([root / "train.py"]) == []
+    (root / "loss.py").write_text(loss.replace("autobalance=False", "autobalance=True"))
+    assert [(f.rule, f.line) for f in lint_paths([root / "train.py"])] == [("IH001", 8)]
+
+
+def test_the_view_stays_inside_the_project_and_is_bounded(tmp_path):
+    """A module beside the project root (above its .git) is not read; a chain of imports is followed 3 hops."""
+    (tmp_path / "engine.py").write_text(ENGINE)  # outside the project
+    root = _project(tmp_path / "proj", {"main.py": MAIN, "models/net.py": LINEAR_NET})
+    assert lint_paths([root / "main.py"]) == []
+    chain = {
+        f"m{i}.py": f"from m{i + 1} import f{i + 1}\n\ndef f{i}(x):\n    return f{i + 1}(x)\n"
+        for i in range(6)
+    }
+    chain["m6.py"] = "def f6(x):\n    return x.item()\n"
+    import ast
+
+    from idlehound.lint._view import context_files
+
+    deep = _project(tmp_path / "chain", chain)
+    read = context_files({deep / "m0.py": ast.parse(chain["m0.py"])})
+    assert sorted(p.name for p in read) == ["m1.py", "m2.py", "m3.py"]
