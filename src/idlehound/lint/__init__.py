@@ -60,9 +60,9 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
         c = checkers[k]
         for call in (n for n in ast.walk(c.tree) if isinstance(n, ast.Call)):
             for fn in c.funcs.resolve(call):
-                where = owner.get(id(fn))
-                if where in context and any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(fn)):
-                    context_checker(where).enter(fn, Via(c, call))
+                home = owner.get(id(fn))
+                if home in context and any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(fn)):
+                    context_checker(home).enter(fn, Via(c, call))
     _check_foreign_helpers(checkers, owner, context_checker)
     return [f for k in files for f in checkers[k].findings()]
 
