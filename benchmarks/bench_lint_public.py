@@ -79,6 +79,7 @@ def materialise(gd: Path, commit: str, paths: list[str], into: Path, checkout: b
         )
         if archive.returncode == 0:
             subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=False)
+            (into / ".git").mkdir(exist_ok=True)  # the project root a clone has (lint's view stops there)
     for rel in paths:
         shown = subprocess.run(
             ["git", "--git-dir", str(gd), "show", f"{commit}:{rel}"], capture_output=True, check=False

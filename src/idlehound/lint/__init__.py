@@ -5,18 +5,19 @@ from __future__ import annotations
 import ast
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional, Union
 
 from ..errors import IdlehoundError
 from ._catalog import RULES, LintFinding
-from ._facts import file_facts
+from ._facts import _loaders, file_facts
 from ._model import Functions, dotted
 from ._output import FORMATS, annotation, render, sarif_log, summary
 from ._project import imported_defs, shared_facts
 from ._rules import Checker, Via, check_tree
 from ._source import parse_source, python_files, read_source
-from ._view import ConvDefs, context_files, model_build
+from ._view import ConvDefs, context_files, kwargs_pinned, mentioning, model_build, project_root
 
 
 def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[LintFinding]:
@@ -36,6 +37,12 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
     everything = {**files, **context}
     trees = {k: tree for k, (_, _, tree) in everything.items()}
     facts = {k: file_facts(tree, name) for k, (name, _, tree) in everything.items()}
+    for k, (_, _, tree) in files.items():  # loader options a caller elsewhere in the project passes in
+        names = [name for ld in _loaders(tree) if not ld.prepared for name in ld.kw_params] if project else []
+        if names and not facts[k].pinned:
+            root = project_root(k.parent)
+            if any(kwargs_pinned(n, [*trees.values(), *mentioning(root, n, set(trees))]) for n in names):
+                facts[k] = replace(facts[k], pinned=True)
     shared = shared_facts(trees, facts)
     convs = ConvDefs({k: trees[k] for k in context}, trees)
     owner = convs.owner
@@ -46,7 +53,8 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
         model = None
         if built is not None:
             call, where, conv = built
-            model = (call, f"via {dotted(call.func)}: {context[where][0]}:{conv.lineno} builds a convolution")
+            via = f"via {dotted(call.func)}: {context[where][0]}:{conv.lineno} builds a convolution"
+            model = (call, via, _calls_training(tree, funcs))
         checkers[k] = check_tree(tree, source, name, shared[k], facts[k], funcs, model_build=model)
 
     def context_checker(k: Path) -> Checker:
@@ -65,6 +73,20 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
                     context_checker(home).enter(fn, Via(c, call))
     _check_foreign_helpers(checkers, owner, context_checker)
     return [f for k in files for f in checkers[k].findings()]
+
+
+def _calls_training(tree: ast.Module, funcs: Functions) -> bool:
+    """The file calls a class or function of another file that trains (has a `backward()` call): `cm_train.py`
+    builds the model and hands it to `CMTrainLoop(...).run_loop()`; an evaluation script does not."""
+    return any(
+        isinstance(n, ast.Call)
+        and any(
+            isinstance(b, ast.Call) and isinstance(b.func, ast.Attribute) and b.func.attr == "backward"
+            for d in funcs.imported_defs(n)
+            for b in ast.walk(d)
+        )
+        for n in ast.walk(tree)
+    )
 
 
 def _check_foreign_helpers(

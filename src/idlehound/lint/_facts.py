@@ -187,7 +187,10 @@ class _Loader:
             for a in f.args.posonlyargs + f.args.args + f.args.kwonlyargs
         }
         self.keys: dict[str, list[ast.expr]] = {}
+        self.kw_params: list[str] = []  # `**data_loader_kwargs`, a parameter: what the callers pass
         for k in call.keywords:
+            if k.arg is None and isinstance(k.value, ast.Name) and k.value.id in self.params:
+                self.kw_params.append(k.value.id)
             sub = {k.arg: [k.value]} if k.arg else resolve_kwargs(k.value, list(chain))
             if sub is None:
                 self.known = False

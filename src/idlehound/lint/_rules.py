@@ -85,8 +85,11 @@ class Checker(ast.NodeVisitor):
         self.foreign: list[Pending] = []
         self.context = context  # a module read for the project view: its findings go to the linted caller
         self.via: Optional[Via] = None  # the linted call the helper being checked was reached from
-        self.model_build: Optional[tuple[ast.Call, str]] = None  # a model from a context module with convs
+        self.model_build: Optional[tuple[ast.Call, str, bool]] = (
+            None  # a model from a context module with convs
+        )
         self.off_flags: Optional[set[str]] = None
+        self.loops: list[bool] = []  # the loops around the code visited: is each a training loop?
         self.done: set[tuple[int, int]] = set()
         self.scope = Scope(tree, self.funcs)
         self.funcs.module = self.scope
@@ -133,7 +136,9 @@ class Checker(ast.NodeVisitor):
             if conv is not None:
                 self.add("IH015", conv)
             elif self.gpu and not self.facts.benchmark and self.model_build is not None:
-                self.add("IH015", *self.model_build)
+                call, via, trains_there = self.model_build  # a model trained here or by a project function
+                if self.trains or trains_there:
+                    self.add("IH015", call, via)
             self.drain()
 
     def drain(self) -> None:
@@ -187,9 +192,11 @@ class Checker(ast.NodeVisitor):
         training = self.gpu and not self.on_cpu and reaches_step(loop_body(node), self.funcs, self.scope)
         self.trains = self.trains or training
         self.step += training
+        self.loops.append(training)
         if isinstance(node, ast.While) and self.per_step and self.scope.kind(node.test) == TENSOR:
             self.add("IH007", node)
         self.generic_visit(node)
+        self.loops.pop()
         self.step -= training
 
     visit_For = visit_While = visit_AsyncFor = _loop
@@ -202,12 +209,25 @@ class Checker(ast.NodeVisitor):
         # once: a sync or print inside it costs nothing worth reporting.
         # in a module read for the project view, an option off by default (`if self.autobalance:`) is not taken
         optional = self.context and dotted(node.test) in self._off_flags()
-        for body, periodic in ((node.body, _periodic(node.test) or optional), (node.orelse, False)):
-            rare = periodic or _exits(body)
+        periodic = _periodic(node.test) or optional or self._periodic_call(node.test)
+        for body, rare_branch in ((node.body, periodic), (node.orelse, False)):
+            # a branch that leaves the training loop (`...; break`) runs once
+            leaves = bool(body) and isinstance(body[-1], ast.Break) and bool(self.loops) and self.loops[-1]
+            rare = rare_branch or _exits(body) or leaves
             self.periodic += rare
             for child in body:
                 self.visit(child)
             self.periodic -= rare
+
+    def _periodic_call(self, test: ast.expr) -> bool:
+        """`if divisible_by(step, N):` where the function of the linted files returns `a % b == 0`."""
+        calls = [n for n in ast.walk(test) if isinstance(n, ast.Call)]
+        return any(
+            isinstance(r, ast.Return) and r.value is not None and _periodic(r.value)
+            for c in calls
+            for f in self.funcs.resolve(c, self.scope)
+            for r in ast.walk(f)
+        )
 
     def _off_flags(self) -> set[str]:
         if self.off_flags is None:
@@ -402,7 +422,7 @@ def check_tree(
     own: Optional[Facts] = None,
     funcs: Optional[Functions] = None,
     context: bool = False,
-    model_build: Optional[tuple[ast.Call, str]] = None,
+    model_build: Optional[tuple[ast.Call, str, bool]] = None,
 ) -> Checker:
     """The checker of one parsed file, run; `shared` adds what the files it imports, or that import it, show. A
     context module (read for the project view) is not run: only the helpers linted files call are checked."""

@@ -12,7 +12,7 @@ the linted file that uses it (the call of the helper, the model built), naming w
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Optional
 
@@ -20,7 +20,7 @@ from ..errors import IdlehoundError
 from ._facts import conv_test
 from ._model import Functions, dotted
 from ._project import _imports, _module_paths, imported_defs
-from ._source import MAX_BYTES, parse_source, read_source
+from ._source import MAX_BYTES, parse_source, python_files, read_source
 
 MAX_HOPS = 3  # imports followed from a linted file: train.py -> models/__init__.py -> models/resnet.py -> ...
 MAX_FILES = 64  # context files read in all (bounds time on a large checkout)
@@ -195,3 +195,67 @@ def model_build(
             if conv is not None:
                 return n, convs.owner[id(d)], conv
     return None
+
+
+_DICTS = ("dict", "Dict", "EasyDict", "edict", "OrderedDict", "AttrDict")
+
+
+def kwargs_pinned(param: str, trees: Iterable[ast.Module]) -> bool:
+    """Whether the project builds the `**param` options of a loader with `pin_memory` set (not False) under that
+    name: `c.data_loader_kwargs = dnnlib.EasyDict(pin_memory=True, ...)` or `f(data_loader_kwargs=dict(...))`
+    (StyleGAN2-ADA and EDM pass the dict to their training loop through `**c`). A name given another value too
+    or no such dict: not pinned (unknown)."""
+    values: list[ast.expr] = []
+    for tree in trees:
+        for n in ast.walk(tree):
+            if (
+                isinstance(n, ast.Assign)
+                and any(_names(t) == param for t in n.targets)
+                or isinstance(n, ast.keyword)
+                and n.arg == param
+            ):
+                values.append(n.value)
+    return bool(values) and all(_pins(v) for v in values)
+
+
+def _names(t: ast.expr) -> str:
+    if isinstance(t, ast.Attribute):
+        return t.attr
+    if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant):
+        return str(t.slice.value)
+    return t.id if isinstance(t, ast.Name) else ""
+
+
+def _pins(v: ast.expr) -> bool:
+    if isinstance(v, ast.Dict):
+        pin = [
+            val
+            for key, val in zip(v.keys, v.values)
+            if isinstance(key, ast.Constant) and key.value == "pin_memory"
+        ]
+    elif isinstance(v, ast.Call) and dotted(v.func).rsplit(".", 1)[-1] in _DICTS:
+        pin = [k.value for k in v.keywords if k.arg == "pin_memory"]
+    else:
+        return False
+    return bool(pin) and not (isinstance(pin[0], ast.Constant) and pin[0].value in (False, None, 0))
+
+
+MAX_SCANNED = 2000  # .py files of a project searched for a name (a text search first; only hits are parsed)
+
+
+def mentioning(root: Path, word: str, skip: set[Path]) -> list[ast.Module]:
+    """The parsed project files under `root` whose text holds `word` (callers of a function in another file:
+    the project view otherwise follows imports only downwards). Bounded by MAX_SCANNED files."""
+    out = []
+    for p in python_files(root)[:MAX_SCANNED]:
+        if p in skip:
+            continue
+        try:
+            if p.stat().st_size > MAX_CONTEXT_BYTES or word.encode() not in p.read_bytes():
+                continue
+        except OSError:
+            continue
+        parsed = _read(p)
+        if parsed is not None:
+            out.append(parsed[1])
+    return out
