@@ -47,6 +47,9 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
     convs = ConvDefs({k: trees[k] for k in context}, trees)
     owner = convs.owner
     checkers: dict[Path, Checker] = {}
+    passed = frozenset(
+        n.arg for t in trees.values() for n in ast.walk(t) if isinstance(n, ast.keyword) and n.arg
+    )
     for k, (name, source, tree) in files.items():
         funcs = Functions(tree, *imported_defs(k, tree, trees))
         built = model_build(tree, funcs, convs)
@@ -55,13 +58,17 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
             call, where, conv = built
             via = f"via {dotted(call.func)}: {context[where][0]}:{conv.lineno} builds a convolution"
             model = (call, via, _calls_training(tree, funcs))
-        checkers[k] = check_tree(tree, source, name, shared[k], facts[k], funcs, model_build=model)
+        checkers[k] = check_tree(
+            tree, source, name, shared[k], facts[k], funcs, model_build=model, passed=passed
+        )
 
     def context_checker(k: Path) -> Checker:
         if k not in checkers:
             name, source, tree = context[k]
             funcs = Functions(tree, *imported_defs(k, tree, trees))
-            checkers[k] = check_tree(tree, source, name, shared[k], facts[k], funcs, context=True)
+            checkers[k] = check_tree(
+                tree, source, name, shared[k], facts[k], funcs, context=True, passed=passed
+            )
         return checkers[k]
 
     for k in files:  # a function of a context module that holds a loop, called from a linted file

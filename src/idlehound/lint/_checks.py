@@ -155,9 +155,10 @@ _OPTIMIZER_CLASSES = {
 }
 
 
-def off_by_default(tree: ast.Module) -> set[str]:
+def off_by_default(tree: ast.Module, passed: frozenset[str] = frozenset()) -> set[str]:
     """`self.x` flags of a module that are only ever set to False/None, or to a parameter whose default is
-    False/None (`self.autobalance = autobalance`): a branch under one is an option the caller must turn on."""
+    False/None and that no call of the files read passes by name (`self.autobalance = autobalance`; `passed`: the
+    keyword names those calls use): a branch under one is an option nobody turns on."""
     values: dict[str, list[bool]] = {}
     for f in ast.walk(tree):
         if not isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -166,6 +167,7 @@ def off_by_default(tree: ast.Module) -> set[str]:
         every = a.posonlyargs + a.args
         defaults = dict(zip([x.arg for x in every[len(every) - len(a.defaults) :]], a.defaults))
         defaults |= {x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
+        defaults = {k: d for k, d in defaults.items() if k not in passed}
         for n in ast.walk(f):
             if not isinstance(n, (ast.Assign, ast.AnnAssign)) or n.value is None:
                 continue

@@ -89,6 +89,7 @@ class Checker(ast.NodeVisitor):
             None  # a model from a context module with convs
         )
         self.off_flags: Optional[set[str]] = None
+        self.passed: frozenset[str] = frozenset()  # keyword names the calls of all files read use
         self.loops: list[bool] = []  # the loops around the code visited: is each a training loop?
         self.done: set[tuple[int, int]] = set()
         self.scope = Scope(tree, self.funcs)
@@ -207,8 +208,8 @@ class Checker(ast.NodeVisitor):
         self._visit_test(node.test)
         # `if step % 100 == 0:` runs rarely, and a branch that ends the program (`sys.exit(1)`, `raise`) at most
         # once: a sync or print inside it costs nothing worth reporting.
-        # in a module read for the project view, an option off by default (`if self.autobalance:`) is not taken
-        optional = self.context and dotted(node.test) in self._off_flags()
+        # an option off by default (`if self.autobalance:`, a flag only ever False/None) is not taken every step
+        optional = dotted(node.test).startswith("self.") and dotted(node.test) in self._off_flags()
         periodic = _periodic(node.test) or optional or self._periodic_call(node.test)
         for body, rare_branch in ((node.body, periodic), (node.orelse, False)):
             # a branch that leaves the training loop (`...; break`) runs once
@@ -231,7 +232,7 @@ class Checker(ast.NodeVisitor):
 
     def _off_flags(self) -> set[str]:
         if self.off_flags is None:
-            self.off_flags = off_by_default(self.tree)
+            self.off_flags = off_by_default(self.tree, self.passed)
         return self.off_flags
 
     def _visit_test(self, test: ast.expr) -> None:
@@ -423,13 +424,14 @@ def check_tree(
     funcs: Optional[Functions] = None,
     context: bool = False,
     model_build: Optional[tuple[ast.Call, str, bool]] = None,
+    passed: frozenset[str] = frozenset(),
 ) -> Checker:
     """The checker of one parsed file, run; `shared` adds what the files it imports, or that import it, show. A
     context module (read for the project view) is not run: only the helpers linted files call are checked."""
     facts = own if own is not None else file_facts(tree, file)
     facts = facts | shared if shared is not None else facts
     c = Checker(file, source, tree, facts, funcs, shared is not None and shared.gpu, context)
-    c.model_build = model_build
+    c.model_build, c.passed = model_build, passed
     if not context:
         c.run()
     return c
