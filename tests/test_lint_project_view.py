@@ -170,3 +170,94 @@ def test_the_view_stays_inside_the_project_and_is_bounded(tmp_path):
     deep = _project(tmp_path / "chain", chain)
     read = context_files({deep / "m0.py": ast.parse(chain["m0.py"])})
     assert sorted(p.name for p in read) == ["m1.py", "m2.py", "m3.py"]
+
+
+LOOP_WITH_KWARGS = """\
+import torch
+
+
+def training_loop(data_loader_kwargs={}, device="cuda"):
+    model = torch.nn.Linear(2, 1).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x in torch.utils.data.DataLoader(list(range(8)), **data_loader_kwargs):
+        x = x.to(device)
+        model(x).sum().backward()
+        opt.step()
+"""
+
+LAUNCHER = """\
+import dnnlib
+from training import training_loop
+
+c = dnnlib.EasyDict()
+c.data_loader_kwargs = dnnlib.EasyDict(pin_memory=True, num_workers=3)
+training_loop.training_loop(**c)
+"""
+
+
+def test_loader_options_built_by_a_caller_elsewhere_pin_the_loader(tmp_path):
+    """EDM / StyleGAN2-ADA: the launcher builds the loader's **kwargs and passes them through **c; the loop
+    module (linted alone) copies blocking after a pinned loader."""
+    root = _project(tmp_path, {"train.py": LAUNCHER, "training/training_loop.py": LOOP_WITH_KWARGS})
+    found = [(f.rule, f.line) for f in lint_paths([root / "training" / "training_loop.py"])]
+    assert found == [("IH012", 8)]
+    (root / "train.py").write_text(LAUNCHER.replace("pin_memory=True", "pin_memory=False"))
+    assert lint_paths([root / "training" / "training_loop.py"]) == []
+    (root / "train.py").unlink()  # nobody builds them: unknown, so nothing is said
+    assert lint_paths([root / "training" / "training_loop.py"]) == []
+
+
+def test_an_option_a_caller_turns_on_by_name_is_per_step(tmp_path):
+    loss = (
+        "class Loss:\n    def __init__(self, autobalance=False):\n        self.autobalance = autobalance\n\n"
+        "    def __call__(self, out):\n        value = out.sum()\n        if self.autobalance:\n"
+        "            print(value.item())\n        return value\n"
+    )
+    script = (
+        "import torch\nfrom loss import Loss\n\nmodel = torch.nn.Linear(2, 1).cuda()\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\ncriterion = Loss(autobalance=args.balance)\n"
+        "for x in [torch.ones(2)]:\n    criterion(model(x)).backward()\n    opt.step()\n"
+    )
+    root = _project(tmp_path, {"train.py": script, "loss.py": loss})
+    assert [(f.rule, f.line) for f in lint_paths([root / "train.py"])] == [("IH001", 8)]
+
+
+def test_an_evaluation_script_building_a_project_model_gets_no_ih015(tmp_path):
+    """IH015 from a model of another module needs training in the file (or a project function that trains
+    it): an evaluation script that loads the model and runs it is left alone."""
+    evaluate = (
+        "import torch\nfrom models.net import Net\n\nmodel = Net().to('cuda')\nmodel.eval()\n"
+        "for x in [torch.ones(1, 3, 8, 8)]:\n    model(x)\n"
+    )
+    root = _project(tmp_path, {"evaluate.py": evaluate, "models/net.py": NET})
+    assert lint_paths([root / "evaluate.py"]) == []
+    trainer = "def fit(model, opt, batches):\n    for x in batches:\n        model(x).sum().backward()\n        opt.step()\n"
+    script = evaluate + "from trainer import fit\nfit(model, torch.optim.SGD(model.parameters()), [])\n"
+    root2 = _project(tmp_path / "b", {"run.py": script, "models/net.py": NET, "trainer.py": trainer})
+    assert [(f.rule, f.line) for f in lint_paths([root2 / "run.py"])] == [("IH015", 4)]
+
+
+def test_a_branch_that_breaks_out_of_the_training_loop_runs_once(tmp_path):
+    script = (
+        "import torch\n\nmodel = torch.nn.Linear(2, 1).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for step in range(100):\n    loss = model(torch.ones(2, device='cuda')).sum()\n    loss.backward()\n"
+        "    opt.step()\n    if step > 90:\n        print(loss.item())\n        break\n"
+        "    for k in range(3):\n        if k == 1:\n            print(loss.item())\n            break\n"
+    )
+    path = tmp_path / "train.py"
+    path.write_text(script)
+    # the first leaves the training loop (once); the second only an inner loop: every step
+    assert [(f.rule, f.line) for f in lint_paths([path])] == [("IH001", 14)]
+
+
+def test_a_helper_returning_a_modulo_test_makes_its_branch_periodic(tmp_path):
+    script = (
+        "import torch\n\n\ndef divisible_by(numer, denom):\n    return (numer % denom) == 0\n\n\n"
+        "model = torch.nn.Linear(2, 1).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for step in range(100):\n    loss = model(torch.ones(2, device='cuda')).sum()\n    loss.backward()\n"
+        "    opt.step()\n    if divisible_by(step, 10):\n        print(loss.item())\n"
+        "    if abs(step) > 3:\n        print(loss.item())\n"
+    )
+    path = tmp_path / "train.py"
+    path.write_text(script)
+    assert [(f.rule, f.line) for f in lint_paths([path])] == [("IH001", 17)]
