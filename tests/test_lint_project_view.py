@@ -261,3 +261,19 @@ def test_a_helper_returning_a_modulo_test_makes_its_branch_periodic(tmp_path):
     path = tmp_path / "train.py"
     path.write_text(script)
     assert [(f.rule, f.line) for f in lint_paths([path])] == [("IH001", 17)]
+
+
+def test_a_model_from_a_registry_dict_of_a_project_module(tmp_path):
+    """DiT: `model = DiT_models[args.model](...)`, the registry a dict of builders in models.py."""
+    models = NET + "\n\ndef net_small():\n    return Net()\n\n\nNETS = {'small': net_small}\n"
+    script = (
+        "import torch\nfrom models import NETS\n\nmodel = NETS['small']().cuda()\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in [torch.ones(1, 3, 8, 8)]:\n    model(x).sum().backward()\n    opt.step()\n"
+    )
+    root = _project(tmp_path, {"train.py": script, "models.py": models})
+    assert [(f.rule, f.line, f.via) for f in lint_paths([root / "train.py"])] == [
+        ("IH015", 4, "via NETS: models.py:14 builds a convolution")
+    ]
+    (root / "models.py").write_text(models.replace("nn.Conv2d(3, 8, 3)", "nn.Linear(3, 8)"))
+    assert lint_paths([root / "train.py"]) == []

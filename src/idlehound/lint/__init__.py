@@ -56,7 +56,10 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
         model = None
         if built is not None:
             call, where, conv = built
-            via = f"via {dotted(call.func)}: {context[where][0]}:{conv.lineno} builds a convolution"
+            func = (
+                call.func.value if isinstance(call.func, ast.Subscript) else call.func
+            )  # a registry's entry
+            via = f"via {dotted(func)}: {context[where][0]}:{conv.lineno} builds a convolution"
             model = (call, via, _calls_training(tree, funcs))
         checkers[k] = check_tree(
             tree, source, name, shared[k], facts[k], funcs, model_build=model, passed=passed

@@ -134,7 +134,7 @@ class Functions:
 
     def imported_defs(self, call: ast.Call) -> list[ast.AST]:
         """The class or function of another file this call runs: `Net(...)`, `models.Net(...)`."""
-        f = call.func
+        f = call.func.value if isinstance(call.func, ast.Subscript) else call.func  # `DiT_models[name](...)`
         if isinstance(f, ast.Name) and f.id in self.imported:
             return [self.imported[f.id]]
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in self.module_defs:

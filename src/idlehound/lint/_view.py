@@ -127,7 +127,7 @@ def defining_files(trees: dict[Path, ast.Module]) -> dict[int, Path]:
         for p, t in trees.items()
         for n in ast.walk(t)
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-    }
+    } | {id(n.value): p for p, t in trees.items() for n in t.body if isinstance(n, ast.Assign)}
 
 
 class ConvDefs:
@@ -170,6 +170,9 @@ class ConvDefs:
         is_conv, names = self.tests[where], self._names(where)
         found: Optional[ast.Call] = None
         parts: list[ast.AST] = list(d.bases) if isinstance(d, ast.ClassDef) else []
+        parts += (
+            [v for v in d.values if v is not None] if isinstance(d, ast.Dict) else []
+        )  # a registry's entries
         for n in (n for part in parts + [d] for n in ast.walk(part)):
             callee = dotted(n.func) if isinstance(n, ast.Call) else dotted(n) if n in parts else ""
             if isinstance(n, ast.Call) and is_conv(n):
