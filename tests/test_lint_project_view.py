@@ -277,3 +277,22 @@ def test_a_model_from_a_registry_dict_of_a_project_module(tmp_path):
     ]
     (root / "models.py").write_text(models.replace("nn.Conv2d(3, 8, 3)", "nn.Linear(3, 8)"))
     assert lint_paths([root / "train.py"]) == []
+
+
+def test_unreadable_context_files_are_skipped_not_fatal(tmp_path):
+    """A module the script imports that is not valid Python, or a FIFO named like one, is left out (it is not
+    the file the user asked to lint); the script itself is still linted."""
+    import os
+
+    files = {"main.py": "import broken\nimport helpers\n" + MAIN, "engine.py": ENGINE, "models/net.py": NET}
+    root = _project(tmp_path, {**files, "broken.py": "def f(:\n"})
+    os.mkfifo(root / "helpers.py")
+    found = [(f.rule, f.line) for f in lint_paths([root / "main.py"])]
+    assert found == [
+        ("IH015", 8),
+        ("IH001", 12),
+    ]  # engine.py and models/net.py read; broken.py, the FIFO skipped
+    os.mkfifo(root / "pipe_data_loader_kwargs.py")  # the text search opens regular files only
+    (root / "training").mkdir()
+    (root / "training" / "training_loop.py").write_text(LOOP_WITH_KWARGS)
+    assert lint_paths([root / "training" / "training_loop.py"]) == []

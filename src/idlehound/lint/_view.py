@@ -12,6 +12,7 @@ the linted file that uses it (the call of the helper, the model built), naming w
 from __future__ import annotations
 
 import ast
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Optional
@@ -104,7 +105,8 @@ def context_files(
 
 def _read(p: Path) -> Optional[tuple[str, ast.Module]]:
     try:
-        if p.stat().st_size > MAX_CONTEXT_BYTES:
+        st = p.stat()
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CONTEXT_BYTES:
             return None
         source = read_source(p)
         return source, parse_source(source, str(p))
@@ -254,7 +256,12 @@ def mentioning(root: Path, word: str, skip: set[Path]) -> list[ast.Module]:
         if p in skip:
             continue
         try:
-            if p.stat().st_size > MAX_CONTEXT_BYTES or word.encode() not in p.read_bytes():
+            st = p.stat()  # a regular file only: opening a FIFO named x.py would block
+            if (
+                not stat.S_ISREG(st.st_mode)
+                or st.st_size > MAX_CONTEXT_BYTES
+                or word.encode() not in p.read_bytes()
+            ):
                 continue
         except OSError:
             continue
