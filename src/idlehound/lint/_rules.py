@@ -103,7 +103,8 @@ class Checker(ast.NodeVisitor):
         self.pinned_loader = facts.pinned
         # functions that run on the CPU in a file using the GPU elsewhere (not when a file linted with it shows
         # the GPU: its callers may be there)
-        cpu = [f for f in tree.body if id(f) in cpu_functions(tree)] if self.gpu and not shared_gpu else []
+        on_cpu = cpu_functions(tree) if self.gpu and not shared_gpu and not context else set()
+        cpu = [f for f in tree.body if id(f) in on_cpu]  # (computed once: it walks the whole file)
         self.cpu_nodes = {id(n) for f in cpu for n in ast.walk(f)}
         self.cpu_loaders = {id(ld.call) for f in cpu for ld in self.loaders if _kept_in(ld, f)}
         self.on_cpu = 0  # inside such a function
