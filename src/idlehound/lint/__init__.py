@@ -11,7 +11,7 @@ from typing import Any, Optional, Union
 
 from ..errors import IdlehoundError
 from ._catalog import RULES, LintFinding
-from ._facts import _loaders, file_facts
+from ._facts import Facts, _loaders, file_facts
 from ._model import Functions, dotted
 from ._output import FORMATS, annotation, render, sarif_log, summary
 from ._project import imported_defs, shared_facts
@@ -26,41 +26,22 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
     `project`, so do the project modules they import (read for the project view, never reported on themselves:
     see _view.py). Raises IdlehoundError on unreadable or invalid files, FIFOs and devices (never opened), files
     over the size bound, and nesting Python itself cannot parse."""
-    files: dict[Path, tuple[str, str, ast.Module]] = {}  # absolute path -> (name as given, source, tree)
-    for p in map(Path, paths):
-        if not p.exists():
-            raise IdlehoundError(f"{p}: no such file or folder")
-        for f in python_files(p) if p.is_dir() else [p]:
-            source = read_source(f)
-            files.setdefault(Path(os.path.abspath(f)), (str(f), source, parse_source(source, str(f))))
+    files = _read_paths(paths)
     context = context_files({k: tree for k, (_, _, tree) in files.items()}) if project else {}
     everything = {**files, **context}
     trees = {k: tree for k, (_, _, tree) in everything.items()}
     facts = {k: file_facts(tree, name) for k, (name, _, tree) in everything.items()}
-    for k, (_, _, tree) in files.items():  # loader options a caller elsewhere in the project passes in
-        names = [name for ld in _loaders(tree) if not ld.prepared for name in ld.kw_params] if project else []
-        if names and not facts[k].pinned:
-            root = project_root(k.parent)
-            if any(kwargs_pinned(n, [*trees.values(), *mentioning(root, n, set(trees))]) for n in names):
-                facts[k] = replace(facts[k], pinned=True)
+    if project:
+        _pinned_by_callers(files, trees, facts)
     shared = shared_facts(trees, facts)
     convs = ConvDefs({k: trees[k] for k in context}, trees)
-    owner = convs.owner
-    checkers: dict[Path, Checker] = {}
     passed = frozenset(
         n.arg for t in trees.values() for n in ast.walk(t) if isinstance(n, ast.keyword) and n.arg
     )
+    checkers: dict[Path, Checker] = {}
     for k, (name, source, tree) in files.items():
         funcs = Functions(tree, *imported_defs(k, tree, trees))
-        built = model_build(tree, funcs, convs)
-        model = None
-        if built is not None:
-            call, where, conv = built
-            func = (
-                call.func.value if isinstance(call.func, ast.Subscript) else call.func
-            )  # a registry's entry
-            via = f"via {dotted(func)}: {context[where][0]}:{conv.lineno} builds a convolution"
-            model = (call, via, _calls_training(tree, funcs))
+        model = _model_from_context(tree, funcs, convs, context)
         checkers[k] = check_tree(
             tree, source, name, shared[k], facts[k], funcs, model_build=model, passed=passed
         )
@@ -78,11 +59,57 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
         c = checkers[k]
         for call in (n for n in ast.walk(c.tree) if isinstance(n, ast.Call)):
             for fn in c.funcs.resolve(call):
-                home = owner.get(id(fn))
+                home = convs.owner.get(id(fn))
                 if home in context and any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(fn)):
                     context_checker(home).enter(fn, Via(c, call))
-    _check_foreign_helpers(checkers, owner, context_checker)
+    _check_foreign_helpers(checkers, convs.owner, context_checker)
     return [f for k in files for f in checkers[k].findings()]
+
+
+def _read_paths(paths: list[Union[str, Path]]) -> dict[Path, tuple[str, str, ast.Module]]:
+    """absolute path -> (name as given, source, tree) of every file to lint."""
+    files: dict[Path, tuple[str, str, ast.Module]] = {}
+    for p in map(Path, paths):
+        if not p.exists():
+            raise IdlehoundError(f"{p}: no such file or folder")
+        for f in python_files(p) if p.is_dir() else [p]:
+            source = read_source(f)
+            files.setdefault(Path(os.path.abspath(f)), (str(f), source, parse_source(source, str(f))))
+    return files
+
+
+def _pinned_by_callers(
+    files: dict[Path, tuple[str, str, ast.Module]], trees: dict[Path, ast.Module], facts: dict[Path, Facts]
+) -> None:
+    """A linted file's loader given `**data_loader_kwargs` (a parameter) is pinned when the project builds that
+    dict with pin_memory set (a caller elsewhere: searched by name under the project root)."""
+    found: dict[tuple[Path, str], bool] = {}
+    for k, (_, _, tree) in files.items():
+        if facts[k].pinned:
+            continue
+        root = project_root(k.parent)
+        for name in [n for ld in _loaders(tree) if not ld.prepared for n in ld.kw_params]:
+            if (root, name) not in found:
+                found[(root, name)] = kwargs_pinned(
+                    name, [*trees.values(), *mentioning(root, name, set(trees))]
+                )
+            if found[(root, name)]:
+                facts[k] = replace(facts[k], pinned=True)
+                break
+
+
+def _model_from_context(
+    tree: ast.Module, funcs: Functions, convs: ConvDefs, context: dict[Path, tuple[str, str, ast.Module]]
+) -> Optional[tuple[ast.Call, str, bool]]:
+    """The call that builds a model of a context module with convolutions, what to say of it, and whether this
+    file or a project function it calls trains it (IH015 is reported only then)."""
+    built = model_build(tree, funcs, convs)
+    if built is None:
+        return None
+    call, where, conv = built
+    func = call.func.value if isinstance(call.func, ast.Subscript) else call.func  # a registry's entry
+    via = f"via {dotted(func)}: {context[where][0]}:{conv.lineno} builds a convolution"
+    return call, via, _calls_training(tree, funcs)
 
 
 def _calls_training(tree: ast.Module, funcs: Functions) -> bool:
