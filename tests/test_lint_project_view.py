@@ -205,6 +205,10 @@ def test_loader_options_built_by_a_caller_elsewhere_pin_the_loader(tmp_path):
     assert lint_paths([root / "training" / "training_loop.py"]) == []
     (root / "train.py").unlink()  # nobody builds them: unknown, so nothing is said
     assert lint_paths([root / "training" / "training_loop.py"]) == []
+    venv = root / ".venv" / "lib" / "site-packages"  # an environment inside the clone is not the project
+    venv.mkdir(parents=True)
+    (venv / "other.py").write_text(LAUNCHER)
+    assert lint_paths([root / "training" / "training_loop.py"]) == []
 
 
 def test_an_option_a_caller_turns_on_by_name_is_per_step(tmp_path):

@@ -12,8 +12,9 @@ the linted file that uses it (the call of the helper, the model built), naming w
 from __future__ import annotations
 
 import ast
+import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Optional
 
@@ -21,7 +22,7 @@ from ..errors import IdlehoundError
 from ._facts import conv_test
 from ._model import Functions, dotted
 from ._project import _imports, _module_paths, imported_defs
-from ._source import MAX_BYTES, parse_source, python_files, read_source
+from ._source import MAX_BYTES, parse_source, read_source
 
 MAX_HOPS = 3  # imports followed from a linted file: train.py -> models/__init__.py -> models/resnet.py -> ...
 MAX_FILES = 64  # context files read in all (bounds time on a large checkout)
@@ -252,7 +253,7 @@ def mentioning(root: Path, word: str, skip: set[Path]) -> list[ast.Module]:
     """The parsed project files under `root` whose text holds `word` (callers of a function in another file:
     the project view otherwise follows imports only downwards). Bounded by MAX_SCANNED files."""
     out = []
-    for p in python_files(root)[:MAX_SCANNED]:
+    for p in _project_sources(root):
         if p in skip:
             continue
         try:
@@ -269,3 +270,26 @@ def mentioning(root: Path, word: str, skip: set[Path]) -> list[ast.Module]:
         if parsed is not None:
             out.append(parsed[1])
     return out
+
+
+_NOT_SOURCES = {"site-packages", "node_modules", "__pycache__", "build", "dist"}
+
+
+def _project_sources(root: Path) -> Iterator[Path]:
+    """The project's own .py files, sorted, at most MAX_SCANNED: hidden folders (`.git`, `.venv`), virtual
+    environments (a `pyvenv.cfg`), installed packages and build outputs left out; symlinked folders not followed."""
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not d.startswith(".")
+            and d not in _NOT_SOURCES
+            and not os.path.exists(os.path.join(dirpath, d, "pyvenv.cfg"))
+        )
+        for f in sorted(filenames):
+            if f.endswith(".py"):
+                yield Path(dirpath) / f
+                count += 1
+                if count >= MAX_SCANNED:
+                    return
