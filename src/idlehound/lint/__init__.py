@@ -84,8 +84,10 @@ def _pinned_by_callers(
     """A linted file's loader given `**data_loader_kwargs` (a parameter) is pinned when the project builds that
     dict with pin_memory set (a caller elsewhere: searched by name under the project root)."""
     found: dict[tuple[Path, str], bool] = {}
-    for k, (_, _, tree) in files.items():
-        if facts[k].pinned:
+    for k, (_, source, tree) in files.items():
+        if (
+            facts[k].pinned or "**" not in source or "Loader" not in source
+        ):  # cheap: most files have no loader
             continue
         root = project_root(k.parent)
         for name in [n for ld in _loaders(tree) if not ld.prepared for n in ld.kw_params]:

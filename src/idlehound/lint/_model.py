@@ -109,6 +109,7 @@ class Functions:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) not in in_class:
                 self.plain.setdefault(node.name, []).append(node)
         self.imported, self.module_defs = imported or {}, modules or {}
+        own_methods = [f for fs in self.methods.values() for f in fs]
         for name, d in self.imported.items():
             if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.plain.setdefault(name, [d])
@@ -122,7 +123,7 @@ class Functions:
                 for m, i in methods.items():
                     self.methods.setdefault(m, [i])
         self.attrs: dict[str, set[str]] = {}  # `self.x = Cls(...)` in any method: "self.x" -> the classes
-        for n in (n for fs in self.methods.values() for f in fs for n in ast.walk(f)):
+        for n in (n for f in own_methods for n in ast.walk(f)):
             if (
                 isinstance(n, ast.Assign)
                 and isinstance(n.value, ast.Call)
