@@ -12,7 +12,9 @@ repositories under the mirror folder (`OWNER+NAME/repo`, as the `fetch` tool lea
 or IDLEHOUND_MIRROR); a repository or commit not there is skipped with one line saying so.
 
 The labelled files of one repository are linted together (as `idlehound lint` on the checkout would pair files
-that import one another). Every finding on a line not labelled `true` for its rule is a false alarm, every `true`
+that import one another), inside the checkout's Python files at that commit: lint's project view reads the
+project's own modules they import (as it would in a user's clone); `--files-only` writes only the labelled files
+(the scoring before the project view). Every finding on a line not labelled `true` for its rule is a false alarm, every `true`
 label not found a miss. IH015 (cudnn.benchmark never set) is a fact of the file: any IH015 in a file matches that
 file's IH015 label, wherever lint puts it.
 """
@@ -64,10 +66,20 @@ def git_dir(mirror: Path, repo: str) -> Path:
     return mirror / repo.replace("/", "+") / "repo"
 
 
-def materialise(gd: Path, commit: str, paths: list[str], into: Path) -> str:
-    """Write each path as it is at commit under `into`; '' when done, else why not."""
+def materialise(gd: Path, commit: str, paths: list[str], into: Path, checkout: bool = True) -> str:
+    """Write each path as it is at commit under `into` (and, with `checkout`, every .py file of the commit, for
+    lint's project view); '' when done, else why not."""
     if not gd.is_dir():
         return f"no snapshot at {gd}"
+    if checkout:
+        archive = subprocess.run(
+            ["git", "--git-dir", str(gd), "archive", commit, "--", ":(glob)**/*.py"],
+            capture_output=True,
+            check=False,
+        )
+        if archive.returncode == 0:
+            subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=False)
+            (into / ".git").mkdir(exist_ok=True)  # the project root a clone has (lint's view stops there)
     for rel in paths:
         shown = subprocess.run(
             ["git", "--git-dir", str(gd), "show", f"{commit}:{rel}"], capture_output=True, check=False
@@ -85,6 +97,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--mirror", type=Path, default=Path(os.environ.get("IDLEHOUND_MIRROR", "/work/.mirror")))
     ap.add_argument("labels_file", nargs="?", type=Path, help="label TSV (default: lint_public_labels.tsv)")
     ap.add_argument("--labels", type=Path, default=LABELS)
+    ap.add_argument(
+        "--files-only", action="store_true", help="write only the labelled files, not the checkout"
+    )
     args = ap.parse_args(argv)
 
     labels = read_labels(args.labels_file or args.labels)
@@ -100,7 +115,7 @@ def main(argv: list[str]) -> int:
     for (repo, commit), group in sorted(by_repo.items()):
         paths = sorted({lb.path for lb in group})
         with tempfile.TemporaryDirectory() as tmp:
-            why = materialise(git_dir(args.mirror, repo), commit, paths, Path(tmp))
+            why = materialise(git_dir(args.mirror, repo), commit, paths, Path(tmp), not args.files_only)
             if why:
                 print(f"skipped {repo}: {why}")
                 continue

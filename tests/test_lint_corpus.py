@@ -100,5 +100,13 @@ def test_a_step_imported_from_another_file_makes_a_training_loop():
         ("steps.py", "IH001", 6),
         ("steps.py", "IH007", 18),
     }
-    alone = {(f.file.rsplit("/", 1)[-1], f.rule, f.line) for f in lint_paths([project / "loop_main.py"])}
-    assert alone == set()  # without steps.py nothing says the loop trains
+    alone = lint_paths([project / "loop_main.py"], project=False)
+    assert alone == []  # without steps.py nothing says the loop trains
+    # the project view reads steps.py (loop_main.py imports it) and reports its per-step lines at the calls
+    viewed = {(f.rule, f.line, f.via) for f in lint_paths([project / "loop_main.py"])}
+    assert viewed == {
+        ("IH007", 12, ""),
+        ("IH001", 14, "via train_step: steps.py:6 `return loss.item()`"),
+        ("IH007", 18, "via stepper.step: steps.py:18 `if loss.isnan():`"),
+        ("IH005", 19, ""),
+    }

@@ -4,61 +4,150 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional, Union
 
 from ..errors import IdlehoundError
 from ._catalog import RULES, LintFinding
-from ._facts import file_facts
-from ._model import Functions
+from ._facts import Facts, _loaders, file_facts
+from ._model import Functions, dotted
 from ._output import FORMATS, annotation, render, sarif_log, summary
 from ._project import imported_defs, shared_facts
-from ._rules import Checker, check_tree
+from ._rules import Checker, Via, check_tree
 from ._source import parse_source, python_files, read_source
+from ._view import ConvDefs, context_files, kwargs_pinned, mentioning, model_build, project_root
 
 
-def lint_paths(paths: list[Union[str, Path]]) -> list[LintFinding]:
+def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[LintFinding]:
     """Lint .py files (folders are searched recursively). Files linted together that import one another share
-    what they show (GPU use, a pinned loader, cudnn.benchmark) and the helpers a training loop calls. Raises
-    IdlehoundError on unreadable or invalid files, FIFOs and devices (never opened), files over the size bound,
-    and nesting Python itself cannot parse."""
-    files: dict[Path, tuple[str, str, ast.Module]] = {}  # absolute path -> (name as given, source, tree)
+    what they show (GPU use, a pinned loader, cudnn.benchmark) and the helpers a training loop calls; with
+    `project`, so do the project modules they import (read for the project view, never reported on themselves:
+    see _view.py). Raises IdlehoundError on unreadable or invalid files, FIFOs and devices (never opened), files
+    over the size bound, and nesting Python itself cannot parse."""
+    files = _read_paths(paths)
+    context = context_files({k: tree for k, (_, _, tree) in files.items()}) if project else {}
+    everything = {**files, **context}
+    trees = {k: tree for k, (_, _, tree) in everything.items()}
+    facts = {k: file_facts(tree, name) for k, (name, _, tree) in everything.items()}
+    if project:
+        _pinned_by_callers(files, trees, facts)
+    shared = shared_facts(trees, facts)
+    convs = ConvDefs({k: trees[k] for k in context}, trees)
+    passed = frozenset(
+        n.arg for t in trees.values() for n in ast.walk(t) if isinstance(n, ast.keyword) and n.arg
+    )
+    checkers: dict[Path, Checker] = {}
+    for k, (name, source, tree) in files.items():
+        funcs = Functions(tree, *imported_defs(k, tree, trees))
+        model = _model_from_context(tree, funcs, convs, context)
+        checkers[k] = check_tree(
+            tree, source, name, shared[k], facts[k], funcs, model_build=model, passed=passed
+        )
+
+    def context_checker(k: Path) -> Checker:
+        if k not in checkers:
+            name, source, tree = context[k]
+            funcs = Functions(tree, *imported_defs(k, tree, trees))
+            checkers[k] = check_tree(
+                tree, source, name, shared[k], facts[k], funcs, context=True, passed=passed
+            )
+        return checkers[k]
+
+    for k in files:  # a function of a context module that holds a loop, called from a linted file
+        c = checkers[k]
+        for call in (n for n in ast.walk(c.tree) if isinstance(n, ast.Call)):
+            for fn in c.funcs.resolve(call):
+                home = convs.owner.get(id(fn))
+                if home in context and any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(fn)):
+                    context_checker(home).enter(fn, Via(c, call))
+    _check_foreign_helpers(checkers, convs.owner, context_checker)
+    return [f for k in files for f in checkers[k].findings()]
+
+
+def _read_paths(paths: list[Union[str, Path]]) -> dict[Path, tuple[str, str, ast.Module]]:
+    """absolute path -> (name as given, source, tree) of every file to lint."""
+    files: dict[Path, tuple[str, str, ast.Module]] = {}
     for p in map(Path, paths):
         if not p.exists():
             raise IdlehoundError(f"{p}: no such file or folder")
         for f in python_files(p) if p.is_dir() else [p]:
             source = read_source(f)
             files.setdefault(Path(os.path.abspath(f)), (str(f), source, parse_source(source, str(f))))
-    trees = {k: tree for k, (_, _, tree) in files.items()}
-    facts = {k: file_facts(tree, name) for k, (name, _, tree) in files.items()}
-    shared = shared_facts(trees, facts)
-    checkers: dict[Path, Checker] = {}
-    for k, (name, source, tree) in files.items():
-        funcs = Functions(tree, *imported_defs(k, tree, trees))
-        checkers[k] = check_tree(tree, source, name, shared[k], facts[k], funcs)
-    _check_foreign_helpers(checkers)
-    return [f for c in checkers.values() for f in c.findings()]
+    return files
 
 
-def _check_foreign_helpers(checkers: dict[Path, Checker]) -> None:
-    """A helper imported from another linted file and called every step is checked there, as per-step code."""
-    owner = {
-        id(n): k
-        for k, c in checkers.items()
-        for n in ast.walk(c.tree)
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
+def _pinned_by_callers(
+    files: dict[Path, tuple[str, str, ast.Module]], trees: dict[Path, ast.Module], facts: dict[Path, Facts]
+) -> None:
+    """A linted file's loader given `**data_loader_kwargs` (a parameter) is pinned when the project builds that
+    dict with pin_memory set (a caller elsewhere: searched by name under the project root)."""
+    found: dict[tuple[Path, str], bool] = {}
+    for k, (_, source, tree) in files.items():
+        if (
+            facts[k].pinned or "**" not in source or "Loader" not in source
+        ):  # cheap: most files have no loader
+            continue
+        root = project_root(k.parent)
+        for name in [n for ld in _loaders(tree) if not ld.prepared for n in ld.kw_params]:
+            if (root, name) not in found:
+                found[(root, name)] = kwargs_pinned(
+                    name, [*trees.values(), *mentioning(root, name, set(trees))]
+                )
+            if found[(root, name)]:
+                facts[k] = replace(facts[k], pinned=True)
+                break
+
+
+def _model_from_context(
+    tree: ast.Module, funcs: Functions, convs: ConvDefs, context: dict[Path, tuple[str, str, ast.Module]]
+) -> Optional[tuple[ast.Call, str, bool]]:
+    """The call that builds a model of a context module with convolutions, what to say of it, and whether this
+    file or a project function it calls trains it (IH015 is reported only then)."""
+    built = model_build(tree, funcs, convs)
+    if built is None:
+        return None
+    call, where, conv = built
+    func = call.func.value if isinstance(call.func, ast.Subscript) else call.func  # a registry's entry
+    via = f"via {dotted(func)}: {context[where][0]}:{conv.lineno} builds a convolution"
+    return call, via, _calls_training(tree, funcs)
+
+
+def _calls_training(tree: ast.Module, funcs: Functions) -> bool:
+    """The file calls a class or function of another file that trains (has a `backward()` call): `cm_train.py`
+    builds the model and hands it to `CMTrainLoop(...).run_loop()`; an evaluation script does not."""
+    return any(
+        isinstance(n, ast.Call)
+        and any(
+            isinstance(b, ast.Call) and isinstance(b.func, ast.Attribute) and b.func.attr == "backward"
+            for d in funcs.imported_defs(n)
+            for b in ast.walk(d)
+        )
+        for n in ast.walk(tree)
+    )
+
+
+def _check_foreign_helpers(
+    checkers: dict[Path, Checker], owner: dict[int, Path], context_checker: Callable[[Path], Checker]
+) -> None:
+    """A helper imported from another linted file and called every step is checked there, as per-step code; one
+    from a module read for the project view is checked there too, and reported at the linted call."""
     for _ in range(3):  # bounded: helpers calling helpers across files
         moved = set()
-        for c in checkers.values():
-            for f, level in c.foreign:
-                if id(f) in owner:
-                    checkers[owner[id(f)]].pending.append((f, level))
-                    moved.add(owner[id(f)])
+        for c in list(checkers.values()):
+            for f, level, via in c.foreign:
+                where = owner.get(id(f))
+                if where is None:
+                    continue
+                target = checkers[where] if where in checkers and not checkers[where].context else None
+                target = target or context_checker(where)
+                target.pending.append((f, level, via))
+                moved.add(where)
             c.foreign = []
         if not moved:
             return
-        for k in moved:
+        for k in sorted(moved):
             checkers[k].drain()
 
 

@@ -133,6 +133,7 @@ class LintFinding:
     line: int
     col: int
     text: str
+    via: str = ""  # where in a module read for the project view the fact is (`via f: engine.py:42 ...`)
 
     @property
     def info(self) -> Rule:
@@ -147,6 +148,6 @@ class LintFinding:
             "line": self.line,
             "col": self.col,
             "code": self.text,
-            "why": r.why,
+            "why": f"{r.why} ({self.via})" if self.via else r.why,
             "fix": r.fix,
         }

@@ -153,3 +153,39 @@ _OPTIMIZER_CLASSES = {
     "ASGD",
     "Rprop",
 }
+
+
+def off_by_default(tree: ast.Module, passed: frozenset[str] = frozenset()) -> set[str]:
+    """`self.x` flags of a module that are only ever set to False/None, or to a parameter whose default is
+    False/None and that no call of the files read passes by name (`self.autobalance = autobalance`; `passed`: the
+    keyword names those calls use): a branch under one is an option nobody turns on."""
+    values: dict[str, list[bool]] = {}
+    for f in ast.walk(tree):
+        if not isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        a = f.args
+        every = a.posonlyargs + a.args
+        defaults = dict(zip([x.arg for x in every[len(every) - len(a.defaults) :]], a.defaults))
+        defaults |= {x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
+        defaults = {k: d for k, d in defaults.items() if k not in passed}
+        for n in ast.walk(f):
+            if not isinstance(n, (ast.Assign, ast.AnnAssign)) or n.value is None:
+                continue
+            for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
+                pairs = [(t, n.value)]  # `self.a, self.b = a, b` pairs element by element
+                if (
+                    isinstance(t, ast.Tuple)
+                    and isinstance(n.value, ast.Tuple)
+                    and len(t.elts) == len(n.value.elts)
+                ):
+                    pairs = list(zip(t.elts, n.value.elts))
+                for target, v in pairs:
+                    if dotted(target).startswith("self."):
+                        values.setdefault(dotted(target), []).append(_off(v, defaults))
+    return {k for k, offs in values.items() if all(offs)}
+
+
+def _off(v: ast.expr, defaults: dict[str, ast.expr]) -> bool:
+    """False/None, or a parameter defaulting to False/None."""
+    v = defaults.get(v.id, v) if isinstance(v, ast.Name) else v
+    return isinstance(v, ast.Constant) and v.value in (False, None)

@@ -6,7 +6,7 @@ import ast
 import contextlib
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Optional, Union
 
@@ -187,7 +187,10 @@ class _Loader:
             for a in f.args.posonlyargs + f.args.args + f.args.kwonlyargs
         }
         self.keys: dict[str, list[ast.expr]] = {}
+        self.kw_params: list[str] = []  # `**data_loader_kwargs`, a parameter: what the callers pass
         for k in call.keywords:
+            if k.arg is None and isinstance(k.value, ast.Name) and k.value.id in self.params:
+                self.kw_params.append(k.value.id)
             sub = {k.arg: [k.value]} if k.arg else resolve_kwargs(k.value, list(chain))
             if sub is None:
                 self.known = False
@@ -295,9 +298,9 @@ def _timm_builders(tree: ast.Module) -> set[str]:
     return {"timm.create_model", "timm.models.create_model"} | {
         a.asname or a.name
         for n in ast.walk(tree)
-        if isinstance(n, ast.ImportFrom) and n.module in ("timm", "timm.models")
+        if isinstance(n, ast.ImportFrom) and (n.module or "").split(".", 1)[0] == "timm"
         for a in n.names
-        if a.name == "create_model"
+        if a.name == "create_model" or a.name == "PatchEmbed"  # timm's PatchEmbed is a Conv2d projection
     }
 
 
@@ -317,21 +320,26 @@ def _vision_model_names(tree: ast.Module) -> tuple[set[str], set[str]]:
 def _first_conv(tree: ast.Module, trains: bool = False) -> Optional[ast.Call]:
     """The first convolution layer or torchvision model built in this file; a timm model only in a file that
     trains (export, conversion and estimate scripts build one too, and run it once)."""
+    is_conv = conv_test(tree, trains)
+    return next((n for n in ast.walk(tree) if isinstance(n, ast.Call) and is_conv(n)), None)
+
+
+def conv_test(tree: ast.Module, trains: bool = False) -> Callable[[ast.Call], bool]:
+    """Whether a call of this file builds a convolution layer or a torchvision (with `trains`, timm) model."""
     modules, builders = _vision_model_names(tree)
     builders |= _timm_builders(tree) if trains else set()
-    for n in ast.walk(tree):
-        if not isinstance(n, ast.Call):
-            continue
+
+    def test(n: ast.Call) -> bool:
         func = n.func.value if isinstance(n.func, ast.Subscript) else n.func  # models.__dict__[arch](...)
         name = dotted(func)
-        if (
+        return (
             name.endswith(_CONVS)
             or name in builders
             or name.rsplit(".", 1)[0] in modules
             or name.rsplit(".", 2)[0] in modules
-        ):
-            return n
-    return None
+        )
+
+    return test
 
 
 def _benchmark_on(tree: ast.Module) -> bool:

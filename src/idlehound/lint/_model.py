@@ -108,14 +108,45 @@ class Functions:
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) not in in_class:
                 self.plain.setdefault(node.name, []).append(node)
-        for name, d in (imported or {}).items():
+        self.imported, self.module_defs = imported or {}, modules or {}
+        own_methods = [f for fs in self.methods.values() for f in fs]
+        for name, d in self.imported.items():
             if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.plain.setdefault(name, [d])
-            elif isinstance(d, ast.ClassDef):
-                self.classes.setdefault(
-                    name,
-                    {i.name: i for i in d.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))},
-                )
+            elif isinstance(
+                d, ast.ClassDef
+            ):  # its methods call `self.m()` of their own class (or a base here)
+                methods = {
+                    i.name: i for i in d.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))
+                }
+                self.classes.setdefault(name, methods)
+                for m, i in methods.items():
+                    self.methods.setdefault(m, [i])
+        self.attrs: dict[str, set[str]] = {}  # `self.x = Cls(...)` in any method: "self.x" -> the classes
+        for n in (n for f in own_methods for n in ast.walk(f)):
+            if (
+                isinstance(n, ast.Assign)
+                and isinstance(n.value, ast.Call)
+                and isinstance(n.value.func, ast.Name)
+            ):
+                for t in n.targets if n.value.func.id in self.classes else []:
+                    if dotted(t).startswith("self."):
+                        self.attrs.setdefault(dotted(t), set()).add(n.value.func.id)
+
+    def imported_defs(self, call: ast.Call) -> list[ast.AST]:
+        """The class or function of another file this call runs: `Net(...)`, `models.Net(...)`."""
+        f = call.func.value if isinstance(call.func, ast.Subscript) else call.func  # `DiT_models[name](...)`
+        if isinstance(f, ast.Name) and f.id in self.imported:
+            return [self.imported[f.id]]
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in self.module_defs:
+            found = self.module_defs[f.value.id].get(f.attr)
+            return [found] if found is not None else []
+        return []
+
+    def _called_instance(self, name: str, scope: Optional[Scope]) -> list[Func]:
+        """`criterion(out, y)` where `criterion = YoloLoss(...)`, a class of the linted files: its forward()."""
+        methods = self.classes.get(scope.instance_of(name), {}) if scope is not None else {}
+        return [methods[m] for m in ("forward", "__call__") if m in methods][:1]
 
     def scope(self, f: Func, depth: int) -> Scope:
         key = (id(f), depth)
@@ -127,18 +158,20 @@ class Functions:
         """The same-file functions a call may run: `f()`, `self.m()`, and `obj.m()` where `obj = Cls(...)`."""
         f = call.func
         if isinstance(f, ast.Name):
-            return self.plain.get(f.id, [])
+            return self.plain.get(f.id, []) or self._called_instance(f.id, scope)
         if not isinstance(f, ast.Attribute):
             return []
         if isinstance(f.value, ast.Name) and f.value.id in ("self", "cls"):
-            return self.methods.get(f.attr, [])
+            return self.methods.get(f.attr, []) or self._called_instance(dotted(f), scope)
         if isinstance(f.value, ast.Name) and f.value.id in self.modules:
             found = self.modules[f.value.id].get(f.attr)
             return [found] if found is not None else []
         cls = scope.instance_of(dotted(f.value)) if scope is not None else ""
         method = self.classes.get(cls, {}).get(f.attr)
-        if method is None and "step" in f.attr:  # `trainer.train_step(...)`, trainer a parameter: the one
-            owners = [m[f.attr] for m in self.classes.values() if f.attr in m]  # class of the file with it
+        recv = dotted(f.value).rsplit(".", 1)[-1].lower()
+        # `trainer.train_step(...)` (not `opt.step()`): the one class with that method
+        if method is None and "step" in f.attr and "opt" not in recv:
+            owners = [m[f.attr] for m in self.classes.values() if f.attr in m]
             return owners if len(owners) == 1 else []
         return [method] if method is not None else []
 
@@ -292,7 +325,8 @@ class Scope:
             if name in s.instances:
                 return s.instances[name]
             s = s.parent
-        return ""
+        classes = self.funcs.attrs.get(name, set())  # `self.x = Cls(...)` in another method (`__init__`)
+        return next(iter(classes)) if len(classes) == 1 else ""
 
     def role(self, name: str) -> str:
         s: Optional[Scope] = self
@@ -442,6 +476,8 @@ class Scope:
             if f.attr in _SHARED_METHODS:
                 return recv
         rets = self._returns(e)
+        if rets is not None and any(dotted(a).endswith((".cpu()", ".numpy()")) for a in e.args):
+            return PY  # given a host copy, it computes on the host (torch needs its tensors on one device)
         if rets is not None:
             return join(self.kind(r) for r in rets) if rets else PY
         last = name.rsplit(".", 1)[-1]

@@ -56,9 +56,19 @@ def imported_files(path: Path, tree: ast.Module, known: set[Path]) -> set[Path]:
 
 
 def _top_level(tree: ast.Module) -> dict[str, ast.AST]:
-    return {
-        n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    """A module's functions and classes, and its registries: `DiT_models = {"DiT-XL/2": DiT_XL_2, ...}`."""
+    out: dict[str, ast.AST] = {
+        n.targets[0].id: n.value
+        for n in tree.body
+        if isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and isinstance(n.targets[0], ast.Name)
+        and isinstance(n.value, ast.Dict)
     }
+    out.update(
+        {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    )
+    return out
 
 
 def imported_defs(
@@ -76,6 +86,10 @@ def imported_defs(
                 modules[alias] = _top_level(trees[files[0]])
             continue
         for a in node.names:
+            if a.name == "*":  # `from models import *`: every top-level definition of the first file found
+                for k, d in (_top_level(trees[files[0]]) if files else {}).items():
+                    names.setdefault(k, d)
+                continue
             found = next(
                 (_top_level(trees[f]).get(a.name) for f in files if a.name in _top_level(trees[f])), None
             )

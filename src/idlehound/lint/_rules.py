@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional, Union
 
 from ._catalog import LintFinding
@@ -16,6 +17,7 @@ from ._checks import (
     _kept_in,
     _periodic,
     _pinned_here,
+    off_by_default,
 )
 from ._facts import (
     Facts,
@@ -39,7 +41,21 @@ from ._model import (
 from ._steps import loop_body, reaches_step
 
 _SYNC_METHODS = {"item": "IH001", "cpu": "IH002", "numpy": "IH003", "tolist": "IH004"}
-_LEVELS = 3  # how far calls are followed from a training loop into functions of the same file
+_LEVELS = 4  # how far calls are followed from a training loop into functions of the same file
+
+
+@dataclass(frozen=True)
+class Via:
+    """The call in a linted file that runs a helper of a module read only for the project view: what the helper
+    does every step is reported at this call."""
+
+    target: Checker
+    call: ast.Call
+
+
+Pending = tuple[
+    Func, int, Optional[Via]
+]  # a function to check as per-step code, its depth, where it was called
 
 
 class Checker(ast.NodeVisitor):
@@ -54,6 +70,7 @@ class Checker(ast.NodeVisitor):
         facts: Facts,
         funcs: Optional[Functions] = None,
         shared_gpu: bool = False,
+        context: bool = False,
     ) -> None:
         self.file, self.lines, self.gpu, self.tree, self.facts = (
             file,
@@ -65,28 +82,42 @@ class Checker(ast.NodeVisitor):
         self.out: list[LintFinding] = []
         self.funcs = funcs or Functions(tree)
         self.own = {id(n) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        self.foreign: list[tuple[Func, int]] = []
-        self.done: set[int] = set()
+        self.foreign: list[Pending] = []
+        self.context = context  # a module read for the project view: its findings go to the linted caller
+        self.via: Optional[Via] = None  # the linted call the helper being checked was reached from
+        self.model_build: Optional[tuple[ast.Call, str, bool]] = (
+            None  # a model from a context module with convs
+        )
+        self.off_flags: Optional[set[str]] = None
+        self.passed: frozenset[str] = frozenset()  # keyword names the calls of all files read use
+        self.loops: list[bool] = []  # the loops around the code visited: is each a training loop?
+        self.done: set[tuple[int, int]] = set()
         self.scope = Scope(tree, self.funcs)
         self.funcs.module = self.scope
         self.step = 0  # inside code that runs once per training step
         self.periodic = 0  # inside `if step % N == 0:` blocks
         self.level = 0  # how many calls away from a training loop this code is
         self.trains = False  # the file has a training loop
-        self.pending: list[tuple[Func, int]] = []  # same-file functions called per step
+        self.pending: list[Pending] = []  # same-file functions called per step
         self.loaders = _loaders(tree)
         self.pinned_loader = facts.pinned
         # functions that run on the CPU in a file using the GPU elsewhere (not when a file linted with it shows
         # the GPU: its callers may be there)
-        cpu = [f for f in tree.body if id(f) in cpu_functions(tree)] if self.gpu and not shared_gpu else []
+        on_cpu = cpu_functions(tree) if self.gpu and not shared_gpu and not context else set()
+        cpu = [f for f in tree.body if id(f) in on_cpu]  # (computed once: it walks the whole file)
         self.cpu_nodes = {id(n) for f in cpu for n in ast.walk(f)}
         self.cpu_loaders = {id(ld.call) for f in cpu for ld in self.loaders if _kept_in(ld, f)}
         self.on_cpu = 0  # inside such a function
 
-    def add(self, rule: str, node: ast.AST) -> None:
+    def add(self, rule: str, node: ast.AST, via: str = "") -> None:
         line = getattr(node, "lineno", 0)
         text = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
-        self.out.append(LintFinding(rule, self.file, line, getattr(node, "col_offset", 0), text))
+        if self.context:  # reported at the linted file's call, naming this line
+            if self.via is not None:
+                callee = dotted(self.via.call.func) or "the helper"
+                self.via.target.add(rule, self.via.call, f"via {callee}: {self.file}:{line} `{text}`")
+            return
+        self.out.append(LintFinding(rule, self.file, line, getattr(node, "col_offset", 0), text, via))
 
     @property
     def per_step(self) -> bool:
@@ -106,6 +137,10 @@ class Checker(ast.NodeVisitor):
             conv = _first_conv(self.tree, self.trains) if self.gpu and not self.facts.benchmark else None
             if conv is not None:
                 self.add("IH015", conv)
+            elif self.gpu and not self.facts.benchmark and self.model_build is not None:
+                call, via, trains_there = self.model_build  # a model trained here or by a project function
+                if self.trains or trains_there:
+                    self.add("IH015", call, via)
             self.drain()
 
     def drain(self) -> None:
@@ -115,18 +150,31 @@ class Checker(ast.NodeVisitor):
 
     def _drain(self) -> None:
         while self.pending:
-            f, level = self.pending.pop()
-            if id(f) in self.done or level > _LEVELS:
+            f, level, via = self.pending.pop()
+            key = (id(f), id(via.call) if via is not None and self.context else 0)
+            if key in self.done or level > _LEVELS:
                 continue
             if id(f) not in self.own:
-                self.foreign.append((f, level))
+                self.foreign.append((f, level, via))
                 continue
-            self.done.add(id(f))
-            self.level, self.step, outer = level, 1, self.scope
+            self.done.add(key)
+            self.level, self.step, self.via, outer = level, 1, via, self.scope
             self.scope = Scope(f, self.funcs, self.funcs.module)
             for stmt in f.body:
                 self.visit(stmt)
-            self.scope, self.step = outer, 0
+            self.scope, self.step, self.via = outer, 0, None
+
+    def enter(self, f: Func, via: Via) -> None:
+        """A function of this context module called from a linted file (`train_one_epoch(...)` in main.py): its
+        training loops are checked here and reported at that call."""
+        if (id(f), id(via.call)) in self.done:
+            return
+        self.done.add((id(f), id(via.call)))
+        with _deep_stack(self.file):
+            self.via, self.level, self.step = via, 0, 0
+            self.visit(f)
+            self._drain()
+            self.via = None
 
     def findings(self) -> list[LintFinding]:
         return _suppressed(self.out, self.lines)
@@ -146,9 +194,11 @@ class Checker(ast.NodeVisitor):
         training = self.gpu and not self.on_cpu and reaches_step(loop_body(node), self.funcs, self.scope)
         self.trains = self.trains or training
         self.step += training
+        self.loops.append(training)
         if isinstance(node, ast.While) and self.per_step and self.scope.kind(node.test) == TENSOR:
             self.add("IH007", node)
         self.generic_visit(node)
+        self.loops.pop()
         self.step -= training
 
     visit_For = visit_While = visit_AsyncFor = _loop
@@ -159,12 +209,32 @@ class Checker(ast.NodeVisitor):
         self._visit_test(node.test)
         # `if step % 100 == 0:` runs rarely, and a branch that ends the program (`sys.exit(1)`, `raise`) at most
         # once: a sync or print inside it costs nothing worth reporting.
-        for body, periodic in ((node.body, _periodic(node.test)), (node.orelse, False)):
-            rare = periodic or _exits(body)
+        # an option off by default (`if self.autobalance:`, a flag only ever False/None) is not taken every step
+        optional = dotted(node.test).startswith("self.") and dotted(node.test) in self._off_flags()
+        periodic = _periodic(node.test) or optional or self._periodic_call(node.test)
+        for body, rare_branch in ((node.body, periodic), (node.orelse, False)):
+            # a branch that leaves the training loop (`...; break`) runs once
+            leaves = bool(body) and isinstance(body[-1], ast.Break) and bool(self.loops) and self.loops[-1]
+            rare = rare_branch or _exits(body) or leaves
             self.periodic += rare
             for child in body:
                 self.visit(child)
             self.periodic -= rare
+
+    def _periodic_call(self, test: ast.expr) -> bool:
+        """`if divisible_by(step, N):` where the function of the linted files returns `a % b == 0`."""
+        calls = [n for n in ast.walk(test) if isinstance(n, ast.Call)]
+        return any(
+            isinstance(r, ast.Return) and r.value is not None and _periodic(r.value)
+            for c in calls
+            for f in self.funcs.resolve(c, self.scope)
+            for r in ast.walk(f)
+        )
+
+    def _off_flags(self) -> set[str]:
+        if self.off_flags is None:
+            self.off_flags = off_by_default(self.tree, self.passed)
+        return self.off_flags
 
     def _visit_test(self, test: ast.expr) -> None:
         """`if step % 100 == 0 and loss.item() > x:` reads the loss only when the first part holds."""
@@ -189,7 +259,11 @@ class Checker(ast.NodeVisitor):
         attr = f.attr if isinstance(f, ast.Attribute) else ""
         if self.per_step:
             self._per_step(node, dotted(f), attr)
-            self.pending += [(fn, self.level + 1) for fn in self.funcs.resolve(node, self.scope)]
+            via = self.via if self.context else Via(self, node)
+            if not _collective(
+                dotted(f)
+            ):  # a collective helper is reported as one (IH016), not for its insides
+                self.pending += [(fn, self.level + 1, via) for fn in self.funcs.resolve(node, self.scope)]
         if not self.level:
             self._anywhere(node, dotted(f), attr)
         self.generic_visit(node)
@@ -331,14 +405,15 @@ class Checker(ast.NodeVisitor):
         return []
 
     def _anywhere(self, node: ast.Call, name: str, attr: str) -> None:
+        # reported at the argument to change (`foreach=False` on its own line of a long call)
         if attr == "zero_grad" and const(kw(node, "set_to_none")) is False:
-            self.add("IH013", node)
+            self.add("IH013", _keyword(node, "set_to_none"))
         elif (
             name.rsplit(".", 1)[-1] in _OPTIMIZER_CLASSES
             and const(kw(node, "foreach")) is False
             and const(kw(node, "fused")) is not True
         ):
-            self.add("IH014", node)
+            self.add("IH014", _keyword(node, "foreach"))
 
 
 def check_tree(
@@ -348,13 +423,23 @@ def check_tree(
     shared: Optional[Facts] = None,
     own: Optional[Facts] = None,
     funcs: Optional[Functions] = None,
+    context: bool = False,
+    model_build: Optional[tuple[ast.Call, str, bool]] = None,
+    passed: frozenset[str] = frozenset(),
 ) -> Checker:
-    """The checker of one parsed file, run; `shared` adds what the files it imports, or that import it, show."""
+    """The checker of one parsed file, run; `shared` adds what the files it imports, or that import it, show. A
+    context module (read for the project view) is not run: only the helpers linted files call are checked."""
     facts = own if own is not None else file_facts(tree, file)
     facts = facts | shared if shared is not None else facts
-    c = Checker(file, source, tree, facts, funcs, shared is not None and shared.gpu)
-    c.run()
+    c = Checker(file, source, tree, facts, funcs, shared is not None and shared.gpu, context)
+    c.model_build, c.passed = model_build, passed
+    if not context:
+        c.run()
     return c
+
+
+def _keyword(call: ast.Call, name: str) -> ast.AST:
+    return next((k for k in call.keywords if k.arg == name), call)
 
 
 def _suppressed(found: list[LintFinding], lines: list[str]) -> list[LintFinding]:

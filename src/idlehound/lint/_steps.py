@@ -56,7 +56,7 @@ def reaches_step(
             continue
         if is_step_call(node, scope):
             return True
-        if depth < 2:
+        if depth < 3:
             for f in funcs.resolve(node, scope):
                 if id(f) not in seen:
                     seen.add(id(f))
