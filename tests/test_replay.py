@@ -153,7 +153,9 @@ def test_old_run_json_with_only_a_median_uses_the_prior(results):
 
 def test_observer_note_only_when_the_profiler_inflated_the_step():
     slower = _with_steps("sync_item", [9.0] * 10, [9.0] * 5)  # unprofiled steps slower than profiled ones
-    assert slower.observer["host_rate"] == 1.0 and "overhead_us" not in slower.observer
+    # no profiler cost explains a slower unprofiled step: the prior, with the reason, never a silent "fitted"
+    assert slower.observer["host_rate"] == 1.0 and slower.observer["correction"].startswith("prior from ")
+    assert "slower than the profiled ones (9.00 against 7.72 ms)" in slower.observer["fit_not_used"]
     assert not any("profiler inflated" in n for n in slower.notes)
     faster = _with_steps("sync_item", [7.0] + [6.2] * 9, [6.2] * 5)
     assert faster.observer["unprofiled_ms"] < 0.95 * faster.observer["recorded_ms"]

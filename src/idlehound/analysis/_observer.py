@@ -168,8 +168,16 @@ def correct(rp: Replay, run: dict[str, Any]) -> dict[str, Any]:
 
 def _fit(rp: Replay, out: dict[str, Any], target: tuple[float, float]) -> Optional[str]:
     """Fit the cost per event (else one host rate) to the unprofiled step; why not, where the fit cannot explain
-    the run (on a bound, or faster than the recorded GPU work allows)."""
+    the run (on a bound, faster than the recorded GPU work allows, or slower than the replay with no profiler
+    cost at all)."""
     un = out["unprofiled_ms"] * 1e6
+    slowest = rp.play().step_ns  # at no profiler cost: the slowest the replay can be
+    if target[0] * 1e6 > (1 + FIT_TOLERANCE) * slowest:
+        return (
+            f"the unprofiled steps are slower than the profiled ones ({out['unprofiled_ms']:.2f} against "
+            f"{slowest / 1e6:.2f} ms): no profiler cost explains that, so time the window does not show (a loader "
+            "that cannot keep up, other work on the machine) slowed them"
+        )
     if fit_overhead(rp, un):
         if rp.overhead_ns >= OVERHEAD_MAX_NS * 0.999:
             return f"the fitted profiler cost sits at its bound ({OVERHEAD_MAX_NS / 1e3:.0f} µs an event)"
