@@ -72,10 +72,11 @@ def bare_copy(folder: Path, tmp: Path) -> Path:
 def main() -> int:
     runs, outdir = Path(sys.argv[1]), Path(sys.argv[2])
     outdir.mkdir(parents=True, exist_ok=True)
-    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    commit = git or os.environ.get(
-        "IDLEHOUND_COMMIT", ""
-    )  # a copy of the tree without .git (the GPU machine)
+    # the GPU machine's copy of the tree carries a stale .git: the caller names the commit there
+    commit = (
+        os.environ.get("IDLEHOUND_COMMIT")
+        or subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    )
     registered: dict[str, Any] = {"commit": commit, "loops": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for loop_dir in sorted(p for p in runs.iterdir() if p.is_dir()):
