@@ -12,11 +12,12 @@ from typing import Any, Optional, Union
 from ..errors import IdlehoundError
 from ._catalog import RULES, LintFinding
 from ._facts import Facts, _loaders, file_facts
-from ._model import Functions, dotted
+from ._model import Functions
 from ._output import FORMATS, annotation, render, sarif_log, summary
 from ._project import imported_defs, shared_facts
 from ._rules import Checker, Via, check_tree
 from ._source import parse_source, python_files, read_source
+from ._syntax import dotted
 from ._view import ConvDefs, context_files, kwargs_pinned, mentioning, model_build, project_root
 
 

@@ -8,7 +8,8 @@ import re
 from typing import Optional
 
 from ._facts import _Loader
-from ._model import Scope, _Bound, dotted, kw
+from ._model import Scope, _Bound
+from ._syntax import dotted, kw
 
 # helpers that all-reduce a logged value (MAE's all_reduce_mean, DETR's reduce_dict, timm's reduce_tensor, a
 # distributed backend's average_all(loss)); not dist.all_reduce itself, nor average_gradients(model): hand-written

@@ -12,7 +12,7 @@ from typing import Optional, Union
 
 from ..errors import IdlehoundError
 from ._kwargs import resolve_kwargs
-from ._model import const, dotted, is_loader, kw
+from ._syntax import const, dotted, is_loader, kw
 
 _DEVICE_WORDS = ("device", "gpu", "rank", "cuda")
 

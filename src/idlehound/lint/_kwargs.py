@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Literal, Optional, Union
 
-from ._model import const, dotted, own_nodes
+from ._syntax import const, dotted, own_nodes
 
 
 def resolve_kwargs(

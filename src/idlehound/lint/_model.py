@@ -7,9 +7,10 @@ fire on what is known.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
-from typing import Any, Optional, Union
+from collections.abc import Iterable
+from typing import Optional, Union
 
+from ._syntax import dotted, own_nodes
 from ._vocab import (
     _LOADERS,
     _MODULE_NAMES,
@@ -25,33 +26,6 @@ from ._vocab import (
 
 TENSOR, PY, UNKNOWN = "tensor", "py", "unknown"
 Func = Union[ast.FunctionDef, ast.AsyncFunctionDef]
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-
-
-def dotted(node: ast.AST) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    elif isinstance(node, ast.Call):
-        parts.append(dotted(node.func) + "()")
-    return ".".join(reversed(parts))
-
-
-def is_loader(call: ast.Call) -> bool:
-    """`DataLoader(...)` or a library subclass with its signature (`wds.WebLoader(...)`)."""
-    return dotted(call.func).rsplit(".", 1)[-1] in _LOADERS
-
-
-def kw(call: ast.Call, name: str) -> Optional[ast.expr]:
-    return next((k.value for k in call.keywords if k.arg == name), None)
-
-
-def const(node: Optional[ast.expr]) -> Any:
-    return node.value if isinstance(node, ast.Constant) else None
 
 
 def join(kinds: Iterable[str]) -> str:
@@ -60,23 +34,6 @@ def join(kinds: Iterable[str]) -> str:
     if TENSOR in ks:
         return TENSOR
     return PY if ks == {PY} else UNKNOWN
-
-
-def own_nodes(
-    stmts: Iterable[ast.AST], into_loops: bool = True, into_defs: bool = False
-) -> Iterator[ast.AST]:
-    """Nodes of these statements, iteratively; nested loops and definitions only when asked."""
-
-    def wanted(n: ast.AST) -> bool:
-        if isinstance(n, _LOOPS) and not into_loops:
-            return False
-        return into_defs or not isinstance(n, _DEFS) or isinstance(n, ast.Lambda)
-
-    stack = [n for n in stmts if wanted(n)][::-1]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack += [c for c in ast.iter_child_nodes(node) if wanted(c)][::-1]
 
 
 class Functions:

@@ -28,17 +28,9 @@ from ._facts import (
     cpu_functions,
     file_facts,
 )
-from ._model import (
-    PY,
-    TENSOR,
-    Func,
-    Functions,
-    Scope,
-    const,
-    dotted,
-    kw,
-)
+from ._model import PY, TENSOR, Func, Functions, Scope
 from ._steps import loop_body, reaches_step
+from ._syntax import const, dotted, kw
 
 _SYNC_METHODS = {"item": "IH001", "cpu": "IH002", "numpy": "IH003", "tolist": "IH004"}
 _LEVELS = 4  # how far calls are followed from a training loop into functions of the same file

@@ -6,7 +6,8 @@ from __future__ import annotations
 import ast
 from typing import Optional, Union
 
-from ._model import Functions, Scope, dotted, own_nodes
+from ._model import Functions, Scope
+from ._syntax import dotted, own_nodes
 
 
 def is_step_call(call: ast.Call, scope: Scope) -> bool:

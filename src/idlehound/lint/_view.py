@@ -20,9 +20,10 @@ from typing import Optional
 
 from ..errors import IdlehoundError
 from ._facts import conv_test
-from ._model import Functions, dotted
+from ._model import Functions
 from ._project import _imports, _module_paths, imported_defs
 from ._source import MAX_BYTES, parse_source, read_source
+from ._syntax import dotted
 
 MAX_HOPS = 3  # imports followed from a linted file: train.py -> models/__init__.py -> models/resnet.py -> ...
 MAX_FILES = 64  # context files read in all (bounds time on a large checkout)
