@@ -8,6 +8,8 @@ from pathlib import Path
 
 from idlehound.lint import lint_paths
 
+from .lint_snippets import found as lint_snippet
+
 MAIN = """\
 import torch
 from engine import train_one_epoch
@@ -248,10 +250,8 @@ def test_a_branch_that_breaks_out_of_the_training_loop_runs_once(tmp_path):
         "    opt.step()\n    if step > 90:\n        print(loss.item())\n        break\n"
         "    for k in range(3):\n        if k == 1:\n            print(loss.item())\n            break\n"
     )
-    path = tmp_path / "train.py"
-    path.write_text(script)
     # the first leaves the training loop (once); the second only an inner loop: every step
-    assert [(f.rule, f.line) for f in lint_paths([path])] == [("IH001", 14)]
+    assert lint_snippet(tmp_path, script, "train.py") == [("IH001", 14)]
 
 
 def test_a_helper_returning_a_modulo_test_makes_its_branch_periodic(tmp_path):
@@ -262,9 +262,7 @@ def test_a_helper_returning_a_modulo_test_makes_its_branch_periodic(tmp_path):
         "    opt.step()\n    if divisible_by(step, 10):\n        print(loss.item())\n"
         "    if abs(step) > 3:\n        print(loss.item())\n"
     )
-    path = tmp_path / "train.py"
-    path.write_text(script)
-    assert [(f.rule, f.line) for f in lint_paths([path])] == [("IH001", 17)]
+    assert lint_snippet(tmp_path, script, "train.py") == [("IH001", 17)]
 
 
 def test_a_model_from_a_registry_dict_of_a_project_module(tmp_path):
