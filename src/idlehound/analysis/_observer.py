@@ -171,11 +171,11 @@ def _fit(rp: Replay, out: dict[str, Any], target: tuple[float, float]) -> Option
     the run (on a bound, faster than the recorded GPU work allows, or slower than the replay with no profiler
     cost at all)."""
     un = out["unprofiled_ms"] * 1e6
-    slowest = rp.play().step_ns  # at no profiler cost: the slowest the replay can be
-    if target[0] * 1e6 > (1 + FIT_TOLERANCE) * slowest:
+    slowest = out["replayed_ms"]  # played before any cost was taken out: the slowest the replay can be
+    if target[0] > (1 + FIT_TOLERANCE) * slowest:
         return (
             f"the unprofiled steps are slower than the profiled ones ({out['unprofiled_ms']:.2f} against "
-            f"{slowest / 1e6:.2f} ms): no profiler cost explains that, so time the window does not show (a loader "
+            f"{slowest:.2f} ms): no profiler cost explains that, so time the window does not show (a loader "
             "that cannot keep up, other work on the machine) slowed them"
         )
     if fit_overhead(rp, un):
