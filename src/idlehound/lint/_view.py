@@ -45,25 +45,6 @@ def project_root(here: Path) -> Path:
     return here
 
 
-def _lookup_folders(here: Path, level: int, root: Path) -> list[Path]:
-    """Where an import of a file in `here` can come from, inside `root`: the package for a relative import; the
-    file's folder and its parents up to the root for an absolute one."""
-    if level:
-        d = here
-        for _ in range(level - 1):
-            d = d.parent
-        return [d] if _inside(d, root) else []
-    out, d = [], here
-    for _ in range(_PARENTS + 1):
-        if not _inside(d, root):
-            break
-        out.append(d)
-        if d == root:
-            break
-        d = d.parent
-    return out
-
-
 def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
@@ -71,9 +52,8 @@ def _inside(path: Path, root: Path) -> bool:
 def _imported_paths(path: Path, tree: ast.Module, root: Path) -> list[Path]:
     """The project files one file imports, in the order written (deterministic)."""
     out: list[Path] = []
-    for module, names, _, node in _imports(tree, path.parent):
-        level = node.level if isinstance(node, ast.ImportFrom) else 0
-        folders = _lookup_folders(path.parent, level, root)
+    for module, names, roots, _ in _imports(tree, path.parent):
+        folders = [d for d in roots if _inside(d, root)]  # where lint looks for it, inside the project
         for name in [module] + [f"{module}.{a}" if module else a for a in names if a != "*"]:
             for p in _module_paths(name, folders):
                 if p not in out and p != path and p.is_file():
