@@ -50,11 +50,14 @@ def truths() -> dict[str, dict[str, tuple[float, float, float]]]:
 
 
 def bare(folder: Path, tmp: Path, leave_out: bool):
-    """The folder without its run.json, analysed with the prior (leave_out: the prior without this folder's own
-    calibration value, as a trace nobody calibrated on would get it)."""
+    """The folder's trace files alone (no run.json, samples or sidecar: what a user without the run folder has),
+    analysed with the prior (leave_out: the prior without this folder's own calibration value, as a trace nobody
+    calibrated on would get it)."""
     d = tmp / folder.name
-    shutil.copytree(folder, d)
-    (d / "run.json").unlink()
+    d.mkdir()
+    # the traces alone, as register_validation.bare_copy makes them
+    for trace in folder.glob("*.pt.trace.json*"):
+        shutil.copy(trace, d / trace.name)
     full = observer.prior_data()
     name = str(folder.relative_to(ROOT))
     loops = [x for x in full["loops"] if x["folder"] != name]
@@ -126,7 +129,10 @@ def report(rs) -> None:
         un = r["unprofiled_ms"]
         usable = r["timing"] == "mean of steady steps"
         hit = usable and lo * 0.999 <= un <= hi * 1.001
-        what = f"unprofiled {un:.2f} ({r['timing']}) {'in' if hit else 'OUT' if usable else 'not comparable'}"
+        if un is None:  # the observer found no usable unprofiled timing in this run folder (a --watch run's)
+            what = "no usable unprofiled timing in run.json"
+        else:
+            what = f"unprofiled {un:.2f} ({r['timing']}) {'in' if hit else 'OUT' if usable else 'not comparable'}"
         print(
             f"{r['folder']:34s} {r['correction'][:20]:20s} | bare step {lo:6.2f}-{hi:6.2f} ms, {what}; "
             f"first-named {r['first']} / bare {r['bare_first']}"

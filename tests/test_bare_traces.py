@@ -48,12 +48,14 @@ ROWS = [
 
 @pytest.fixture(scope="module")
 def pairs(tmp_path_factory):
-    """name -> (the analysis with run.json, the analysis of the same trace without it)."""
+    """name -> (the analysis with run.json, the analysis of the same trace file alone)."""
     out = {}
     for name in FOLDERS:
         d = tmp_path_factory.mktemp("bare") / name.replace("/", "_")
-        shutil.copytree(TRACES / name, d)
-        (d / "run.json").unlink()
+        d.mkdir()
+        # the trace alone: no run.json, samples or sidecar
+        for trace in (TRACES / name).glob("*.pt.trace.json*"):
+            shutil.copy(trace, d / trace.name)
         out[name] = (analyze_path(TRACES / name), analyze_path(d))
     return out
 
