@@ -5,7 +5,7 @@
 #               GPU, issue 32's SIGTERM save time;  PART watch2: the clock's parts, its cost, the windows and
 #               the Ctrl-C stress again after the first call's fixes;  PART watch3: the same after the clock's
 #               grouping of short steps;  PART calib / ab: issue 30's fresh loops and calibration, then their
-#               A/B;  PART ranks: issue 35's scaling curve, local pool vs Ray.
+#               A/B;  PART calib2: the calibration alone;  PART ranks: issue 35's scaling curve, local pool vs Ray.
 # Everything lands in OUTDIR/summary.txt and OUTDIR/results.tgz (the device returns at most 8 files).
 set -u
 OUT_DIR=${1:?outdir}; PART=${2:?part}
@@ -36,6 +36,10 @@ elif [ "$PART" = calib ]; then  # issue 30: fresh public loops recorded (no A/B 
   BUDGET=$(( ${CALIB_END:-330} - ($(date +%s) - T0) ))
   TAILN=50 step calib $(( BUDGET + 75 )) python3 tests/device/profiler_cost_h200.py "$RES/calib" --no-write --timeout 60 --budget "$BUDGET"
   cp "$RES/calib/calibration.json" "$RES/calib/profiler_cost.json" "$OUT_DIR/" 2>/dev/null
+  rm -rf "$RES/calib/runs"
+elif [ "$PART" = calib2 ]; then  # issue 30 item 1 alone: the profiler-cost calibration under a budget
+  TAILN=60 step calib $(( ${CALIB_BUDGET:-470} + 75 )) python3 tests/device/profiler_cost_h200.py "$RES/calib" --no-write --timeout 60 --budget "${CALIB_BUDGET:-470}"
+  cp "$RES/calib/calibration.json" "$RES/calib/profiler_cost.json" "$RES/calib/log.txt" "$OUT_DIR/" 2>/dev/null
   rm -rf "$RES/calib/runs"
 elif [ "$PART" = validate ]; then  # issue 30 item 5 in one call: record, register (reports + plan), then the A/B
   T0=$(date +%s)
