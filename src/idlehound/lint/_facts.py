@@ -304,6 +304,31 @@ def _timm_builders(tree: ast.Module) -> set[str]:
     }
 
 
+# diffusers' convolutional models: their blocks are Conv1d/Conv2d/Conv3d (`conv_in`, ResNet blocks, up/down samplers)
+_DIFFUSERS_CONV_MODELS = {
+    "UNet1DModel",
+    "UNet2DModel",
+    "UNet2DConditionModel",
+    "UNet3DConditionModel",
+    "UNetSpatioTemporalConditionModel",
+    "AutoencoderKL",
+    "AutoencoderTiny",
+    "VQModel",
+    "ControlNetModel",
+}
+
+
+def _diffusers_classes(tree: ast.Module) -> set[str]:
+    """diffusers' convolutional model classes as this file imports them (`from diffusers import UNet2DModel`)."""
+    return {
+        a.asname or a.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and (n.module or "").split(".", 1)[0] == "diffusers"
+        for a in n.names
+        if a.name in _DIFFUSERS_CONV_MODELS
+    }
+
+
 def _vision_model_names(tree: ast.Module) -> tuple[set[str], set[str]]:
     """Aliases of torchvision.models (`models`) and model builders imported from it (`resnet18`)."""
     modules, builders = {"torchvision.models"}, set()
@@ -328,6 +353,7 @@ def conv_test(tree: ast.Module, trains: bool = False) -> Callable[[ast.Call], bo
     """Whether a call of this file builds a convolution layer or a torchvision (with `trains`, timm) model."""
     modules, builders = _vision_model_names(tree)
     builders |= _timm_builders(tree) if trains else set()
+    diffusers = _diffusers_classes(tree) if trains else set()
 
     def test(n: ast.Call) -> bool:
         func = n.func.value if isinstance(n.func, ast.Subscript) else n.func  # models.__dict__[arch](...)
@@ -335,6 +361,7 @@ def conv_test(tree: ast.Module, trains: bool = False) -> Callable[[ast.Call], bo
         return (
             name.endswith(_CONVS)
             or name in builders
+            or name.split(".", 1)[0] in diffusers  # `UNet2DModel(...)`, `AutoencoderKL.from_pretrained(...)`
             or name.rsplit(".", 1)[0] in modules
             or name.rsplit(".", 2)[0] in modules
         )

@@ -12,9 +12,12 @@ from ._checks import (
     _built,
     _collective,
     _exits,
+    _first_step,
     _is_log_call,
     _is_tracker_call,
     _kept_in,
+    _off_param,
+    _one_shot,
     _periodic,
     _pinned_here,
     off_by_default,
@@ -203,7 +206,12 @@ class Checker(ast.NodeVisitor):
         # once: a sync or print inside it costs nothing worth reporting.
         # an option off by default (`if self.autobalance:`, a flag only ever False/None) is not taken every step
         optional = dotted(node.test).startswith("self.") and dotted(node.test) in self._off_flags()
-        periodic = _periodic(node.test) or optional or self._periodic_call(node.test)
+        # `if is_report_accuracy:` (a parameter off by default nobody passes); `if self.need_sync: ...;
+        # self.need_sync = False` (turns itself off: runs once)
+        optional = optional or _off_param(node.test, self.scope.node, self.passed) or _one_shot(node)
+        periodic = (
+            _periodic(node.test) or optional or self._periodic_call(node.test) or _first_step(node.test)
+        )
         for body, rare_branch in ((node.body, periodic), (node.orelse, False)):
             # a branch that leaves the training loop (`...; break`) runs once
             leaves = bool(body) and isinstance(body[-1], ast.Break) and bool(self.loops) and self.loops[-1]

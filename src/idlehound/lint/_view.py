@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import IdlehoundError
-from ._facts import conv_test
+from ._facts import _first_conv, conv_test
 from ._model import Functions
 from ._project import _imports, _module_paths, imported_defs
 from ._source import MAX_BYTES, parse_source, read_source
@@ -126,6 +126,8 @@ class ConvDefs:
         self.memo: dict[int, Optional[ast.Call]] = {}
         self.names: dict[Path, dict[str, ast.AST]] = {}
         self.tests: dict[Path, Callable[[ast.Call], bool]] = {}
+        self.home: dict[ast.Call, Path] = {}  # the module each convolution found is in
+        self.linted: dict[Path, bool] = {}  # a linted file with no convolution of its own (followed through)
 
     def _names(self, p: Path) -> dict[str, ast.AST]:
         """What a name means in module p: its own top-level definitions and those it imports from the project."""
@@ -146,7 +148,7 @@ class ConvDefs:
         if id(d) in self.memo:
             return self.memo[id(d)]
         where = self.owner.get(id(d))
-        if where is None or where not in self.context or depth > 4:
+        if where is None or depth > 4 or where not in self.context and not self._passes(where):
             return None
         self.memo[id(d)] = None  # a cycle builds nothing more
         if where not in self.tests:
@@ -166,7 +168,17 @@ class ConvDefs:
             if found is not None:
                 break
         self.memo[id(d)] = found
+        if found is not None and found not in self.home:
+            self.home[found] = where
         return found
+
+    def _passes(self, where: Path) -> bool:
+        """A linted file's definitions are followed to the context modules they build from (cifar100's
+        `get_network(args)` in utils.py imports `models.vgg.vgg16_bn`) only when the file builds no convolution
+        of its own: one that does reports IH015 itself."""
+        if where not in self.linted:
+            self.linted[where] = _first_conv(self.trees[where], trains=True) is None
+        return self.linted[where]
 
 
 def model_build(
@@ -180,7 +192,7 @@ def model_build(
         for d in funcs.imported_defs(n):
             conv = convs.conv_of(d)
             if conv is not None:
-                return n, convs.owner[id(d)], conv
+                return n, convs.home[conv], conv
     return None
 
 
