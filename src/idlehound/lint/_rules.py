@@ -34,6 +34,7 @@ from ._facts import (
 from ._model import PY, TENSOR, Func, Functions, Scope
 from ._steps import loop_body, reaches_step
 from ._syntax import const, dotted, kw
+from ._view import project_name
 
 _SYNC_METHODS = {"item": "IH001", "cpu": "IH002", "numpy": "IH003", "tolist": "IH004"}
 _LEVELS = 4  # how far calls are followed from a training loop into functions of the same file
@@ -112,7 +113,16 @@ class Checker(ast.NodeVisitor):
                 callee = dotted(self.via.call.func) or "the helper"
                 self.via.target.add(rule, self.via.call, f"via {callee}: {self.file}:{line} `{text}`")
             return
+        if (
+            not via and self.via is not None and self.via.target is not self
+        ):  # a helper another linted file calls
+            caller = self.via.target
+            via = f"per step via {project_name(caller.file)}:{self.via.call.lineno} `{caller.text(self.via.call)}`"
         self.out.append(LintFinding(rule, self.file, line, getattr(node, "col_offset", 0), text, via))
+
+    def text(self, node: ast.AST) -> str:
+        line = getattr(node, "lineno", 0)
+        return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
 
     @property
     def per_step(self) -> bool:
@@ -259,7 +269,9 @@ class Checker(ast.NodeVisitor):
         attr = f.attr if isinstance(f, ast.Attribute) else ""
         if self.per_step:
             self._per_step(node, dotted(f), attr)
-            via = self.via if self.context else Via(self, node)
+            # the linted call a chain of helpers started from in another file (or in a module read for the view)
+            foreign = self.via is not None and self.via.target is not self
+            via = self.via if self.context or foreign else Via(self, node)
             if not _collective(
                 dotted(f)
             ):  # a collective helper is reported as one (IH016), not for its insides

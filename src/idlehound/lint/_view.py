@@ -104,6 +104,12 @@ def _shown(p: Path, root: Path) -> str:
         return p.name
 
 
+def project_name(file: str) -> str:
+    """A linted file's name relative to its project root (how a `why` names the caller of a helper)."""
+    p = Path(os.path.abspath(file))
+    return _shown(p, project_root(p.parent))
+
+
 def defining_files(trees: dict[Path, ast.Module]) -> dict[int, Path]:
     """The file of every function and class node (by id), to say where a fact came from."""
     return {
