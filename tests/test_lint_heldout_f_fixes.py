@@ -231,3 +231,56 @@ def test_a_project_model_built_through_a_linted_helper_gives_ih015_at_the_build(
     ]
     (root / "models" / "vgg.py").write_text(vgg.replace("nn.Conv2d(3, 8, 3)", "nn.Linear(3, 8)"))
     assert _lint(root, "train.py", "utils.py") == []
+
+
+def test_a_tensor_passed_to_a_per_step_helper_is_a_tensor_there(tmp_path):
+    source = """\
+        import torch
+        from torch.utils.tensorboard import SummaryWriter
+
+        class StepLogger(SummaryWriter):
+            def log_training(self, loss_value, grad_norm, step):
+                self.add_scalar("loss", loss_value, step)
+                self.add_scalar("grad.norm", grad_norm, step)
+
+        def count(labels):
+            return int(labels[0])
+
+        def train(model, loader, opt):
+            logger = StepLogger("runs")
+            for step, (x, labels) in enumerate(loader):
+                loss = model(x.cuda()).sum()
+                loss.backward()
+                grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+                logger.log_training(loss.item(), grad_norm, step)
+                count(labels.cuda())
+                count([1, 2])
+        """
+    # line 7: the writer's own add_scalar of the tensor passed every step; line 6 gets a Python float; line 10 is
+    # reached with a tensor by the first call (the second call's list alone would not read the GPU)
+    assert _found(tmp_path, source) == [("IH001", 19), ("IH005", 7), ("IH006", 10)]
+    # a class that is not a writer (its add_scalar may keep the value), or a writer given a Python float: quiet
+    assert ("IH005", 7) not in _found(tmp_path, source.replace("(SummaryWriter)", ""))
+    assert ("IH005", 7) not in _found(
+        tmp_path, source.replace("item(), grad_norm,", "item(), grad_norm.item(),")
+    )
+
+
+def test_a_branch_that_only_warns_after_a_tensor_check_is_not_per_step(tmp_path):
+    source = """\
+        import torch
+
+        def train(model, loader, opt):
+            for x in loader:
+                y = model(x.cuda())
+                if torch.min(y) < -1.0:
+                    print("min value is", torch.min(y))
+                if torch.max(y) > 1.0:
+                    best = y.max().item()
+                y.sum().backward()
+                opt.step()
+        """
+    # the checks are the waits (IH007, lines 6 and 8); line 7 runs only when the check fails; line 9 does more
+    # than warn, so it stays per step
+    assert _found(tmp_path, source) == [("IH001", 9), ("IH007", 6), ("IH007", 8)]

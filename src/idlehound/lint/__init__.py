@@ -137,13 +137,13 @@ def _check_foreign_helpers(
     for _ in range(3):  # bounded: helpers calling helpers across files
         moved = set()
         for c in list(checkers.values()):
-            for f, level, via in c.foreign:
+            for f, level, via, tensors in c.foreign:
                 where = owner.get(id(f))
                 if where is None:
                     continue
                 target = checkers[where] if where in checkers and not checkers[where].context else None
                 target = target or context_checker(where)
-                target.pending.append((f, level, via))
+                target.pending.append((f, level, via, tensors))
                 moved.add(where)
             c.foreign = []
         if not moved:

@@ -153,6 +153,16 @@ def _off_param(test: ast.expr, func: ast.AST, passed: frozenset[str]) -> bool:
     return test.id in defaults and test.id not in passed and not rebound and _off(test, defaults)
 
 
+def _warns_only(body: list[ast.stmt]) -> bool:
+    """A branch that only prints or logs a warning (`print(...)`, `logger.warning(...)`, `warnings.warn(...)`)."""
+    return bool(body) and all(
+        isinstance(st, ast.Expr)
+        and isinstance(st.value, ast.Call)
+        and (dotted(st.value.func) in ("print", "warnings.warn") or _is_log_call(dotted(st.value.func)))
+        for st in body
+    )
+
+
 _EXITS = ("sys.exit", "exit", "quit", "os._exit", "os.abort")
 
 
