@@ -284,3 +284,40 @@ def test_a_branch_that_only_warns_after_a_tensor_check_is_not_per_step(tmp_path)
     # the checks are the waits (IH007, lines 6 and 8); line 7 runs only when the check fails; line 9 does more
     # than warn, so it stays per step
     assert _found(tmp_path, source) == [("IH001", 9), ("IH007", 6), ("IH007", 8)]
+
+
+def test_a_project_modules_builders_used_as_a_registry_give_ih015(tmp_path):
+    modeling = """\
+    import torch.nn as nn
+
+
+    def seg_small(num_classes):
+        return _head(num_classes)
+
+
+    def _head(num_classes):
+        return nn.Sequential(nn.Conv2d(3, num_classes, 1))
+    """
+    train = """\
+    import torch
+    import network
+
+    model = network.modeling.__dict__[name](num_classes=21).to("cuda")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x in loader:
+        model(x.cuda()).sum().backward()
+        opt.step()
+    """
+    files = {
+        "train.py": train,
+        "network/__init__.py": "from .modeling import *\n",
+        "network/modeling.py": modeling,
+    }
+    root = _project(tmp_path, files)
+    assert _lint(root, "train.py") == [
+        ("train.py", "IH015", 4, "via network.modeling.__dict__: network/modeling.py:9 builds a convolution")
+    ]
+    (root / "network" / "modeling.py").write_text(
+        textwrap.dedent(modeling).replace("nn.Conv2d(3, num_classes, 1)", "nn.Linear(3, 2)")
+    )
+    assert _lint(root, "train.py") == []

@@ -188,18 +188,35 @@ class ConvDefs:
 
 
 def model_build(
-    tree: ast.Module, funcs: Functions, convs: ConvDefs
+    tree: ast.Module, funcs: Functions, convs: ConvDefs, path: Optional[Path] = None
 ) -> Optional[tuple[ast.Call, Path, ast.Call]]:
     """The first call in a linted file of a class or function from a context module that builds convolutions
-    (`model = Darknet(cfg)`, `models.create_model(args)`): the call, that module and the convolution."""
+    (`model = Darknet(cfg)`, `models.create_model(args)`, `network.modeling.__dict__[name](...)`): the call, that
+    module and the convolution."""
     for n in ast.walk(tree):
         if not isinstance(n, ast.Call):
             continue
-        for d in funcs.imported_defs(n):
+        for d in funcs.imported_defs(n) + _module_registry(n, path, convs):
             conv = convs.conv_of(d)
             if conv is not None:
                 return n, convs.home[conv], conv
     return None
+
+
+def _module_registry(call: ast.Call, path: Optional[Path], convs: ConvDefs) -> list[ast.AST]:
+    """`network.modeling.__dict__[opts.model](...)`: a project module's own builder functions used as a registry
+    (its public top-level functions; any that builds a convolution counts, as for a registry dict's entries)."""
+    f = call.func
+    if path is None or not (
+        isinstance(f, ast.Subscript) and isinstance(f.value, ast.Attribute) and f.value.attr == "__dict__"
+    ):
+        return []
+    module = dotted(f.value.value)
+    for p in _module_paths(module, [path.parent, path.parent.parent]) if module else []:
+        if p in convs.context:
+            tree = convs.context[p]
+            return [n for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+    return []
 
 
 _DICTS = ("dict", "Dict", "EasyDict", "edict", "OrderedDict", "AttrDict")
