@@ -321,3 +321,23 @@ def test_a_project_modules_builders_used_as_a_registry_give_ih015(tmp_path):
         textwrap.dedent(modeling).replace("nn.Conv2d(3, num_classes, 1)", "nn.Linear(3, 2)")
     )
     assert _lint(root, "train.py") == []
+
+
+def test_a_script_on_another_accelerators_backend_is_not_a_gpu_script(tmp_path):
+    source = """\
+        import torch
+        import torch_xla.core.xla_model as xm
+        from diffusers import UNet2DModel
+
+        device = xm.xla_device()
+        model = UNet2DModel(sample_size=64).to(device)
+        opt = torch.optim.AdamW(model.parameters())
+        for x in loader:
+            loss = model(x.to(device), 0).sample.sum()
+            loss.backward()
+            opt.step()
+            print(loss.item())
+        """
+    assert _found(tmp_path, source) == []  # no cuDNN and no CUDA stream on a TPU
+    # the same script saying `cuda` somewhere is read as a GPU script, as before
+    assert _found(tmp_path, source.replace("xm.xla_device()", '"cuda"')) == [("IH001", 12), ("IH015", 6)]

@@ -29,7 +29,11 @@ def _device_like(e: ast.expr) -> bool:
 
 def gpu_evidence(tree: ast.AST) -> bool:
     """Whether the file runs on an accelerator: `cuda`, `torch.accelerator`, `nccl`, tensors moved to a
-    device variable (device-agnostic scripts pick the GPU when there is one), or a Lightning Trainer's GPUs."""
+    device variable (device-agnostic scripts pick the GPU when there is one), or a Lightning Trainer's GPUs. A file
+    that imports another accelerator's PyTorch backend (`torch_xla`: `xm.xla_device()`; Intel's
+    `intel_extension_for_pytorch`) and never says `cuda` runs there: no cuDNN, no CUDA stream to wait for."""
+    if isinstance(tree, ast.Module) and _other_backend(tree) and not _says_cuda(tree):
+        return False
     if _lightning_gpus(tree):
         return True
     for n in ast.walk(tree):
@@ -59,6 +63,29 @@ def gpu_evidence(tree: ast.AST) -> bool:
         ):
             return True
     return False
+
+
+_OTHER_BACKENDS = ("torch_xla", "intel_extension_for_pytorch", "habana_frameworks")
+
+
+def _other_backend(tree: ast.Module) -> bool:
+    for n in ast.walk(tree):
+        names = [a.name for a in n.names] if isinstance(n, ast.Import) else []
+        names += [n.module or ""] if isinstance(n, ast.ImportFrom) else []
+        if any(m.split(".", 1)[0] in _OTHER_BACKENDS for m in names):
+            return True
+    return False
+
+
+def _says_cuda(tree: ast.Module) -> bool:
+    return any(
+        isinstance(n, ast.Attribute)
+        and n.attr == "cuda"
+        or isinstance(n, ast.Constant)
+        and isinstance(n.value, str)
+        and (n.value.startswith("cuda") or n.value == "nccl")
+        for n in ast.walk(tree)
+    )
 
 
 def cpu_functions(tree: ast.Module) -> set[int]:
