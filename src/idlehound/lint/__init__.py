@@ -42,7 +42,7 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
     checkers: dict[Path, Checker] = {}
     for k, (name, source, tree) in files.items():
         funcs = Functions(tree, *imported_defs(k, tree, trees))
-        model = _model_from_context(tree, funcs, convs, context)
+        model = _model_from_context(tree, funcs, convs, context, k)
         checkers[k] = check_tree(
             tree, source, name, shared[k], facts[k], funcs, model_build=model, passed=passed
         )
@@ -102,11 +102,15 @@ def _pinned_by_callers(
 
 
 def _model_from_context(
-    tree: ast.Module, funcs: Functions, convs: ConvDefs, context: dict[Path, tuple[str, str, ast.Module]]
+    tree: ast.Module,
+    funcs: Functions,
+    convs: ConvDefs,
+    context: dict[Path, tuple[str, str, ast.Module]],
+    path: Optional[Path] = None,
 ) -> Optional[tuple[ast.Call, str, bool]]:
     """The call that builds a model of a context module with convolutions, what to say of it, and whether this
     file or a project function it calls trains it (IH015 is reported only then)."""
-    built = model_build(tree, funcs, convs)
+    built = model_build(tree, funcs, convs, path)
     if built is None:
         return None
     call, where, conv = built
@@ -137,13 +141,13 @@ def _check_foreign_helpers(
     for _ in range(3):  # bounded: helpers calling helpers across files
         moved = set()
         for c in list(checkers.values()):
-            for f, level, via in c.foreign:
+            for f, level, via, tensors in c.foreign:
                 where = owner.get(id(f))
                 if where is None:
                     continue
                 target = checkers[where] if where in checkers and not checkers[where].context else None
                 target = target or context_checker(where)
-                target.pending.append((f, level, via))
+                target.pending.append((f, level, via, tensors))
                 moved.add(where)
             c.foreign = []
         if not moved:

@@ -105,6 +105,64 @@ def _periodic(test: ast.expr) -> bool:
     )
 
 
+_COUNTER = re.compile(r"iter|step", re.IGNORECASE)
+
+
+def _first_step(test: ast.expr) -> bool:
+    """`if iteration == 0:` / `if self.global_step == 0:`: a step counter (not an epoch) compared with 0 holds on
+    the first step only (a plot or log set up once), so its branch is not per-step code."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    for counter, zero in ((test.left, test.comparators[0]), (test.comparators[0], test.left)):
+        name = dotted(counter).rsplit(".", 1)[-1]
+        if (
+            isinstance(zero, ast.Constant)
+            and type(zero.value) is int
+            and zero.value == 0
+            and _COUNTER.search(name)
+            and "epoch" not in name.lower()
+        ):
+            return True
+    return False
+
+
+def _one_shot(node: ast.If) -> bool:
+    """`if self.need_sync: ...; self.need_sync = False`: a branch that turns its own flag off runs once."""
+    flag = dotted(node.test)
+    return bool(flag) and any(
+        isinstance(st, ast.Assign)
+        and any(dotted(t) == flag for t in st.targets)
+        and isinstance(st.value, ast.Constant)
+        and st.value.value in (False, None, 0)
+        for st in node.body
+    )
+
+
+def _off_param(test: ast.expr, func: ast.AST, passed: frozenset[str]) -> bool:
+    """`if is_report_accuracy:` on a parameter of this function defaulting to False/None that no call of the
+    files read passes by name: an option nobody turns on (as `self.` flags in off_by_default)."""
+    if not isinstance(test, ast.Name) or not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    a = func.args
+    every = a.posonlyargs + a.args
+    defaults = dict(zip([x.arg for x in every[len(every) - len(a.defaults) :]], a.defaults))
+    defaults |= {x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
+    rebound = any(
+        isinstance(n, ast.Name) and n.id == test.id and isinstance(n.ctx, ast.Store) for n in ast.walk(func)
+    )
+    return test.id in defaults and test.id not in passed and not rebound and _off(test, defaults)
+
+
+def _warns_only(body: list[ast.stmt]) -> bool:
+    """A branch that only prints or logs a warning (`print(...)`, `logger.warning(...)`, `warnings.warn(...)`)."""
+    return bool(body) and all(
+        isinstance(st, ast.Expr)
+        and isinstance(st.value, ast.Call)
+        and (dotted(st.value.func) in ("print", "warnings.warn") or _is_log_call(dotted(st.value.func)))
+        for st in body
+    )
+
+
 _EXITS = ("sys.exit", "exit", "quit", "os._exit", "os.abort")
 
 

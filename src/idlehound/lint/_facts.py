@@ -29,7 +29,11 @@ def _device_like(e: ast.expr) -> bool:
 
 def gpu_evidence(tree: ast.AST) -> bool:
     """Whether the file runs on an accelerator: `cuda`, `torch.accelerator`, `nccl`, tensors moved to a
-    device variable (device-agnostic scripts pick the GPU when there is one), or a Lightning Trainer's GPUs."""
+    device variable (device-agnostic scripts pick the GPU when there is one), or a Lightning Trainer's GPUs. A file
+    that imports another accelerator's PyTorch backend (`torch_xla`: `xm.xla_device()`; Intel's
+    `intel_extension_for_pytorch`) and never says `cuda` runs there: no cuDNN, no CUDA stream to wait for."""
+    if isinstance(tree, ast.Module) and _other_backend(tree) and not _says_cuda(tree):
+        return False
     if _lightning_gpus(tree):
         return True
     for n in ast.walk(tree):
@@ -59,6 +63,29 @@ def gpu_evidence(tree: ast.AST) -> bool:
         ):
             return True
     return False
+
+
+_OTHER_BACKENDS = ("torch_xla", "intel_extension_for_pytorch", "habana_frameworks")
+
+
+def _other_backend(tree: ast.Module) -> bool:
+    for n in ast.walk(tree):
+        names = [a.name for a in n.names] if isinstance(n, ast.Import) else []
+        names += [n.module or ""] if isinstance(n, ast.ImportFrom) else []
+        if any(m.split(".", 1)[0] in _OTHER_BACKENDS for m in names):
+            return True
+    return False
+
+
+def _says_cuda(tree: ast.Module) -> bool:
+    return any(
+        isinstance(n, ast.Attribute)
+        and n.attr == "cuda"
+        or isinstance(n, ast.Constant)
+        and isinstance(n.value, str)
+        and (n.value.startswith("cuda") or n.value == "nccl")
+        for n in ast.walk(tree)
+    )
 
 
 def cpu_functions(tree: ast.Module) -> set[int]:
@@ -304,6 +331,31 @@ def _timm_builders(tree: ast.Module) -> set[str]:
     }
 
 
+# diffusers' convolutional models: their blocks are Conv1d/Conv2d/Conv3d (`conv_in`, ResNet blocks, up/down samplers)
+_DIFFUSERS_CONV_MODELS = {
+    "UNet1DModel",
+    "UNet2DModel",
+    "UNet2DConditionModel",
+    "UNet3DConditionModel",
+    "UNetSpatioTemporalConditionModel",
+    "AutoencoderKL",
+    "AutoencoderTiny",
+    "VQModel",
+    "ControlNetModel",
+}
+
+
+def _diffusers_classes(tree: ast.Module) -> set[str]:
+    """diffusers' convolutional model classes as this file imports them (`from diffusers import UNet2DModel`)."""
+    return {
+        a.asname or a.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and (n.module or "").split(".", 1)[0] == "diffusers"
+        for a in n.names
+        if a.name in _DIFFUSERS_CONV_MODELS
+    }
+
+
 def _vision_model_names(tree: ast.Module) -> tuple[set[str], set[str]]:
     """Aliases of torchvision.models (`models`) and model builders imported from it (`resnet18`)."""
     modules, builders = {"torchvision.models"}, set()
@@ -328,6 +380,7 @@ def conv_test(tree: ast.Module, trains: bool = False) -> Callable[[ast.Call], bo
     """Whether a call of this file builds a convolution layer or a torchvision (with `trains`, timm) model."""
     modules, builders = _vision_model_names(tree)
     builders |= _timm_builders(tree) if trains else set()
+    diffusers = _diffusers_classes(tree) if trains else set()
 
     def test(n: ast.Call) -> bool:
         func = n.func.value if isinstance(n.func, ast.Subscript) else n.func  # models.__dict__[arch](...)
@@ -335,6 +388,7 @@ def conv_test(tree: ast.Module, trains: bool = False) -> Callable[[ast.Call], bo
         return (
             name.endswith(_CONVS)
             or name in builders
+            or name.split(".", 1)[0] in diffusers  # `UNet2DModel(...)`, `AutoencoderKL.from_pretrained(...)`
             or name.rsplit(".", 1)[0] in modules
             or name.rsplit(".", 2)[0] in modules
         )

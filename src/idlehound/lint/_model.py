@@ -10,7 +10,7 @@ import ast
 from collections.abc import Iterable
 from typing import Optional, Union
 
-from ._syntax import dotted, own_nodes
+from ._syntax import dotted, kw, own_nodes
 from ._vocab import (
     _LOADERS,
     _MODULE_NAMES,
@@ -66,6 +66,8 @@ class Functions:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) not in in_class:
                 self.plain.setdefault(node.name, []).append(node)
         self.imported, self.module_defs = imported or {}, modules or {}
+        self.tree = tree  # to find a function's callers (what they pass it)
+        self.calls: dict[str, list[tuple[Optional[Func], ast.Call]]] = {}  # name -> its calls in the file
         own_methods = [f for fs in self.methods.values() for f in fs]
         for name, d in self.imported.items():
             if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -149,6 +151,7 @@ class Scope:
         self.schedulers: set[str] = set()
         self.loaders: set[str] = set()
         self.instances: dict[str, str] = {}  # name -> class defined in this file
+        self.inferred: dict[str, str] = {}  # name -> class found through a factory or the callers ("": none)
         self.rebound: dict[int, ast.expr] = {}  # a use of a name -> the one value it can have there
         self._collect()
         self._straight_lines(self.node.body)
@@ -248,8 +251,8 @@ class Scope:
             self.optimizers.add(name)
         elif last in _LOADERS:
             self.loaders.add(name)
-        elif isinstance(value.func, ast.Name) and value.func.id in self.funcs.classes:  # a class of this file
-            self.instances[name] = value.func.id
+        elif _class_built(value, self.funcs):  # a class of this file: `Net(...)`, `Net(...).cuda()`
+            self.instances[name] = _class_built(value, self.funcs)
 
     def _bind_loop(self, target: ast.expr, it: ast.expr) -> None:
         if (
@@ -281,9 +284,85 @@ class Scope:
         while s is not None:
             if name in s.instances:
                 return s.instances[name]
+            if name in s.values or name in s.fixed:
+                found = s._inferred(name)
+                if found:
+                    return found
             s = s.parent
         classes = self.funcs.attrs.get(name, set())  # `self.x = Cls(...)` in another method (`__init__`)
         return next(iter(classes)) if len(classes) == 1 else ""
+
+    def _inferred(self, name: str) -> str:
+        """The one class a local name holds when no `Cls(...)` binds it here: the return of a factory function of
+        the files read (`model = load_model(hparams)` returning `Tacotron2(hparams).cuda()`), or, for a parameter
+        (or an element unpacked from one: `net_g, net_d = nets`), what every call of this function in the file
+        passes it (`train(decoder=decoder)`). "" when unknown, or when the sources disagree."""
+        if name in self.inferred:
+            return self.inferred[name]
+        self.inferred[name] = ""  # a cycle finds nothing
+        found: set[str] = set()
+        if self.depth < 3:
+            for v, index in self.values.get(name, []):
+                if isinstance(v, ast.Name) and index is not None and v.id in self._param_names():
+                    found.add(self._passed(v.id, index))
+                elif isinstance(v, ast.Call) and index is None:
+                    found |= {c for c in self._factory_classes(v) if c}
+            if name in self._param_names():
+                found.add(self._passed(name, None))
+        found.discard("")
+        self.inferred[name] = next(iter(found)) if len(found) == 1 else ""
+        return self.inferred[name]
+
+    def _param_names(self) -> list[str]:
+        if not isinstance(self.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return []
+        a = self.node.args
+        return [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+
+    def _factory_classes(self, call: ast.Call) -> set[str]:
+        """The classes of the instances a function of the files read returns (`return model`, `return Net()`)."""
+        out: set[str] = set()
+        for f in self.funcs.resolve(call, self):
+            if f not in self.funcs.plain.get(f.name, []):
+                continue  # a method: `self` would need its instance
+            scope = self.funcs.scope(f, self.depth + 1)
+            for node in own_nodes(f.body):
+                if isinstance(node, ast.Return) and node.value is not None:
+                    v = node.value
+                    out.add(
+                        scope.instance_of(v.id)
+                        if isinstance(v, ast.Name)
+                        else _class_built(v, self.funcs)
+                        if isinstance(v, ast.Call)
+                        else ""
+                    )
+        return out
+
+    def _passed(self, param: str, index: Optional[int]) -> str:
+        """The class of what every call of this (top-level, plain) function in its file passes as `param`
+        (element `index` of a list or tuple literal passed there); "" unless all calls agree."""
+        f = self.node
+        if not isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) or f not in self.funcs.plain.get(
+            f.name, []
+        ):
+            return ""
+        positional = [x.arg for x in f.args.posonlyargs + f.args.args]
+        found: set[str] = set()
+        if f.name not in self.funcs.calls:
+            self.funcs.calls[f.name] = _calls_of(f.name, self.funcs.tree)
+        for caller, call in self.funcs.calls[f.name]:
+            arg = kw(call, param)
+            if arg is None and param in positional:
+                i = positional.index(param)
+                plain = [a for a in call.args[: i + 1] if not isinstance(a, ast.Starred)]
+                arg = call.args[i] if len(plain) == i + 1 and len(call.args) > i else None
+            if index is not None and isinstance(arg, (ast.List, ast.Tuple)):
+                arg = arg.elts[index] if index < len(arg.elts) else None
+            if not isinstance(arg, ast.Name):
+                return ""
+            scope = self.funcs.module if caller is None else self.funcs.scope(caller, self.depth + 1)
+            found.add(scope.instance_of(arg.id) if scope is not None else "")
+        return next(iter(found)) if len(found) == 1 else ""
 
     def role(self, name: str) -> str:
         s: Optional[Scope] = self
@@ -443,6 +522,47 @@ class Scope:
         if any(m in last.lower() for m in _MODULE_NAMES):
             return TENSOR  # model(x), criterion(out, y), self.loss_fn(...)
         return UNKNOWN
+
+
+# nn.Module methods that return the module itself: `Net().cuda()` is a Net
+_SELF_RETURNING = {
+    "cuda",
+    "to",
+    "train",
+    "eval",
+    "float",
+    "half",
+    "double",
+    "bfloat16",
+    "cpu",
+    "requires_grad_",
+}
+
+
+def _class_built(value: ast.expr, funcs: Functions) -> str:
+    """The class of the files read that `Cls(...)` or `Cls(...).cuda()` / `.to(device)` builds, else ""."""
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in _SELF_RETURNING
+        and isinstance(value.func.value, ast.Call)
+    ):
+        value = value.func.value
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in funcs.classes:
+        return value.func.id
+    return ""
+
+
+def _calls_of(name: str, tree: ast.Module) -> list[tuple[Optional[Func], ast.Call]]:
+    """Each `name(...)` call in a file, with the top-level function or method it is in (None: module level)."""
+    out: list[tuple[Optional[Func], ast.Call]] = []
+    holders: list[tuple[Optional[Func], list[ast.stmt]]] = [(None, tree.body)]
+    holders += [(n, n.body) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for holder, body in holders:
+        for n in own_nodes(body):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name:
+                out.append((holder, n))
+    return out
 
 
 def _bound_names(stmt: ast.stmt) -> set[str]:

@@ -9,14 +9,19 @@ from typing import Optional, Union
 from ._catalog import LintFinding
 from ._checks import (
     _OPTIMIZER_CLASSES,
+    _TRACKER_METHODS,
     _built,
     _collective,
     _exits,
+    _first_step,
     _is_log_call,
     _is_tracker_call,
     _kept_in,
+    _off_param,
+    _one_shot,
     _periodic,
     _pinned_here,
+    _warns_only,
     off_by_default,
 )
 from ._facts import (
@@ -31,6 +36,7 @@ from ._facts import (
 from ._model import PY, TENSOR, Func, Functions, Scope
 from ._steps import loop_body, reaches_step
 from ._syntax import const, dotted, kw
+from ._view import project_name
 
 _SYNC_METHODS = {"item": "IH001", "cpu": "IH002", "numpy": "IH003", "tolist": "IH004"}
 _LEVELS = 4  # how far calls are followed from a training loop into functions of the same file
@@ -45,9 +51,8 @@ class Via:
     call: ast.Call
 
 
-Pending = tuple[
-    Func, int, Optional[Via]
-]  # a function to check as per-step code, its depth, where it was called
+# a function to check as per-step code, its depth, where it was called, its parameters given a tensor there
+Pending = tuple[Func, int, Optional[Via], frozenset[str]]
 
 
 class Checker(ast.NodeVisitor):
@@ -83,7 +88,7 @@ class Checker(ast.NodeVisitor):
         self.off_flags: Optional[set[str]] = None
         self.passed: frozenset[str] = frozenset()  # keyword names the calls of all files read use
         self.loops: list[bool] = []  # the loops around the code visited: is each a training loop?
-        self.done: set[tuple[int, int]] = set()
+        self.done: set[tuple[int, int, frozenset[str]]] = set()
         self.scope = Scope(tree, self.funcs)
         self.funcs.module = self.scope
         self.step = 0  # inside code that runs once per training step
@@ -100,6 +105,15 @@ class Checker(ast.NodeVisitor):
         self.cpu_nodes = {id(n) for f in cpu for n in ast.walk(f)}
         self.cpu_loaders = {id(ld.call) for f in cpu for ld in self.loaders if _kept_in(ld, f)}
         self.on_cpu = 0  # inside such a function
+        # methods of a class that is a metric writer (`class Tacotron2Logger(SummaryWriter)`): `self.add_scalar(t)`
+        self.writer_methods = {
+            id(m)
+            for c in ast.walk(tree)
+            if isinstance(c, ast.ClassDef)
+            and any(dotted(b).endswith(("SummaryWriter", "Writer", "Logger")) for b in c.bases)
+            for m in c.body
+        }
+        self.writer = False  # checking one of them
 
     def add(self, rule: str, node: ast.AST, via: str = "") -> None:
         line = getattr(node, "lineno", 0)
@@ -109,7 +123,16 @@ class Checker(ast.NodeVisitor):
                 callee = dotted(self.via.call.func) or "the helper"
                 self.via.target.add(rule, self.via.call, f"via {callee}: {self.file}:{line} `{text}`")
             return
+        if (
+            not via and self.via is not None and self.via.target is not self
+        ):  # a helper another linted file calls
+            caller = self.via.target
+            via = f"per step via {project_name(caller.file)}:{self.via.call.lineno} `{caller.text(self.via.call)}`"
         self.out.append(LintFinding(rule, self.file, line, getattr(node, "col_offset", 0), text, via))
+
+    def text(self, node: ast.AST) -> str:
+        line = getattr(node, "lineno", 0)
+        return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
 
     @property
     def per_step(self) -> bool:
@@ -142,26 +165,30 @@ class Checker(ast.NodeVisitor):
 
     def _drain(self) -> None:
         while self.pending:
-            f, level, via = self.pending.pop()
-            key = (id(f), id(via.call) if via is not None and self.context else 0)
+            f, level, via, tensors = self.pending.pop()
+            # checked once per call site's tensor parameters (`count([1, 2])`, then `count(labels)`)
+            key = (id(f), id(via.call) if via is not None and self.context else 0, tensors)
             if key in self.done or level > _LEVELS:
                 continue
             if id(f) not in self.own:
-                self.foreign.append((f, level, via))
+                self.foreign.append((f, level, via, tensors))
                 continue
             self.done.add(key)
             self.level, self.step, self.via, outer = level, 1, via, self.scope
             self.scope = Scope(f, self.funcs, self.funcs.module)
+            for p in tensors:  # `logger.log(grad_norm)`: the parameter holds the tensor passed every step
+                self.scope.fixed[p] = [TENSOR]
+            self.writer = id(f) in self.writer_methods
             for stmt in f.body:
                 self.visit(stmt)
-            self.scope, self.step, self.via = outer, 0, None
+            self.scope, self.step, self.via, self.writer = outer, 0, None, False
 
     def enter(self, f: Func, via: Via) -> None:
         """A function of this context module called from a linted file (`train_one_epoch(...)` in main.py): its
         training loops are checked here and reported at that call."""
-        if (id(f), id(via.call)) in self.done:
+        if (id(f), id(via.call), frozenset()) in self.done:
             return
-        self.done.add((id(f), id(via.call)))
+        self.done.add((id(f), id(via.call), frozenset()))
         with _deep_stack(self.file):
             self.via, self.level, self.step = via, 0, 0
             self.visit(f)
@@ -196,14 +223,27 @@ class Checker(ast.NodeVisitor):
     visit_For = visit_While = visit_AsyncFor = _loop
 
     def visit_If(self, node: ast.If) -> None:
-        if self.per_step and self.scope.kind(node.test) == TENSOR:
+        checked = self.per_step and self.scope.kind(node.test) == TENSOR
+        if checked:
             self.add("IH007", node)
         self._visit_test(node.test)
         # `if step % 100 == 0:` runs rarely, and a branch that ends the program (`sys.exit(1)`, `raise`) at most
         # once: a sync or print inside it costs nothing worth reporting.
         # an option off by default (`if self.autobalance:`, a flag only ever False/None) is not taken every step
         optional = dotted(node.test).startswith("self.") and dotted(node.test) in self._off_flags()
-        periodic = _periodic(node.test) or optional or self._periodic_call(node.test)
+        # `if is_report_accuracy:` (a parameter off by default nobody passes); `if self.need_sync: ...;
+        # self.need_sync = False` (turns itself off: runs once)
+        optional = optional or _off_param(node.test, self.scope.node, self.passed) or _one_shot(node)
+        # `if not torch.isfinite(norm): print(...)`: the check is the wait (IH007); a branch that only warns runs
+        # when the check fails, not every step
+        warning = checked and _warns_only(node.body)
+        periodic = (
+            _periodic(node.test)
+            or optional
+            or self._periodic_call(node.test)
+            or _first_step(node.test)
+            or warning
+        )
         for body, rare_branch in ((node.body, periodic), (node.orelse, False)):
             # a branch that leaves the training loop (`...; break`) runs once
             leaves = bool(body) and isinstance(body[-1], ast.Break) and bool(self.loops) and self.loops[-1]
@@ -251,14 +291,35 @@ class Checker(ast.NodeVisitor):
         attr = f.attr if isinstance(f, ast.Attribute) else ""
         if self.per_step:
             self._per_step(node, dotted(f), attr)
-            via = self.via if self.context else Via(self, node)
+            # the linted call a chain of helpers started from in another file (or in a module read for the view)
+            foreign = self.via is not None and self.via.target is not self
+            via = self.via if self.context or foreign else Via(self, node)
             if not _collective(
                 dotted(f)
             ):  # a collective helper is reported as one (IH016), not for its insides
-                self.pending += [(fn, self.level + 1, via) for fn in self.funcs.resolve(node, self.scope)]
+                self.pending += [
+                    (fn, self.level + 1, via, self._tensor_params(fn, node))
+                    for fn in self.funcs.resolve(node, self.scope)
+                ]
         if not self.level:
             self._anywhere(node, dotted(f), attr)
         self.generic_visit(node)
+
+    def _tensor_params(self, fn: Func, call: ast.Call) -> frozenset[str]:
+        """The parameters of `fn` this call passes a tensor (a method's `self` is the receiver, not an argument)."""
+        every = fn.args.posonlyargs + fn.args.args
+        params = [a.arg for a in every]
+        if params and params[0] in ("self", "cls"):
+            params = params[1:]
+        out = set()
+        for i, a in enumerate(call.args):
+            if isinstance(a, ast.Starred) or i >= len(params):
+                break
+            if self.scope.kind(a) == TENSOR:
+                out.add(params[i])
+        named = set(params) | {a.arg for a in fn.args.kwonlyargs}
+        out |= {k.arg for k in call.keywords if k.arg in named and self.scope.kind(k.value) == TENSOR}
+        return frozenset(out)
 
     def _per_step(self, node: ast.Call, name: str, attr: str) -> None:
         f = node.func
@@ -286,7 +347,10 @@ class Checker(ast.NodeVisitor):
     def _prints_tensor(self, node: ast.Call, name: str, attr: str) -> bool:
         if name == "print" or _is_log_call(name):
             return any(self._shows_tensor(a) for a in node.args)
-        if _is_tracker_call(
+        own = (
+            self.writer and name.startswith("self.") and attr in _TRACKER_METHODS
+        )  # a SummaryWriter subclass
+        if own or _is_tracker_call(
             name
         ):  # metric_logger.update(acc=t), writer.add_scalar("acc", t), wandb.log({..})
             return any(self._logs_tensor(a) for a in [*node.args, *(k.value for k in node.keywords)])

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import IdlehoundError
-from ._facts import conv_test
+from ._facts import _first_conv, conv_test
 from ._model import Functions
 from ._project import _imports, _module_paths, imported_defs
 from ._source import MAX_BYTES, parse_source, read_source
@@ -104,6 +104,12 @@ def _shown(p: Path, root: Path) -> str:
         return p.name
 
 
+def project_name(file: str) -> str:
+    """A linted file's name relative to its project root (how a `why` names the caller of a helper)."""
+    p = Path(os.path.abspath(file))
+    return _shown(p, project_root(p.parent))
+
+
 def defining_files(trees: dict[Path, ast.Module]) -> dict[int, Path]:
     """The file of every function and class node (by id), to say where a fact came from."""
     return {
@@ -126,6 +132,8 @@ class ConvDefs:
         self.memo: dict[int, Optional[ast.Call]] = {}
         self.names: dict[Path, dict[str, ast.AST]] = {}
         self.tests: dict[Path, Callable[[ast.Call], bool]] = {}
+        self.home: dict[ast.Call, Path] = {}  # the module each convolution found is in
+        self.linted: dict[Path, bool] = {}  # a linted file with no convolution of its own (followed through)
 
     def _names(self, p: Path) -> dict[str, ast.AST]:
         """What a name means in module p: its own top-level definitions and those it imports from the project."""
@@ -146,7 +154,7 @@ class ConvDefs:
         if id(d) in self.memo:
             return self.memo[id(d)]
         where = self.owner.get(id(d))
-        if where is None or where not in self.context or depth > 4:
+        if where is None or depth > 4 or where not in self.context and not self._passes(where):
             return None
         self.memo[id(d)] = None  # a cycle builds nothing more
         if where not in self.tests:
@@ -166,22 +174,49 @@ class ConvDefs:
             if found is not None:
                 break
         self.memo[id(d)] = found
+        if found is not None and found not in self.home:
+            self.home[found] = where
         return found
+
+    def _passes(self, where: Path) -> bool:
+        """A linted file's definitions are followed to the context modules they build from (cifar100's
+        `get_network(args)` in utils.py imports `models.vgg.vgg16_bn`) only when the file builds no convolution
+        of its own: one that does reports IH015 itself."""
+        if where not in self.linted:
+            self.linted[where] = _first_conv(self.trees[where], trains=True) is None
+        return self.linted[where]
 
 
 def model_build(
-    tree: ast.Module, funcs: Functions, convs: ConvDefs
+    tree: ast.Module, funcs: Functions, convs: ConvDefs, path: Optional[Path] = None
 ) -> Optional[tuple[ast.Call, Path, ast.Call]]:
     """The first call in a linted file of a class or function from a context module that builds convolutions
-    (`model = Darknet(cfg)`, `models.create_model(args)`): the call, that module and the convolution."""
+    (`model = Darknet(cfg)`, `models.create_model(args)`, `network.modeling.__dict__[name](...)`): the call, that
+    module and the convolution."""
     for n in ast.walk(tree):
         if not isinstance(n, ast.Call):
             continue
-        for d in funcs.imported_defs(n):
+        for d in funcs.imported_defs(n) + _module_registry(n, path, convs):
             conv = convs.conv_of(d)
             if conv is not None:
-                return n, convs.owner[id(d)], conv
+                return n, convs.home[conv], conv
     return None
+
+
+def _module_registry(call: ast.Call, path: Optional[Path], convs: ConvDefs) -> list[ast.AST]:
+    """`network.modeling.__dict__[opts.model](...)`: a project module's own builder functions used as a registry
+    (its public top-level functions; any that builds a convolution counts, as for a registry dict's entries)."""
+    f = call.func
+    if path is None or not (
+        isinstance(f, ast.Subscript) and isinstance(f.value, ast.Attribute) and f.value.attr == "__dict__"
+    ):
+        return []
+    module = dotted(f.value.value)
+    for p in _module_paths(module, [path.parent, path.parent.parent]) if module else []:
+        if p in convs.context:
+            tree = convs.context[p]
+            return [n for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+    return []
 
 
 _DICTS = ("dict", "Dict", "EasyDict", "edict", "OrderedDict", "AttrDict")
