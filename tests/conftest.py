@@ -88,21 +88,59 @@ def pl_trainer_base(tmp_path_factory):
     return run_child(out, TUNE / "pl_trainer.py", {}, fake="fake_pl")
 
 
+# Files whose tests time themselves (tune's speed-ups, budgets and child timeouts, watch's slowdown trigger, the
+# fault matrix's and capture's signals at a moment, torchrun and Ray jobs, a Ctrl-C during start-up): under xdist
+# they are one unit of work, started first on one worker and run there in order, so no two of them ever share the
+# cores; the other worker runs the other files, in-process work for the most part (pytest_xdist_make_scheduler).
+TIMED = "timed"
+TIMED_FILES = frozenset(
+    {
+        "test_tune.py",
+        "test_tune_budget.py",
+        "test_tune_predict.py",
+        "test_tune_robust.py",
+        "test_watch.py",
+        "test_fault_matrix.py",
+        "test_capture.py",
+        "test_capture_faults.py",
+        "test_distributed.py",
+        "test_distributed_ray.py",
+        "test_startup_interrupt.py",
+    }
+)
+
+
 def pytest_xdist_auto_num_workers(config):
-    """Workers for `-n auto` (pyproject's addopts): two for the whole fast set, whose tests are in-process work
-    that shares nothing but read-only fixtures (each file stays on one worker, --dist loadfile); none (this
-    process, in order) when slow tests are selected, whose captures, tunes and fault trials time themselves and
-    must not share the cores with another worker, or when files or -k are given, or on one core.
+    """Workers for `-n auto` (pyproject's addopts): two for a whole set (the fast one, the slow one, both: CI's
+    run), none (this process, in order) when files or -k are given, or on one core. Each file stays on one worker
+    (its module fixtures are made once); the files that time themselves all on one (TIMED_FILES).
     PYTEST_XDIST_AUTO_NUM_WORKERS, when set, is xdist's to read."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # xdist's own hook reads it
-    whole_fast_set = (
-        config.option.markexpr == "not slow"
-        and not config.option.keyword
-        and config.args == config.getini("testpaths")
-    )
+    whole_set = not config.option.keyword and config.args == config.getini("testpaths")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return 2 if whole_fast_set and cores > 1 else 0
+    return 2 if whole_set and cores > 1 else 0
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadfile (pyproject's addopts), with TIMED_FILES one unit of work, handed out first (the longest:
+    the other files fill the other worker meanwhile). The unit is read from the node id's file (xdist's own
+    --dist loadgroup does not group on pytest 9.2: pytest-xdist issue 1386)."""
+    if config.getoption("dist", "no") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class TimedFirst(LoadFileScheduling):
+        def _split_scope(self, nodeid):
+            file = nodeid.split("::", 1)[0]
+            return TIMED if file.rsplit("/", 1)[-1] in TIMED_FILES else file
+
+        def _assign_work_unit(self, node):
+            if TIMED in self.workqueue:
+                self.workqueue.move_to_end(TIMED, last=False)
+            super()._assign_work_unit(node)
+
+    return TimedFirst(config, log)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
