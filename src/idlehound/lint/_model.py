@@ -10,6 +10,7 @@ import ast
 from collections.abc import Iterable
 from typing import Optional, Union
 
+from ._refs import partial_target
 from ._syntax import dotted, kw, own_nodes
 from ._vocab import (
     _LOADERS,
@@ -117,7 +118,9 @@ class Functions:
         """The same-file functions a call may run: `f()`, `self.m()`, and `obj.m()` where `obj = Cls(...)`."""
         f = call.func
         if isinstance(f, ast.Name):
-            return self.plain.get(f.id, []) or self._called_instance(f.id, scope)
+            direct = self.plain.get(f.id, []) or self._called_instance(f.id, scope)
+            target = partial_target(f.id, scope) if not direct else None  # `backwards = partial(f, fp16)`
+            return direct or (self.resolve(ast.Call(func=target, args=[], keywords=[])) if target else [])
         if not isinstance(f, ast.Attribute):
             return []
         if isinstance(f.value, ast.Name) and f.value.id in ("self", "cls"):
