@@ -250,3 +250,52 @@ def test_a_host_tensor_filled_in_place_is_host_built(tmp_path):
     )
     # the noise and the one-hot target are pageable host tensors: only the pinned batch's copy is IH012
     assert found == [("IH012", 9)]
+
+
+def test_a_base_class_loop_runs_a_subclass_override_of_another_file(tmp_path):
+    engine = """\
+    import torch
+
+
+    class Engine:
+        def __init__(self, model, loader):
+            self.model = model.cuda()
+            self.loader = loader
+
+        def train(self):
+            for data in self.loader:
+                summary = self.forward_backward(data)
+
+        def forward_backward(self, data):
+            raise NotImplementedError
+
+        def test(self):
+            for data in self.loader:
+                self.extract(data)
+
+        def extract(self, data):
+            raise NotImplementedError
+    """
+    softmax = """\
+    import torch
+    from engine import Engine
+
+
+    class SoftmaxEngine(Engine):
+        def forward_backward(self, data):
+            imgs, pids = data
+            loss = self.model(imgs.cuda()).sum()
+            loss.backward()
+            self.optimizer.step()
+            return {"loss": loss.item()}
+
+        def extract(self, data):
+            return self.model(data.cuda()).sum().item()
+    """
+    root = _project(tmp_path, {"engine.py": engine, "softmax.py": softmax})
+    # `self.forward_backward(data)` in Engine.train runs the override every step; `extract` (no backward, called
+    # from an evaluation loop) is not per step
+    assert _lint(root, "engine.py", "softmax.py") == [("softmax.py", "IH001", 11)]
+    # a class of the same name that does not subclass the imported Engine: not an override
+    (root / "softmax.py").write_text(textwrap.dedent(softmax).replace("(Engine)", "(object)"))
+    assert _lint(root, "engine.py", "softmax.py") == []

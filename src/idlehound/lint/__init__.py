@@ -14,7 +14,7 @@ from ._catalog import RULES, LintFinding
 from ._facts import Facts, _loaders, file_facts
 from ._model import Functions
 from ._output import FORMATS, annotation, render, sarif_log, summary
-from ._project import imported_defs, shared_facts
+from ._project import imported_defs, shared_facts, subclass_methods
 from ._rules import Checker, Via, check_tree
 from ._source import parse_source, python_files, read_source
 from ._syntax import dotted
@@ -39,9 +39,10 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
     passed = frozenset(
         n.arg for t in trees.values() for n in ast.walk(t) if isinstance(n, ast.keyword) and n.arg
     )
+    overrides = subclass_methods(trees)
     checkers: dict[Path, Checker] = {}
     for k, (name, source, tree) in files.items():
-        funcs = Functions(tree, *imported_defs(k, tree, trees))
+        funcs = _overridden(Functions(tree, *imported_defs(k, tree, trees)), tree, overrides)
         model = _model_from_context(tree, funcs, convs, context, k)
         checkers[k] = check_tree(
             tree, source, name, shared[k], facts[k], funcs, model_build=model, passed=passed
@@ -50,7 +51,7 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
     def context_checker(k: Path) -> Checker:
         if k not in checkers:
             name, source, tree = context[k]
-            funcs = Functions(tree, *imported_defs(k, tree, trees))
+            funcs = _overridden(Functions(tree, *imported_defs(k, tree, trees)), tree, overrides)
             checkers[k] = check_tree(
                 tree, source, name, shared[k], facts[k], funcs, context=True, passed=passed
             )
@@ -65,6 +66,16 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
                     context_checker(home).enter(fn, Via(c, call))
     _check_foreign_helpers(checkers, convs.owner, context_checker)
     return [f for k in files for f in checkers[k].findings()]
+
+
+def _overridden(funcs: Functions, tree: ast.Module, table: dict[int, dict[str, list[ast.AST]]]) -> Functions:
+    """`self.m()` in a class that other files subclass may run their overrides of `m`."""
+    for c in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and id(n) in table):
+        for name, defs in table[id(c)].items():
+            funcs.overrides.setdefault(name, []).extend(
+                d for d in defs if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
+            )
+    return funcs
 
 
 def _read_paths(paths: list[Union[str, Path]]) -> dict[Path, tuple[str, str, ast.Module]]:

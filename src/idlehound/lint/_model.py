@@ -56,6 +56,7 @@ class Functions:
         self.scopes: dict[tuple[int, int], Scope] = {}
         self.module: Optional[Scope] = None  # parent scope of every function's (module globals)
         self.classes: dict[str, dict[str, Func]] = {}
+        self.overrides: dict[str, list[Func]] = {}  # methods of subclasses in other files, by name
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 for item in node.body:
@@ -124,7 +125,8 @@ class Functions:
         if not isinstance(f, ast.Attribute):
             return []
         if isinstance(f.value, ast.Name) and f.value.id in ("self", "cls"):
-            return self.methods.get(f.attr, []) or self._called_instance(dotted(f), scope)
+            own = self.methods.get(f.attr, []) + self.overrides.get(f.attr, [])
+            return own or self._called_instance(dotted(f), scope)
         if isinstance(f.value, ast.Name) and f.value.id in self.modules:
             found = self.modules[f.value.id].get(f.attr)
             return [found] if found is not None else []

@@ -113,3 +113,27 @@ def shared_facts(trees: dict[Path, ast.Module], facts: dict[Path, Facts]) -> dic
             merged = facts[q] if merged is None else merged | facts[q]
         out[p] = merged
     return out
+
+
+def subclass_methods(trees: dict[Path, ast.Module]) -> dict[int, dict[str, list[ast.AST]]]:
+    """Methods of subclasses defined in other files, by the base class they override (`class
+    ImageSoftmaxEngine(Engine)` in softmax.py, `Engine` imported from engine.py): a base's `self.forward_backward(
+    data)` runs the override. Keyed by the id of the base's ClassDef."""
+    out: dict[int, dict[str, list[ast.AST]]] = {}
+    for path, tree in trees.items():
+        subclasses = [c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.bases]
+        if not subclasses:
+            continue
+        names, modules = imported_defs(path, tree, trees)
+        for c in subclasses:
+            for b in c.bases:
+                base = names.get(b.id) if isinstance(b, ast.Name) else None
+                if isinstance(b, ast.Attribute) and isinstance(b.value, ast.Name) and b.value.id in modules:
+                    base = modules[b.value.id].get(b.attr)  # `class E(engine.Engine)`
+                if not isinstance(base, ast.ClassDef):
+                    continue
+                methods = out.setdefault(id(base), {})
+                for m in c.body:
+                    if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        methods.setdefault(m.name, []).append(m)
+    return out
