@@ -299,3 +299,33 @@ def test_a_base_class_loop_runs_a_subclass_override_of_another_file(tmp_path):
     # a class of the same name that does not subclass the imported Engine: not an override
     (root / "softmax.py").write_text(textwrap.dedent(softmax).replace("(Engine)", "(object)"))
     assert _lint(root, "engine.py", "softmax.py") == []
+
+
+def test_a_module_imported_by_name_from_its_package_gives_its_helpers(tmp_path):
+    train = """\
+    import torch
+    from utils import array_tool as at
+
+
+    def train(model, loader, opt):
+        for x, y in loader:
+            out = model(x.cuda())
+            out.sum().backward()
+            opt.step()
+            boxes = at.tonumpy(out)
+        print(at.scalar(out))
+    """
+    tool = """\
+    import torch
+
+
+    def tonumpy(data):
+        return data.detach().cpu().numpy()
+
+
+    def scalar(data):
+        return data.item()
+    """
+    root = _project(tmp_path, {"train.py": train, "utils/__init__.py": "", "utils/array_tool.py": tool})
+    # `at.tonumpy(out)` every step: reported in the helper; `at.scalar` after the loop is not per step
+    assert _lint(root, "train.py", "utils/array_tool.py") == [("array_tool.py", "IH002", 5)]

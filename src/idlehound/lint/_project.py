@@ -95,6 +95,11 @@ def imported_defs(
             )
             if found is not None:
                 names[a.asname or a.name] = found
+                continue
+            # `from utils import array_tool as at`: a module imported by name, used as `at.tonumpy(x)`
+            sub = [p for p in _module_paths(f"{module}.{a.name}" if module else a.name, roots) if p in trees]
+            if sub and sub[0] != path:
+                modules[a.asname or a.name] = _top_level(trees[sub[0]])
     return names, modules
 
 
