@@ -329,3 +329,37 @@ def test_a_module_imported_by_name_from_its_package_gives_its_helpers(tmp_path):
     root = _project(tmp_path, {"train.py": train, "utils/__init__.py": "", "utils/array_tool.py": tool})
     # `at.tonumpy(out)` every step: reported in the helper; `at.scalar` after the loop is not per step
     assert _lint(root, "train.py", "utils/array_tool.py") == [("array_tool.py", "IH002", 5)]
+
+
+def test_a_loop_over_a_loader_attribute_pinned_in_another_file_copies_pinned_batches(tmp_path):
+    data = """\
+    import torch
+
+
+    class DataManager:
+        def __init__(self, dataset, use_gpu):
+            self.use_gpu = use_gpu
+            self.train_loader = torch.utils.data.DataLoader(dataset, num_workers=4, pin_memory=self.use_gpu)
+    """
+    engine = """\
+    import torch
+
+
+    class Engine:
+        def __init__(self, datamanager, model, opt):
+            self.train_loader = datamanager.train_loader
+            self.model, self.opt = model.cuda(), opt
+
+        def train(self):
+            for i, (imgs, pids) in enumerate(self.train_loader):
+                loss = self.model(imgs.cuda()).sum()
+                loss.backward()
+                self.opt.step()
+    """
+    root = _project(tmp_path, {"data.py": data, "engine.py": engine})
+    assert _lint(root, "data.py", "engine.py") == [("engine.py", "IH012", 11)]
+    # the data manager does not pin: the copy is of pageable memory, nothing to overlap
+    (root / "data.py").write_text(
+        textwrap.dedent(data).replace("pin_memory=self.use_gpu", "pin_memory=False")
+    )
+    assert _lint(root, "data.py", "engine.py") == []

@@ -34,6 +34,7 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
     facts = {k: file_facts(tree, name) for k, (name, _, tree) in everything.items()}
     if project:
         _pinned_by_callers(files, trees, facts)
+    _pinned_by_attribute(trees, facts)
     shared = shared_facts(trees, facts)
     convs = ConvDefs({k: trees[k] for k in context}, trees)
     passed = frozenset(
@@ -110,6 +111,37 @@ def _pinned_by_callers(
             if found[(root, name)]:
                 facts[k] = replace(facts[k], pinned=True)
                 break
+
+
+def _pinned_by_attribute(trees: dict[Path, ast.Module], facts: dict[Path, Facts]) -> None:
+    """A file that loops over an object's loader attribute (`for data in self.train_loader`) that another file read
+    fills with a pinned training loader (`self.train_loader = DataLoader(..., pin_memory=True)` in a data
+    manager) copies pinned batches: it counts as pinning, and shares that with the files it imports or that
+    import it (the engine subclasses that copy the batch)."""
+    kept = {
+        n.rsplit(".", 1)[-1]
+        for t in trees.values()
+        for ld in _loaders(t)
+        if ld.pinned() and not ld.evaluation
+        for n in ld.names
+        if "." in n
+    }
+    if not kept:
+        return
+    for k, tree in trees.items():
+        if facts[k].pinned:
+            continue
+        iterated = {_iterated(n.iter) for n in ast.walk(tree) if isinstance(n, (ast.For, ast.AsyncFor))}
+        if iterated & kept:
+            facts[k] = replace(facts[k], pinned=True)
+
+
+def _iterated(it: ast.expr) -> str:
+    """The attribute a loop walks: `self.train_loader`, also inside `enumerate(...)` / `tqdm(...)` (first argument)."""
+    for _ in range(3):
+        if isinstance(it, ast.Call) and it.args:
+            it = it.args[0]
+    return it.attr if isinstance(it, ast.Attribute) else ""
 
 
 def _model_from_context(
