@@ -363,3 +363,26 @@ def test_a_loop_over_a_loader_attribute_pinned_in_another_file_copies_pinned_bat
         textwrap.dedent(data).replace("pin_memory=self.use_gpu", "pin_memory=False")
     )
     assert _lint(root, "data.py", "engine.py") == []
+
+
+def test_the_last_batch_of_a_pass_runs_once_per_epoch(tmp_path):
+    found = _found(
+        tmp_path,
+        """\
+        import torch
+
+        def train(model, loader, opt, k):
+            for i, (x, y) in enumerate(loader):
+                loss = model(x.cuda()).sum()
+                loss.backward()
+                opt.step()
+                if i == len(loader) - 1:
+                    print(loss.item())
+                if i == k:
+                    last = loss.item()
+                if i != len(loader) - 1:
+                    print(loss.item())
+        """,
+    )
+    # line 9 runs once per epoch; `i == k` is not known to hold once (a Python k may be anything); `!=` every step
+    assert found == [("IH001", 11), ("IH001", 13)]

@@ -88,3 +88,16 @@ def throttled(node: ast.If) -> bool:
         ):
             return True
     return False
+
+
+def last_batch(test: ast.expr) -> bool:
+    """`if i == len(trainloader) - 1:` (or `== len(loader)`): the last batch of a pass, once per epoch."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    return any(_len_of(side) for side in (test.left, test.comparators[0]))
+
+
+def _len_of(e: ast.expr) -> bool:
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Sub) and isinstance(e.right, ast.Constant):
+        e = e.left
+    return isinstance(e, ast.Call) and dotted(e.func) == "len"

@@ -33,7 +33,7 @@ from ._facts import (
     cpu_functions,
     file_facts,
 )
-from ._gates import every_step_mod, periodic_flag, throttled
+from ._gates import every_step_mod, last_batch, periodic_flag, throttled
 from ._model import PY, TENSOR, Func, Functions, Scope
 from ._refs import passed_functions
 from ._steps import loop_body, reaches_step
@@ -244,6 +244,7 @@ class Checker(ast.NodeVisitor):
         periodic = (
             (periodic_flag(node.test, self.scope) and not every_step_mod(node.test, self.scope))
             or throttled(node)
+            or last_batch(node.test)
             or optional
             or self._periodic_call(node.test)
             or _first_step(node.test)
