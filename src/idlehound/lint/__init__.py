@@ -14,7 +14,7 @@ from ._catalog import RULES, LintFinding
 from ._facts import Facts, _loaders, file_facts
 from ._model import Functions
 from ._output import FORMATS, annotation, render, sarif_log, summary
-from ._project import imported_defs, shared_facts
+from ._project import imported_defs, shared_facts, subclass_methods
 from ._rules import Checker, Via, check_tree
 from ._source import parse_source, python_files, read_source
 from ._syntax import dotted
@@ -34,14 +34,16 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
     facts = {k: file_facts(tree, name) for k, (name, _, tree) in everything.items()}
     if project:
         _pinned_by_callers(files, trees, facts)
+    _pinned_by_attribute(trees, facts)
     shared = shared_facts(trees, facts)
     convs = ConvDefs({k: trees[k] for k in context}, trees)
     passed = frozenset(
         n.arg for t in trees.values() for n in ast.walk(t) if isinstance(n, ast.keyword) and n.arg
     )
+    overrides = subclass_methods(trees)
     checkers: dict[Path, Checker] = {}
     for k, (name, source, tree) in files.items():
-        funcs = Functions(tree, *imported_defs(k, tree, trees))
+        funcs = _overridden(Functions(tree, *imported_defs(k, tree, trees)), tree, overrides)
         model = _model_from_context(tree, funcs, convs, context, k)
         checkers[k] = check_tree(
             tree, source, name, shared[k], facts[k], funcs, model_build=model, passed=passed
@@ -50,7 +52,7 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
     def context_checker(k: Path) -> Checker:
         if k not in checkers:
             name, source, tree = context[k]
-            funcs = Functions(tree, *imported_defs(k, tree, trees))
+            funcs = _overridden(Functions(tree, *imported_defs(k, tree, trees)), tree, overrides)
             checkers[k] = check_tree(
                 tree, source, name, shared[k], facts[k], funcs, context=True, passed=passed
             )
@@ -65,6 +67,16 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
                     context_checker(home).enter(fn, Via(c, call))
     _check_foreign_helpers(checkers, convs.owner, context_checker)
     return [f for k in files for f in checkers[k].findings()]
+
+
+def _overridden(funcs: Functions, tree: ast.Module, table: dict[int, dict[str, list[ast.AST]]]) -> Functions:
+    """`self.m()` in a class that other files subclass may run their overrides of `m`."""
+    for c in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and id(n) in table):
+        for name, defs in table[id(c)].items():
+            funcs.overrides.setdefault(name, []).extend(
+                d for d in defs if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))
+            )
+    return funcs
 
 
 def _read_paths(paths: list[Union[str, Path]]) -> dict[Path, tuple[str, str, ast.Module]]:
@@ -99,6 +111,37 @@ def _pinned_by_callers(
             if found[(root, name)]:
                 facts[k] = replace(facts[k], pinned=True)
                 break
+
+
+def _pinned_by_attribute(trees: dict[Path, ast.Module], facts: dict[Path, Facts]) -> None:
+    """A file that loops over an object's loader attribute (`for data in self.train_loader`) that another file read
+    fills with a pinned training loader (`self.train_loader = DataLoader(..., pin_memory=True)` in a data
+    manager) copies pinned batches: it counts as pinning, and shares that with the files it imports or that
+    import it (the engine subclasses that copy the batch)."""
+    kept = {
+        n.rsplit(".", 1)[-1]
+        for t in trees.values()
+        for ld in _loaders(t)
+        if ld.pinned() and not ld.evaluation
+        for n in ld.names
+        if "." in n
+    }
+    if not kept:
+        return
+    for k, tree in trees.items():
+        if facts[k].pinned:
+            continue
+        iterated = {_iterated(n.iter) for n in ast.walk(tree) if isinstance(n, (ast.For, ast.AsyncFor))}
+        if iterated & kept:
+            facts[k] = replace(facts[k], pinned=True)
+
+
+def _iterated(it: ast.expr) -> str:
+    """The attribute a loop walks: `self.train_loader`, also inside `enumerate(...)` / `tqdm(...)` (first argument)."""
+    for _ in range(3):
+        if isinstance(it, ast.Call) and it.args:
+            it = it.args[0]
+    return it.attr if isinstance(it, ast.Attribute) else ""
 
 
 def _model_from_context(

@@ -94,6 +94,18 @@ def _built_part(value: ast.expr, index: Optional[int], scope: Scope, depth: int)
 
 # methods that keep a tensor in the memory it was in (not `.pin_memory()`, not a copy to a device)
 _BUILT_KEEPS = {"fill_", "long", "float", "int", "view", "reshape", "contiguous", "unsqueeze", "squeeze", "t"}
+# in-place fills: `torch.FloatTensor(n, d).uniform_(0., 1.)`, `torch.zeros(n, c).scatter_(1, idx, 1)`
+_BUILT_KEEPS |= {
+    "uniform_",
+    "normal_",
+    "random_",
+    "bernoulli_",
+    "zero_",
+    "scatter_",
+    "half",
+    "double",
+    "bool",
+}
 
 
 def _periodic(test: ast.expr) -> bool:

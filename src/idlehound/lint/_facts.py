@@ -166,11 +166,11 @@ def _prepared_names(tree: ast.Module) -> set[str]:
     """Names passed to `accelerator.prepare(...)` / `fabric.setup_dataloaders(...)`: those loaders copy their
     batches to the device themselves (a `.to(device)` on them is a no-op, pinning is the framework's setting)."""
     return {
-        a.id
+        dotted(a)  # `self.dataloader` too (prepared in `__init__`)
         for n in ast.walk(tree)
         if isinstance(n, ast.Call) and _prepares(n)
         for a in n.args
-        if isinstance(a, ast.Name)
+        if isinstance(a, (ast.Name, ast.Attribute)) and dotted(a)
     }
 
 
@@ -423,4 +423,6 @@ def _deep_stack(file: str) -> Iterator[None]:
 
 def file_facts(tree: ast.Module, file: str) -> Facts:
     with _deep_stack(file):
-        return Facts(gpu_evidence(tree), any(ld.pinned() for ld in _loaders(tree)), _benchmark_on(tree))
+        # a pinned test loader beside an unpinned training one does not pin the batches the training step copies
+        pinned = any(ld.pinned() and not ld.evaluation for ld in _loaders(tree))
+        return Facts(gpu_evidence(tree), pinned, _benchmark_on(tree))

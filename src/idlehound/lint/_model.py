@@ -10,6 +10,7 @@ import ast
 from collections.abc import Iterable
 from typing import Optional, Union
 
+from ._refs import partial_target
 from ._syntax import dotted, kw, own_nodes
 from ._vocab import (
     _LOADERS,
@@ -55,6 +56,7 @@ class Functions:
         self.scopes: dict[tuple[int, int], Scope] = {}
         self.module: Optional[Scope] = None  # parent scope of every function's (module globals)
         self.classes: dict[str, dict[str, Func]] = {}
+        self.overrides: dict[str, list[Func]] = {}  # methods of subclasses in other files, by name
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 for item in node.body:
@@ -117,11 +119,14 @@ class Functions:
         """The same-file functions a call may run: `f()`, `self.m()`, and `obj.m()` where `obj = Cls(...)`."""
         f = call.func
         if isinstance(f, ast.Name):
-            return self.plain.get(f.id, []) or self._called_instance(f.id, scope)
+            direct = self.plain.get(f.id, []) or self._called_instance(f.id, scope)
+            target = partial_target(f.id, scope) if not direct else None  # `backwards = partial(f, fp16)`
+            return direct or (self.resolve(ast.Call(func=target, args=[], keywords=[])) if target else [])
         if not isinstance(f, ast.Attribute):
             return []
         if isinstance(f.value, ast.Name) and f.value.id in ("self", "cls"):
-            return self.methods.get(f.attr, []) or self._called_instance(dotted(f), scope)
+            own = self.methods.get(f.attr, []) + self.overrides.get(f.attr, [])
+            return own or self._called_instance(dotted(f), scope)
         if isinstance(f.value, ast.Name) and f.value.id in self.modules:
             found = self.modules[f.value.id].get(f.attr)
             return [found] if found is not None else []

@@ -95,6 +95,11 @@ def imported_defs(
             )
             if found is not None:
                 names[a.asname or a.name] = found
+                continue
+            # `from utils import array_tool as at`: a module imported by name, used as `at.tonumpy(x)`
+            sub = [p for p in _module_paths(f"{module}.{a.name}" if module else a.name, roots) if p in trees]
+            if sub and sub[0] != path:
+                modules[a.asname or a.name] = _top_level(trees[sub[0]])
     return names, modules
 
 
@@ -112,4 +117,28 @@ def shared_facts(trees: dict[Path, ast.Module], facts: dict[Path, Facts]) -> dic
         for q in near:
             merged = facts[q] if merged is None else merged | facts[q]
         out[p] = merged
+    return out
+
+
+def subclass_methods(trees: dict[Path, ast.Module]) -> dict[int, dict[str, list[ast.AST]]]:
+    """Methods of subclasses defined in other files, by the base class they override (`class
+    ImageSoftmaxEngine(Engine)` in softmax.py, `Engine` imported from engine.py): a base's `self.forward_backward(
+    data)` runs the override. Keyed by the id of the base's ClassDef."""
+    out: dict[int, dict[str, list[ast.AST]]] = {}
+    for path, tree in trees.items():
+        subclasses = [c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.bases]
+        if not subclasses:
+            continue
+        names, modules = imported_defs(path, tree, trees)
+        for c in subclasses:
+            for b in c.bases:
+                base = names.get(b.id) if isinstance(b, ast.Name) else None
+                if isinstance(b, ast.Attribute) and isinstance(b.value, ast.Name) and b.value.id in modules:
+                    base = modules[b.value.id].get(b.attr)  # `class E(engine.Engine)`
+                if not isinstance(base, ast.ClassDef):
+                    continue
+                methods = out.setdefault(id(base), {})
+                for m in c.body:
+                    if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        methods.setdefault(m.name, []).append(m)
     return out

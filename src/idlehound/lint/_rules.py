@@ -33,7 +33,9 @@ from ._facts import (
     cpu_functions,
     file_facts,
 )
+from ._gates import every_step_mod, last_batch, periodic_flag, throttled
 from ._model import PY, TENSOR, Func, Functions, Scope
+from ._refs import passed_functions
 from ._steps import loop_body, reaches_step
 from ._syntax import const, dotted, kw
 from ._view import project_name
@@ -237,8 +239,12 @@ class Checker(ast.NodeVisitor):
         # `if not torch.isfinite(norm): print(...)`: the check is the wait (IH007); a branch that only warns runs
         # when the check fails, not every step
         warning = checked and _warns_only(node.body)
+        # `if step % N == 0:`, `if is_metric_step:` (a flag computed from one), a timer that resets itself; not
+        # `iter_num % log_interval` with `log_interval = 1` (every step)
         periodic = (
-            _periodic(node.test)
+            (periodic_flag(node.test, self.scope) and not every_step_mod(node.test, self.scope))
+            or throttled(node)
+            or last_batch(node.test)
             or optional
             or self._periodic_call(node.test)
             or _first_step(node.test)
@@ -300,6 +306,9 @@ class Checker(ast.NodeVisitor):
                 self.pending += [
                     (fn, self.level + 1, via, self._tensor_params(fn, node))
                     for fn in self.funcs.resolve(node, self.scope)
+                ] + [
+                    (fn, self.level + 1, via, frozenset())
+                    for fn in passed_functions(node, self.funcs, self.scope)
                 ]
         if not self.level:
             self._anywhere(node, dotted(f), attr)
@@ -307,6 +316,8 @@ class Checker(ast.NodeVisitor):
 
     def _tensor_params(self, fn: Func, call: ast.Call) -> frozenset[str]:
         """The parameters of `fn` this call passes a tensor (a method's `self` is the receiver, not an argument)."""
+        if dotted(call.func).rsplit(".", 1)[-1] != fn.name and fn.name not in ("forward", "__call__"):
+            return frozenset()  # run through a `partial(f, ...)`: which argument lands where is not followed
         every = fn.args.posonlyargs + fn.args.args
         params = [a.arg for a in every]
         if params and params[0] in ("self", "cls"):

@@ -7,6 +7,7 @@ import ast
 from typing import Optional, Union
 
 from ._model import Functions, Scope
+from ._refs import passed_functions
 from ._syntax import dotted, own_nodes
 
 
@@ -58,7 +59,7 @@ def reaches_step(
         if is_step_call(node, scope):
             return True
         if depth < 3:
-            for f in funcs.resolve(node, scope):
+            for f in funcs.resolve(node, scope) + passed_functions(node, funcs, scope):
                 if id(f) not in seen:
                     seen.add(id(f))
                     if reaches_step(f.body, funcs, funcs.scope(f, 1), depth + 1, seen):
