@@ -13,6 +13,7 @@ from pathlib import Path
 from idlehound.lint import lint_paths
 
 from .lint_snippets import found as _found
+from .lint_snippets import project as _project
 
 MODEL = """\
 import torch
@@ -60,14 +61,6 @@ def train(loader):
             print(model.stats())
     print(model.stats())
 """
-
-
-def _project(root: Path, files: dict[str, str]) -> Path:
-    (root / ".git").mkdir(parents=True)
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(textwrap.dedent(text))
-    return root
 
 
 def _lint(root: Path, *names: str) -> list[tuple[str, str, int, str]]:

@@ -9,6 +9,7 @@ from pathlib import Path
 from idlehound.lint import lint_paths
 
 from .lint_snippets import found as lint_snippet
+from .lint_snippets import project as _project
 
 MAIN = """\
 import torch
@@ -57,15 +58,6 @@ def make_body():
 """
 
 LINEAR_NET = NET.replace("nn.Conv2d(3, 8, 3)", "nn.Linear(3, 8)")
-
-
-def _project(root: Path, files: dict[str, str]) -> Path:
-    (root / ".git").mkdir(parents=True)  # the project root marker a clone has
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
 
 
 def _found(path: Path, **kw: bool) -> set[tuple[str, int, str]]:
