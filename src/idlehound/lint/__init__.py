@@ -14,7 +14,7 @@ from ._catalog import RULES, LintFinding
 from ._facts import Facts, _loaders, file_facts
 from ._model import Functions
 from ._output import FORMATS, annotation, render, sarif_log, summary
-from ._project import imported_defs, shared_facts, subclass_methods
+from ._project import imports_table, shared_facts, subclass_methods
 from ._rules import Checker, Via, check_tree
 from ._source import parse_source, python_files, read_source
 from ._syntax import dotted
@@ -36,14 +36,15 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
         _pinned_by_callers(files, trees, facts)
     _pinned_by_attribute(trees, facts)
     shared = shared_facts(trees, facts)
-    convs = ConvDefs({k: trees[k] for k in context}, trees)
+    imports = imports_table(trees)
+    convs = ConvDefs({k: trees[k] for k in context}, trees, imports)
     passed = frozenset(
         n.arg for t in trees.values() for n in ast.walk(t) if isinstance(n, ast.keyword) and n.arg
     )
-    overrides = subclass_methods(trees)
+    overrides = subclass_methods(trees, imports)
     checkers: dict[Path, Checker] = {}
     for k, (name, source, tree) in files.items():
-        funcs = _overridden(Functions(tree, *imported_defs(k, tree, trees)), tree, overrides)
+        funcs = _overridden(Functions(tree, *imports(k)), tree, overrides)
         model = _model_from_context(tree, funcs, convs, context, k)
         checkers[k] = check_tree(
             tree, source, name, shared[k], facts[k], funcs, model_build=model, passed=passed
@@ -52,7 +53,7 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
     def context_checker(k: Path) -> Checker:
         if k not in checkers:
             name, source, tree = context[k]
-            funcs = _overridden(Functions(tree, *imported_defs(k, tree, trees)), tree, overrides)
+            funcs = _overridden(Functions(tree, *imports(k)), tree, overrides)
             checkers[k] = check_tree(
                 tree, source, name, shared[k], facts[k], funcs, context=True, passed=passed
             )

@@ -256,8 +256,8 @@ class Scope:
             self.optimizers.add(name)
         elif last in _LOADERS:
             self.loaders.add(name)
-        elif _class_built(value, self.funcs):  # a class of this file: `Net(...)`, `Net(...).cuda()`
-            self.instances[name] = _class_built(value, self.funcs)
+        elif built := _class_built(value, self.funcs):  # a class of this file: `Net(...)`, `Net(...).cuda()`
+            self.instances[name] = built
 
     def _bind_loop(self, target: ast.expr, it: ast.expr) -> None:
         if (

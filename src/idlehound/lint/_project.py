@@ -7,7 +7,7 @@ loader; a model file's convolutions run under that script's cudnn settings.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Optional, Union
 
@@ -120,7 +120,25 @@ def shared_facts(trees: dict[Path, ast.Module], facts: dict[Path, Facts]) -> dic
     return out
 
 
-def subclass_methods(trees: dict[Path, ast.Module]) -> dict[int, dict[str, list[ast.AST]]]:
+Imports = tuple[dict[str, ast.AST], dict[str, dict[str, ast.AST]]]
+
+
+def imports_table(trees: dict[Path, ast.Module]) -> Callable[[Path], Imports]:
+    """imported_defs of each file read in one lint run, worked out once: the checkers, the view's convolution
+    search and the subclass table all ask for the same files."""
+    memo: dict[Path, Imports] = {}
+
+    def of(path: Path) -> Imports:
+        if path not in memo:
+            memo[path] = imported_defs(path, trees[path], trees)
+        return memo[path]
+
+    return of
+
+
+def subclass_methods(
+    trees: dict[Path, ast.Module], imports: Callable[[Path], Imports]
+) -> dict[int, dict[str, list[ast.AST]]]:
     """Methods of subclasses defined in other files, by the base class they override (`class
     ImageSoftmaxEngine(Engine)` in softmax.py, `Engine` imported from engine.py): a base's `self.forward_backward(
     data)` runs the override. Keyed by the id of the base's ClassDef."""
@@ -129,7 +147,7 @@ def subclass_methods(trees: dict[Path, ast.Module]) -> dict[int, dict[str, list[
         subclasses = [c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.bases]
         if not subclasses:
             continue
-        names, modules = imported_defs(path, tree, trees)
+        names, modules = imports(path)
         for c in subclasses:
             for b in c.bases:
                 base = names.get(b.id) if isinstance(b, ast.Name) else None

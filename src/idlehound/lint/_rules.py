@@ -188,9 +188,10 @@ class Checker(ast.NodeVisitor):
     def enter(self, f: Func, via: Via) -> None:
         """A function of this context module called from a linted file (`train_one_epoch(...)` in main.py): its
         training loops are checked here and reported at that call."""
-        if (id(f), id(via.call), frozenset()) in self.done:
+        key = (id(f), id(via.call), frozenset[str]())
+        if key in self.done:
             return
-        self.done.add((id(f), id(via.call), frozenset()))
+        self.done.add(key)
         with _deep_stack(self.file):
             self.via, self.level, self.step = via, 0, 0
             self.visit(f)

@@ -21,7 +21,7 @@ from typing import Optional
 from ..errors import IdlehoundError
 from ._facts import _first_conv, conv_test
 from ._model import Functions
-from ._project import _imports, _module_paths, imported_defs
+from ._project import Imports, _imports, _module_paths
 from ._source import MAX_BYTES, parse_source, read_source
 from ._syntax import dotted
 
@@ -126,8 +126,14 @@ class ConvDefs:
     followed a few definitions deep (`UNetModel` -> `conv_nd(...)` -> `nn.Conv2d`). A module that defines a
     convolution somewhere but whose called helper does not (`update_ema` beside `conv_nd`) does not count."""
 
-    def __init__(self, context: dict[Path, ast.Module], trees: dict[Path, ast.Module]) -> None:
+    def __init__(
+        self,
+        context: dict[Path, ast.Module],
+        trees: dict[Path, ast.Module],
+        imports: Callable[[Path], Imports],
+    ) -> None:
         self.context, self.trees = context, trees
+        self.imports = imports  # imported_defs of each file, shared with the checkers
         self.owner = defining_files(trees)
         self.memo: dict[int, Optional[ast.Call]] = {}
         self.names: dict[Path, dict[str, ast.AST]] = {}
@@ -139,7 +145,7 @@ class ConvDefs:
         """What a name means in module p: its own top-level definitions and those it imports from the project."""
         if p not in self.names:
             tree = self.trees[p]
-            imported, modules = imported_defs(p, tree, self.trees)
+            imported, modules = self.imports(p)
             own = {
                 n.name: n
                 for n in tree.body
