@@ -103,3 +103,34 @@ def test_commands_get_keyboard_interrupt_back():
     )
     r = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=120)
     assert r.stdout.split() == ["True", "True"], r.stderr
+
+
+def test_ctrl_c_wrapped_by_an_import_still_exits_130(capsys):
+    """Python 3.11 wraps a KeyboardInterrupt raised in __set_name__ (a class body of a module being imported)
+    in RuntimeError; CI once read exit 3, "internal error: ... Error calling __set_name__", for a Ctrl-C."""
+    from idlehound import cli
+
+    class Interrupts:
+        def __set_name__(self, owner: type, name: str) -> None:
+            raise KeyboardInterrupt
+
+    def command() -> None:
+        type("Result", (), {"doc": Interrupts()})  # what importing a module with such a class does
+
+    with pytest.raises(SystemExit) as exit_:
+        cli._guard(command)()
+    assert exit_.value.code == 130
+    assert capsys.readouterr().err == "idlehound: interrupted\n"
+
+
+def test_a_real_bug_still_reads_as_an_internal_error(capsys, monkeypatch):
+    from idlehound import cli
+
+    monkeypatch.delenv("IDLEHOUND_DEBUG", raising=False)
+
+    def command() -> None:
+        raise RuntimeError("a bug")
+
+    with pytest.raises(SystemExit) as exit_:
+        cli._guard(command)()
+    assert exit_.value.code == 3 and "internal error: RuntimeError: a bug" in capsys.readouterr().err

@@ -29,6 +29,18 @@ def _fail(msg: str, code: int = 2) -> None:
     sys.exit(code)
 
 
+def _interrupted(e: BaseException) -> bool:
+    """A Ctrl-C that Python wrapped in another error (3.11 wraps one raised in __set_name__ during an import)."""
+    seen: set[int] = set()
+    cur: Optional[BaseException] = e
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
 def _guard(fn: Callable[..., None]) -> Callable[..., None]:
     """Typed errors become one line on stderr and exit 2; never a traceback for bad input."""
     import functools
@@ -42,6 +54,8 @@ def _guard(fn: Callable[..., None]) -> Callable[..., None]:
         except KeyboardInterrupt:
             _fail("interrupted", 130)
         except Exception as e:  # a bug: say so in one line unless debugging
+            if _interrupted(e):
+                _fail("interrupted", 130)
             if settings.DEBUG.get():
                 raise
             _fail(f"internal error: {type(e).__name__}: {e} (set IDLEHOUND_DEBUG=1 for the traceback)", 3)
