@@ -17,6 +17,11 @@ project's own modules they import (as it would in a user's clone); `--files-only
 (the scoring before the project view). Every finding on a line not labelled `true` for its rule is a false alarm, every `true`
 label not found a miss. IH015 (cudnn.benchmark never set) is a fact of the file: any IH015 in a file matches that
 file's IH015 label, wherever lint puts it.
+
+A finding on a line the set does not label at all is a false alarm in the first table; `--unjudged OUT.tsv` writes
+those lines (expect left empty) for someone who did not write lint to label by the same guide. Their labels go in
+`LABELS.adjudicated.tsv` beside the set; when that file exists a second table scores the set with them (the
+first table, as labelled, stays the registered figure).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 from idlehound.lint import RULES, lint_paths
 
@@ -92,6 +98,100 @@ def materialise(gd: Path, commit: str, paths: list[str], into: Path, checkout: b
     return ""
 
 
+Key = tuple[str, int, str]  # (path, line, rule)
+
+
+@dataclass
+class Tally:
+    tp: dict[str, int]
+    fp: dict[str, int]
+    fn: dict[str, int]
+    wrong: list[str]
+
+    @classmethod
+    def empty(cls) -> Tally:
+        return cls(defaultdict(int), defaultdict(int), defaultdict(int), [])
+
+
+def lint_group(
+    mirror: Path, repo: str, commit: str, paths: list[str], files_only: bool
+) -> Optional[set[Key]]:
+    """What lint reports on the labelled files of one repository at one commit (None: not readable here)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        why = materialise(git_dir(mirror, repo), commit, paths, Path(tmp), not files_only)
+        if why:
+            print(f"skipped {repo}: {why}")
+            return None
+        root = Path(tmp).resolve()
+        return {(relative(f.file, root), f.line, f.rule) for f in lint_paths([root / p for p in paths])}
+
+
+def judged(group: list[Label], key: Key) -> bool:
+    """Whether a label says anything of this finding (IH015 is a fact of the file: any IH015 label of it)."""
+    path, line, rule = key
+    if rule in FILE_LEVEL:
+        return any(lb.path == path and lb.rule == rule for lb in group)
+    return any((lb.path, lb.line, lb.rule) == key for lb in group)
+
+
+def tally(t: Tally, repo: str, group: list[Label], found: set[Key]) -> None:
+    want = {(lb.path, lb.line, lb.rule) for lb in group if lb.expect}
+    file_rule = {(lb.path, lb.rule) for lb in group if lb.expect and lb.rule in FILE_LEVEL}
+    matched: set[Key] = set()
+    for path, line, rule in sorted(found):
+        if (path, line, rule) in want:
+            matched.add((path, line, rule))
+        elif rule in FILE_LEVEL and (path, rule) in file_rule:
+            matched |= {w for w in want if w[0] == path and w[2] == rule}
+        else:
+            t.fp[rule] += 1
+            how = "false alarm" if judged(group, (path, line, rule)) else "false alarm (line not labelled)"
+            t.wrong.append(f"{repo} {path}:{line}: {how} {rule} {RULES[rule].name}")
+    for path, line, rule in sorted(want):
+        if (path, line, rule) in matched:
+            t.tp[rule] += 1
+        else:
+            t.fn[rule] += 1
+            t.wrong.append(f"{repo} {path}:{line}: missed {rule} {RULES[rule].name}")
+
+
+def print_tally(t: Tally, title: str) -> None:
+    print(title)
+    print(f"{'rule':<6} {'name':<26} {'TP':>4} {'FP':>4} {'FN':>4} {'precision':>10} {'recall':>8}")
+    for rule in sorted(set(t.tp) | set(t.fp) | set(t.fn)):
+        tp, fp, fn = t.tp[rule], t.fp[rule], t.fn[rule]
+        print(
+            f"{rule:<6} {RULES[rule].name:<26} {tp:>4} {fp:>4} {fn:>4} {ratio(tp, fp):>10.0%} {ratio(tp, fn):>8.0%}"
+        )
+    a, b, c = sum(t.tp.values()), sum(t.fp.values()), sum(t.fn.values())
+    print(f"{'all':<33} {a:>4} {b:>4} {c:>4} {ratio(a, b):>10.0%} {ratio(a, c):>8.0%}")
+    for w in t.wrong:
+        print("  " + w)
+
+
+def unjudged_rows(mirror: Path, repo: str, commit: str, group: list[Label], found: set[Key]) -> list[str]:
+    """A row to label for each finding no label speaks of: the expect column left empty, the line's text as note."""
+    rows = []
+    for path, line, rule in sorted(found):
+        if judged(group, (path, line, rule)):
+            continue
+        shown = subprocess.run(
+            ["git", "--git-dir", str(git_dir(mirror, repo)), "show", f"{commit}:{path}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        lines = shown.stdout.splitlines()
+        text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+        rows.append("\t".join([repo, commit, path, str(line), rule, "", text]))
+    return rows
+
+
+def adjudication_file(labels_file: Path) -> Path:
+    """Labels given later to lines a scoring flagged that the set had not labelled (beside the set)."""
+    return labels_file.with_name(labels_file.stem + ".adjudicated.tsv")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mirror", type=Path, default=Path(os.environ.get("IDLEHOUND_MIRROR", "/work/.mirror")))
@@ -100,61 +200,52 @@ def main(argv: list[str]) -> int:
     ap.add_argument(
         "--files-only", action="store_true", help="write only the labelled files, not the checkout"
     )
+    ap.add_argument(
+        "--unjudged", type=Path, help="write a row to label for each finding on a line the labels do not name"
+    )
     args = ap.parse_args(argv)
 
-    labels = read_labels(args.labels_file or args.labels)
+    labels_file = args.labels_file or args.labels
+    labels = read_labels(labels_file)
+    extra_file = adjudication_file(labels_file)
+    extra = read_labels(extra_file) if extra_file.exists() else []
+    clash = {(lb.repo, lb.path, lb.line, lb.rule) for lb in labels} & {
+        (lb.repo, lb.path, lb.line, lb.rule) for lb in extra
+    }
+    if clash:
+        raise SystemExit(f"{extra_file}: relabels lines the set labels already: {sorted(clash)[:3]}")
     by_repo: dict[tuple[str, str], list[Label]] = defaultdict(list)
     for lb in labels:
         by_repo[(lb.repo, lb.commit)].append(lb)
+    more: dict[tuple[str, str], list[Label]] = defaultdict(list)
+    for lb in extra:
+        more[(lb.repo, lb.commit)].append(lb)
 
-    tp: dict[str, int] = defaultdict(int)
-    fp: dict[str, int] = defaultdict(int)
-    fn: dict[str, int] = defaultdict(int)
-    wrong: list[str] = []
+    strict, adjudicated = Tally.empty(), Tally.empty()
+    todo: list[str] = []
     files = scored = 0
     for (repo, commit), group in sorted(by_repo.items()):
         paths = sorted({lb.path for lb in group})
-        with tempfile.TemporaryDirectory() as tmp:
-            why = materialise(git_dir(args.mirror, repo), commit, paths, Path(tmp), not args.files_only)
-            if why:
-                print(f"skipped {repo}: {why}")
-                continue
-            root = Path(tmp).resolve()
-            found = {(relative(f.file, root), f.line, f.rule) for f in lint_paths([root / p for p in paths])}
+        found = lint_group(args.mirror, repo, commit, paths, args.files_only)
+        if found is None:
+            continue
         files += len(paths)
         scored += len(group)
-        want = {(lb.path, lb.line, lb.rule) for lb in group if lb.expect}
-        file_rule = {(lb.path, lb.rule) for lb in group if lb.expect and lb.rule in FILE_LEVEL}
-        matched: set[tuple[str, int, str]] = set()
-        for path, line, rule in sorted(found):
-            if (path, line, rule) in want:
-                matched.add((path, line, rule))
-            elif rule in FILE_LEVEL and (path, rule) in file_rule:
-                matched |= {w for w in want if w[0] == path and w[2] == rule}
-            else:
-                fp[rule] += 1
-                wrong.append(f"{repo} {path}:{line}: false alarm {rule} {RULES[rule].name}")
-        for path, line, rule in sorted(want):
-            if (path, line, rule) in matched:
-                tp[rule] += 1
-            else:
-                fn[rule] += 1
-                wrong.append(f"{repo} {path}:{line}: missed {rule} {RULES[rule].name}")
+        tally(strict, repo, group, found)
+        tally(adjudicated, repo, group + more[(repo, commit)], found)
+        todo += unjudged_rows(args.mirror, repo, commit, group + more[(repo, commit)], found)
 
     if not files:
         print("no labelled file could be read: fetch the repositories named in the labels first")
         return 0
     print(f"{files} files of {len(by_repo)} repositories, {scored} labelled lines")
-    print(f"{'rule':<6} {'name':<26} {'TP':>4} {'FP':>4} {'FN':>4} {'precision':>10} {'recall':>8}")
-    for rule in sorted(set(tp) | set(fp) | set(fn)):
-        print(
-            f"{rule:<6} {RULES[rule].name:<26} {tp[rule]:>4} {fp[rule]:>4} {fn[rule]:>4} "
-            f"{ratio(tp[rule], fp[rule]):>10.0%} {ratio(tp[rule], fn[rule]):>8.0%}"
-        )
-    t, f, n = sum(tp.values()), sum(fp.values()), sum(fn.values())
-    print(f"{'all':<33} {t:>4} {f:>4} {n:>4} {ratio(t, f):>10.0%} {ratio(t, n):>8.0%}")
-    for w in wrong:
-        print("  " + w)
+    print_tally(strict, "As labelled (a finding on a line the set does not label counts as a false alarm):")
+    if extra:
+        print()
+        print_tally(adjudicated, f"With the {len(extra)} adjudicated labels of {extra_file.name}:")
+    if args.unjudged:
+        args.unjudged.write_text("".join(r + "\n" for r in todo))
+        print(f"{len(todo)} finding(s) on lines no label names: {args.unjudged}")
     return 0
 
 

@@ -1,0 +1,94 @@
+"""benchmarks/bench_lint_public.py scores lint against labels of a git snapshot: a finding on a line the set does
+not label is a false alarm as labelled, is listed by --unjudged for someone to label, and counts by its label once
+the set's `.adjudicated.tsv` gives it one (the first table, as labelled, stays the same)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAIN = """\
+import torch
+
+def train(model, loader, opt):
+    for x, y in loader:
+        loss = model(x.cuda()).sum()
+        loss.backward()
+        opt.step()
+        seen = loss.item()
+        kept = loss.item()
+"""
+HEAD = "# repo\tcommit\tpath\tline\trule\texpect\tnote\n"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location(
+        "bench_lint_public", ROOT / "benchmarks" / "bench_lint_public.py"
+    )
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _mirror(tmp_path: Path) -> tuple[Path, str]:
+    """A mirror folder as the fetch tool leaves it (OWNER+NAME/repo, a bare git dir) holding train.py."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "train.py").write_text(TRAIN)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(work)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "train.py"], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    commit = subprocess.run(
+        [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    mirror = tmp_path / "mirror"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(mirror / "o+r" / "repo")], check=True)
+    return mirror, commit
+
+
+def _rows(commit: str, *rows: tuple[int, str, str]) -> str:
+    return HEAD + "".join(f"o/r\t{commit}\ttrain.py\t{n}\t{rule}\t{want}\tnote\n" for n, rule, want in rows)
+
+
+def _totals(out: str) -> list[list[str]]:
+    return [line.split()[1:4] for line in out.splitlines() if line.startswith("all ")]
+
+
+@pytest.mark.slow  # git and lint in-process: about a second
+def test_an_unlabelled_finding_is_listed_and_scored_by_its_adjudicated_label(tmp_path, capsys):
+    bench = _bench()
+    mirror, commit = _mirror(tmp_path)
+    labels = tmp_path / "set_X.tsv"
+    labels.write_text(_rows(commit, (8, "IH001", "true")))  # line 9, the second .item(), left unlabelled
+    todo = tmp_path / "todo.tsv"
+
+    bench.main([str(labels), "--mirror", str(mirror), "--unjudged", str(todo)])
+    out = capsys.readouterr().out
+    assert _totals(out) == [["1", "1", "0"]]
+    assert "train.py:9: false alarm (line not labelled) IH001" in out
+    assert todo.read_text() == f"o/r\t{commit}\ttrain.py\t9\tIH001\t\tkept = loss.item()\n"
+
+    labels.with_name("set_X.adjudicated.tsv").write_text(_rows(commit, (9, "IH001", "true")))
+    bench.main([str(labels), "--mirror", str(mirror), "--unjudged", str(todo)])
+    out = capsys.readouterr().out
+    assert _totals(out) == [["1", "1", "0"], ["2", "0", "0"]]  # as labelled, then with the adjudicated label
+    assert todo.read_text() == ""
+
+
+@pytest.mark.slow
+def test_an_adjudicated_label_may_not_relabel_a_labelled_line(tmp_path):
+    bench = _bench()
+    mirror, commit = _mirror(tmp_path)
+    labels = tmp_path / "set_X.tsv"
+    labels.write_text(_rows(commit, (8, "IH001", "true")))
+    labels.with_name("set_X.adjudicated.tsv").write_text(_rows(commit, (8, "IH001", "false")))
+    with pytest.raises(SystemExit, match="relabels lines the set labels already"):
+        bench.main([str(labels), "--mirror", str(mirror)])
