@@ -27,6 +27,7 @@ first table, as labelled, stays the registered figure).
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
 import os
 import subprocess
@@ -69,7 +70,9 @@ def read_labels(path: Path) -> list[Label]:
 
 
 def git_dir(mirror: Path, repo: str) -> Path:
-    return mirror / repo.replace("/", "+") / "repo"
+    """The snapshot's git directory: `repo` itself (bare), or `repo/.git` where fetch left a clone."""
+    gd = mirror / repo.replace("/", "+") / "repo"
+    return gd / ".git" if (gd / ".git").is_dir() else gd
 
 
 def materialise(gd: Path, commit: str, paths: list[str], into: Path, checkout: bool = True) -> str:
@@ -113,39 +116,78 @@ class Tally:
         return cls(defaultdict(int), defaultdict(int), defaultdict(int), [])
 
 
+Starts = dict[str, dict[int, int]]  # path -> line -> the first line of the statement it is part of
+
+
+def statement_starts(source: str) -> dict[int, int]:
+    """Each line of a multi-line simple statement (or of a compound statement's header) -> its first line."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    starts: dict[int, int] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        body = getattr(node, "body", None)
+        last = body[0].lineno - 1 if isinstance(body, list) and body else node.end_lineno or node.lineno
+        for line in range(node.lineno, max(last, node.lineno) + 1):
+            starts[line] = node.lineno
+    return starts
+
+
 def lint_group(
     mirror: Path, repo: str, commit: str, paths: list[str], files_only: bool
-) -> Optional[set[Key]]:
-    """What lint reports on the labelled files of one repository at one commit (None: not readable here)."""
+) -> Optional[tuple[set[Key], Starts]]:
+    """What lint reports on the labelled files of one repository at one commit, and their statements' lines
+    (None: not readable here)."""
     with tempfile.TemporaryDirectory() as tmp:
         why = materialise(git_dir(mirror, repo), commit, paths, Path(tmp), not files_only)
         if why:
             print(f"skipped {repo}: {why}")
             return None
         root = Path(tmp).resolve()
-        return {(relative(f.file, root), f.line, f.rule) for f in lint_paths([root / p for p in paths])}
+        starts = {p: statement_starts((root / p).read_text(errors="replace")) for p in paths}
+        found = {(relative(f.file, root), f.line, f.rule) for f in lint_paths([root / p for p in paths])}
+        return found, starts
 
 
-def judged(group: list[Label], key: Key) -> bool:
+def statement_of(starts: Starts, key: Key) -> Key:
+    """The finding or label as the statement it is in: lint names a statement by its first line, a labeller
+    may name the line of the call inside it."""
+    path, line, rule = key
+    return path, starts.get(path, {}).get(line, line), rule
+
+
+def judged(group: list[Label], key: Key, starts: Starts) -> bool:
     """Whether a label says anything of this finding (IH015 is a fact of the file: any IH015 label of it)."""
     path, line, rule = key
     if rule in FILE_LEVEL:
         return any(lb.path == path and lb.rule == rule for lb in group)
-    return any((lb.path, lb.line, lb.rule) == key for lb in group)
+    here = statement_of(starts, key)
+    return any(statement_of(starts, (lb.path, lb.line, lb.rule)) == here for lb in group)
 
 
-def tally(t: Tally, repo: str, group: list[Label], found: set[Key]) -> None:
+def tally(t: Tally, repo: str, group: list[Label], found: set[Key], starts: Starts) -> None:
     want = {(lb.path, lb.line, lb.rule) for lb in group if lb.expect}
+    by_statement = {statement_of(starts, w): w for w in sorted(want, reverse=True)}  # the first line wins
     file_rule = {(lb.path, lb.rule) for lb in group if lb.expect and lb.rule in FILE_LEVEL}
     matched: set[Key] = set()
     for path, line, rule in sorted(found):
+        same = by_statement.get(statement_of(starts, (path, line, rule)))
         if (path, line, rule) in want:
             matched.add((path, line, rule))
+        elif same is not None and same not in matched and same not in found:
+            matched.add(same)  # the labelled line is another line of the statement lint names
         elif rule in FILE_LEVEL and (path, rule) in file_rule:
             matched |= {w for w in want if w[0] == path and w[2] == rule}
         else:
             t.fp[rule] += 1
-            how = "false alarm" if judged(group, (path, line, rule)) else "false alarm (line not labelled)"
+            how = (
+                "false alarm"
+                if judged(group, (path, line, rule), starts)
+                else "false alarm (line not labelled)"
+            )
             t.wrong.append(f"{repo} {path}:{line}: {how} {rule} {RULES[rule].name}")
     for path, line, rule in sorted(want):
         if (path, line, rule) in matched:
@@ -169,11 +211,13 @@ def print_tally(t: Tally, title: str) -> None:
         print("  " + w)
 
 
-def unjudged_rows(mirror: Path, repo: str, commit: str, group: list[Label], found: set[Key]) -> list[str]:
+def unjudged_rows(
+    mirror: Path, repo: str, commit: str, group: list[Label], found: set[Key], starts: Starts
+) -> list[str]:
     """A row to label for each finding no label speaks of: the expect column left empty, the line's text as note."""
     rows = []
     for path, line, rule in sorted(found):
-        if judged(group, (path, line, rule)):
+        if judged(group, (path, line, rule), starts):
             continue
         shown = subprocess.run(
             ["git", "--git-dir", str(git_dir(mirror, repo)), "show", f"{commit}:{path}"],
@@ -226,14 +270,15 @@ def main(argv: list[str]) -> int:
     files = scored = 0
     for (repo, commit), group in sorted(by_repo.items()):
         paths = sorted({lb.path for lb in group})
-        found = lint_group(args.mirror, repo, commit, paths, args.files_only)
-        if found is None:
+        linted = lint_group(args.mirror, repo, commit, paths, args.files_only)
+        if linted is None:
             continue
+        found, starts = linted
         files += len(paths)
         scored += len(group)
-        tally(strict, repo, group, found)
-        tally(adjudicated, repo, group + more[(repo, commit)], found)
-        todo += unjudged_rows(args.mirror, repo, commit, group + more[(repo, commit)], found)
+        tally(strict, repo, group, found, starts)
+        tally(adjudicated, repo, group + more[(repo, commit)], found, starts)
+        todo += unjudged_rows(args.mirror, repo, commit, group + more[(repo, commit)], found, starts)
 
     if not files:
         print("no labelled file could be read: fetch the repositories named in the labels first")
