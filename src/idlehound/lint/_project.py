@@ -116,8 +116,28 @@ def shared_facts(trees: dict[Path, ast.Module], facts: dict[Path, Facts]) -> dic
         merged: Optional[Facts] = None
         for q in near:
             merged = facts[q] if merged is None else merged | facts[q]
+        if merged is not None and not merged.benchmark and _importers_set_benchmark(p, imports, facts):
+            merged = merged | Facts(False, False, True)
         out[p] = merged
     return out
+
+
+def _importers_set_benchmark(p: Path, imports: dict[Path, set[Path]], facts: dict[Path, Facts]) -> bool:
+    """cudnn.benchmark is one switch for the process: a module imported, however deep, by a file that sets it
+    (main.py -> solver.py -> model.py) runs with it set."""
+    return any(facts[q].benchmark for q in importers(p, imports))
+
+
+def importers(p: Path, imports: dict[Path, set[Path]]) -> set[Path]:
+    """The files that import p, directly or through others (`imports`: file -> the files it imports)."""
+    seen, todo = {p}, [p]
+    while todo:
+        cur = todo.pop()
+        for q, imported in imports.items():
+            if cur in imported and q not in seen:
+                seen.add(q)
+                todo.append(q)
+    return seen - {p}
 
 
 Imports = tuple[dict[str, ast.AST], dict[str, dict[str, ast.AST]]]
