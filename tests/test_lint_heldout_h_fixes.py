@@ -1,7 +1,10 @@
 """The lint fixes made after scoring set H (benchmarks/lint_heldout_H.tsv, issue 32; H is a development set since):
 a function shared by the training and the evaluation phase steps only in one phase; a name bound to one of several
-classes by an option runs the method of each; `.cpu().data.numpy()` waits once. Each idiom is written here from
-scratch, with a healthy twin beside each silence (the true pattern still reported)."""
+classes by an option runs the method of each; `.cpu().data.numpy()` waits once; cudnn.benchmark set by a script
+covers the modules it imports at any depth, and IH015 is not repeated in a module whose importer reports it; tensors
+rebuilt on the host (`torch.cat` of a batch, comparisons, `expand_as`) are pageable for IH012; a step-counter buffer
+a trainer keeps on the host is not a wait. Each idiom is written here from scratch, with a healthy twin beside each
+silence (the true pattern still reported)."""
 
 from __future__ import annotations
 
@@ -304,3 +307,77 @@ def test_ih015_of_a_module_stays_where_no_importer_reports_it(tmp_path):
     # healthy twin: linted alone, or with a script that reports nothing, the model file keeps its finding
     root = _project(tmp_path, _WGAN)
     assert [r for r in _lint(root, "models/wgan.py") if r[1] == "IH015"] == [("wgan.py", "IH015", 6)]
+
+
+def test_a_tensor_rebuilt_on_the_host_from_a_batch_is_pageable(tmp_path):
+    found = _found(
+        tmp_path,
+        """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        def train(model, ds, opt, n):
+            loader = DataLoader(ds, batch_size=8, num_workers=4, pin_memory=True)
+            for views, y in loader:
+                views = torch.cat(views, dim=0)
+                views = views.to("cuda")
+                labels = torch.cat([torch.arange(8) for _ in range(2)], dim=0)
+                labels = (labels.unsqueeze(0) == labels.unsqueeze(1)).float()
+                labels = labels.to("cuda")
+                ranks = torch.LongTensor(range(n)).unsqueeze(0).expand_as(labels).to("cuda")
+                y = y.to("cuda")
+                loss = model(views).sum() + labels.sum() + ranks.sum()
+                loss.backward()
+                opt.step()
+        """,
+    )
+    # `torch.cat` of the pinned views, a comparison of host tensors, an expanded host tensor: pageable memory,
+    # `non_blocking` would not overlap their copies; healthy twin: the pinned batch's `y` (line 13) is reported
+    assert found == [("IH012", 13)]
+
+
+_TRAINER = """\
+import torch
+
+
+class Trainer(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model.cuda()
+        self.optim = torch.optim.Adam(model.parameters())
+        self.register_buffer("steps", torch.tensor(0))
+        self.register_buffer("ema_loss", torch.zeros(1, device="cuda"))
+
+    def train_step(self, x):
+        steps = int(self.steps.item())
+        loss = self.model(x.cuda()).sum()
+        loss.backward()
+        self.optim.step()
+        print(self.ema_loss.item())
+        self.steps += 1
+
+    def train(self, n):
+        while self.steps < n:
+            self.train_step(torch.zeros(2, 4))
+
+
+if __name__ == "__main__":
+    Trainer(torch.nn.Linear(4, 1)).train(100)
+"""
+
+
+def test_a_step_counter_buffer_of_a_trainer_kept_on_the_host_is_not_a_wait(tmp_path):
+    # `steps` is registered from a Python number without a device in a trainer nothing moves: a host read;
+    # healthy twin: the buffer made on the GPU (line 17) is reported
+    assert _found(tmp_path, _TRAINER) == [("IH001", 17)]
+
+
+def test_a_counter_buffer_of_a_trainer_moved_to_the_gpu_is_still_reported(tmp_path):
+    moved = _TRAINER.replace(
+        "Trainer(torch.nn.Linear(4, 1)).train(100)", "Trainer(torch.nn.Linear(4, 1)).cuda().train(100)"
+    )
+    assert _found(tmp_path, moved) == [("IH001", 13), ("IH001", 17)]
+    itself = _TRAINER.replace(
+        "        self.steps += 1\n", "        self.steps += 1\n        self.to('cuda')\n"
+    )
+    assert _found(tmp_path, itself) == [("IH001", 13), ("IH001", 17)]

@@ -34,6 +34,7 @@ from ._facts import (
     file_facts,
 )
 from ._gates import every_step_mod, last_batch, other_phase, periodic_flag, throttled
+from ._host import host_buffers
 from ._model import PY, TENSOR, Func, Functions, Scope
 from ._refs import passed_functions
 from ._steps import loop_body, reaches_step
@@ -116,6 +117,7 @@ class Checker(ast.NodeVisitor):
             for m in c.body
         }
         self.writer = False  # checking one of them
+        self.host_buffers = host_buffers(tree)  # method -> `self.` buffers its class keeps on the host
 
     def add(self, rule: str, node: ast.AST, via: str = "") -> None:
         line = getattr(node, "lineno", 0)
@@ -341,7 +343,9 @@ class Checker(ast.NodeVisitor):
             recv = f.value
             # `.cpu().numpy()` / `.cpu().item()` wait once, at the copy: counted once, as IH002
             after_cpu = _after_cpu(recv)
-            if self.scope.kind(recv) != PY and not after_cpu:
+            # `self.steps.item()` of a buffer its class registered on the host (`torch.tensor(0)`) and never moves
+            counter = dotted(recv) in self.host_buffers.get(id(self.scope.node), ())
+            if self.scope.kind(recv) != PY and not after_cpu and not counter:
                 self.add(_SYNC_METHODS[attr], node)
         elif name.endswith(("cuda.synchronize", "accelerator.synchronize")):
             self.add("IH008", node)
