@@ -3,7 +3,7 @@ a function shared by the training and the evaluation phase steps only in one pha
 classes by an option runs the method of each; `.cpu().data.numpy()` waits once; cudnn.benchmark set by a script
 covers the modules it imports at any depth, and IH015 is not repeated in a module whose importer reports it; tensors
 rebuilt on the host (`torch.cat` of a batch, comparisons, `expand_as`) are pageable for IH012; a step-counter buffer
-a trainer keeps on the host is not a wait. Each idiom is written here from scratch, with a healthy twin beside each
+a trainer keeps on the host is not a wait; a function a factory returns runs where its result is called. Each idiom is written here from scratch, with a healthy twin beside each
 silence (the true pattern still reported)."""
 
 from __future__ import annotations
@@ -381,3 +381,66 @@ def test_a_counter_buffer_of_a_trainer_moved_to_the_gpu_is_still_reported(tmp_pa
         "        self.steps += 1\n", "        self.steps += 1\n        self.to('cuda')\n"
     )
     assert _found(tmp_path, itself) == [("IH001", 13), ("IH001", 17)]
+
+
+_FACTORY = {
+    "train_fns.py": """\
+    import torch
+
+
+    def gan_training_function(G, opt):
+        def train(x):
+            opt.zero_grad()
+            loss = G(x).sum()
+            loss.backward()
+            opt.step()
+            return {"loss": float(loss.item())}
+
+        return train
+
+
+    def dummy_training_function():
+        def train(x):
+            return {}
+
+        return train
+
+
+    def eval_function(G):
+        def evaluate(x):
+            return {"score": G(x).mean().item()}
+
+        return evaluate
+    """,
+    "train.py": """\
+    import torch
+
+    import train_fns
+
+
+    def run(config, loader):
+        G = torch.nn.Linear(4, 4).cuda()
+        opt = torch.optim.Adam(G.parameters())
+        if config["gan"]:
+            train = train_fns.gan_training_function(G, opt)
+        else:
+            train = train_fns.dummy_training_function()
+        evaluate = train_fns.eval_function(G)
+        for x in loader:
+            metrics = train(x.cuda())
+        for x in loader:
+            scores = evaluate(x.cuda())
+
+
+    if __name__ == "__main__":
+        run({"gan": True}, [torch.zeros(2, 4)])
+    """,
+}
+
+
+def test_a_function_returned_by_a_factory_runs_where_its_result_is_called(tmp_path):
+    root = _project(tmp_path, _FACTORY)
+    # `train = train_fns.gan_training_function(...)` (or the dummy, by an option) returns its nested `train`:
+    # the loop calling it trains, its `.item()` runs every step; healthy twin: the evaluation closure, called
+    # in a loop that takes no step, is not per step
+    assert _lint(root, "train.py", "train_fns.py") == [("train_fns.py", "IH001", 10)]

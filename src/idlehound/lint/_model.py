@@ -10,7 +10,7 @@ import ast
 from collections.abc import Iterable
 from typing import Optional, Union
 
-from ._refs import partial_target
+from ._refs import partial_target, returned_functions
 from ._syntax import bound_names, calls_of, dotted, kw, own_nodes
 from ._vocab import (
     _LOADERS,
@@ -121,7 +121,11 @@ class Functions:
         if isinstance(f, ast.Name):
             direct = self.plain.get(f.id, []) or self._called_instance(f.id, scope)
             target = partial_target(f.id, scope) if not direct else None  # `backwards = partial(f, fp16)`
-            return direct or (self.resolve(ast.Call(func=target, args=[], keywords=[])) if target else [])
+            if target is not None:
+                return self.resolve(ast.Call(func=target, args=[], keywords=[]))
+            return direct or returned_functions(
+                f.id, self, scope
+            )  # `train = make_train_fn(...)`: its nested `train`
         if not isinstance(f, ast.Attribute):
             return []
         if isinstance(f.value, ast.Name) and f.value.id in ("self", "cls"):
