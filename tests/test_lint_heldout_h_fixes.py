@@ -3,8 +3,8 @@ a function shared by the training and the evaluation phase steps only in one pha
 classes by an option runs the method of each; `.cpu().data.numpy()` waits once; cudnn.benchmark set by a script
 covers the modules it imports at any depth, and IH015 is not repeated in a module whose importer reports it; tensors
 rebuilt on the host (`torch.cat` of a batch, comparisons, `expand_as`) are pageable for IH012; a step-counter buffer
-a trainer keeps on the host is not a wait; a function a factory returns runs where its result is called. Each idiom is written here from scratch, with a healthy twin beside each
-silence (the true pattern still reported)."""
+a trainer keeps on the host is not a wait; a function a factory returns runs where its result is called. Each idiom
+is written here from scratch, with a healthy twin beside each silence (the true pattern still reported)."""
 
 from __future__ import annotations
 
