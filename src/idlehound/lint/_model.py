@@ -123,9 +123,8 @@ class Functions:
             target = partial_target(f.id, scope) if not direct else None  # `backwards = partial(f, fp16)`
             if target is not None:
                 return self.resolve(ast.Call(func=target, args=[], keywords=[]))
-            return direct or returned_functions(
-                f.id, self, scope
-            )  # `train = make_train_fn(...)`: its nested `train`
+            # `train = make_train_fn(...)`: the `train` nested in it
+            return direct or returned_functions(f.id, self, scope)
         if not isinstance(f, ast.Attribute):
             return []
         if isinstance(f.value, ast.Name) and f.value.id in ("self", "cls"):
@@ -267,10 +266,8 @@ class Scope:
         elif built := _class_built(value, self.funcs):  # a class of this file: `Net(...)`, `Net(...).cuda()`
             self.instances[name] = built
             self.built.setdefault(name, set()).add(built)
-        elif built := _class_built(
-            value, self.funcs, qualified=True
-        ):  # `TD3.TD3(...)`: for alternatives only
-            self.built.setdefault(name, set()).add(built)
+        elif built := _class_built(value, self.funcs, qualified=True):
+            self.built.setdefault(name, set()).add(built)  # `TD3.TD3(...)`: known as one of alternatives only
 
     def _bind_loop(self, target: ast.expr, it: ast.expr) -> None:
         if (
