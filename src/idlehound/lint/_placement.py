@@ -19,7 +19,8 @@ def one_switch(checkers: dict[Path, Checker], linted: list[Path]) -> dict[Path, 
     out = {k: checkers[k].findings() for k in linted}
     imports = {k: imported_files(k, checkers[k].tree, set(linted)) for k in linted}
     reports = {k for k in linted if any(f.rule == "IH015" for f in out[k])}
+    above = {k: importers(k, imports) for k in reports}
     for k in reports:  # (a file importing k that k imports in turn is not above it)
-        if any(q in reports and k not in importers(q, imports) for q in importers(k, imports)):
+        if any(q in reports and k not in above[q] for q in above[k]):
             out[k] = [f for f in out[k] if f.rule != "IH015"]
     return out
