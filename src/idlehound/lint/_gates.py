@@ -103,12 +103,14 @@ def _len_of(e: ast.expr) -> bool:
     return isinstance(e, ast.Call) and dotted(e.func) == "len"
 
 
-def other_phase(node: ast.If, scope: Scope) -> tuple[bool, bool]:
+def other_phase(node: ast.If, scope: Scope, cache: dict[int, list[ast.expr]]) -> tuple[bool, bool]:
     """A function shared by the training and the evaluation phase (`main_loop(phase)`) steps the optimizer only
     under `if phase == TRAIN:`: the `else` of that same test elsewhere (`elif phase == VAL:`), or an `if` that
     compares the same value with another constant (`if phase == VAL:`), runs when no step is taken. Whether this
     `if`'s body and its `else` are such a phase, as (body, orelse)."""
-    tests = _step_tests(scope)
+    if id(scope.node) not in cache:  # (per function: its body is walked once)
+        cache[id(scope.node)] = _step_tests(scope)
+    tests = cache[id(scope.node)]
     if not tests or _steps_in(node.body, scope):
         return False, False
     if ast.dump(node.test) in {ast.dump(t) for t in tests}:

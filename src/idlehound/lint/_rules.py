@@ -118,6 +118,7 @@ class Checker(ast.NodeVisitor):
         }
         self.writer = False  # checking one of them
         self.host_buffers = host_buffers(tree)  # method -> `self.` buffers its class keeps on the host
+        self.phase_tests: dict[int, list[ast.expr]] = {}  # function -> the `x == C` tests its steps are under
 
     def add(self, rule: str, node: ast.AST, via: str = "") -> None:
         line = getattr(node, "lineno", 0)
@@ -254,7 +255,9 @@ class Checker(ast.NodeVisitor):
             or warning
         )
         # `elif phase == VAL:` in a function that steps only under `if phase == TRAIN:` (no step in that call)
-        body_phase, else_phase = other_phase(node, self.scope) if self.per_step else (False, False)
+        body_phase, else_phase = (
+            other_phase(node, self.scope, self.phase_tests) if self.per_step else (False, False)
+        )
         for body, rare_branch in ((node.body, periodic or body_phase), (node.orelse, else_phase)):
             # a branch that leaves the training loop (`...; break`) runs once
             leaves = bool(body) and isinstance(body[-1], ast.Break) and bool(self.loops) and self.loops[-1]
