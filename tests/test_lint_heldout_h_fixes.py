@@ -444,3 +444,25 @@ def test_a_function_returned_by_a_factory_runs_where_its_result_is_called(tmp_pa
     # the loop calling it trains, its `.item()` runs every step; healthy twin: the evaluation closure, called
     # in a loop that takes no step, is not per step
     assert _lint(root, "train.py", "train_fns.py") == [("train_fns.py", "IH001", 10)]
+
+
+def test_cudnn_benchmark_set_by_an_imported_utility_does_not_cover_the_program(tmp_path):
+    files = dict(_GAN)
+    # healthy twin: a module that sets it on one path (a webcam stream loader) and that the script imports is not
+    # where the program starts: the model two imports below the script is still reported
+    files["main.py"] = files["main.py"].replace(
+        "    torch.backends.cudnn.benchmark = True\n", "    import streams\n"
+    )
+    files["streams.py"] = """\
+    import torch
+    import solver
+
+
+    class LoadStreams:
+        def __init__(self):
+            torch.backends.cudnn.benchmark = True
+    """
+    root = _project(tmp_path, files)
+    assert [r for r in _lint(root, "main.py", "solver.py", "model.py", "streams.py") if r[1] == "IH015"] == [
+        ("model.py", "IH015", 7)
+    ]

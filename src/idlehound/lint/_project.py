@@ -124,9 +124,12 @@ def shared_facts(trees: dict[Path, ast.Module], facts: dict[Path, Facts]) -> dic
 
 
 def _imported_by_benchmark(imports: dict[Path, set[Path]], facts: dict[Path, Facts]) -> set[Path]:
-    """cudnn.benchmark is one switch for the process: the modules a file that sets it imports, however deep
-    (main.py -> solver.py -> model.py), run with it set."""
-    todo = [p for p in imports if facts[p].benchmark]
+    """cudnn.benchmark is one switch for the process: the modules a script that sets it imports, however deep
+    (main.py -> solver.py -> model.py), run with it set. Only from a script no file read imports (where a
+    program starts): a utility module that sets it on one path (yolov5's `LoadStreams`, for webcam inference)
+    does not set it for every module its importers use."""
+    imported = set().union(*imports.values()) if imports else set()
+    todo = [p for p in imports if facts[p].benchmark and p not in imported]
     seen = set(todo)
     while todo:
         for q in imports[todo.pop()] - seen:
