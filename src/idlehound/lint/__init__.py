@@ -14,6 +14,7 @@ from ._catalog import RULES, LintFinding
 from ._facts import Facts, _loaders, file_facts
 from ._model import Functions
 from ._output import FORMATS, annotation, render, sarif_log, summary
+from ._placement import one_switch
 from ._project import imports_table, shared_facts, subclass_methods
 from ._rules import Checker, Via, check_tree
 from ._source import parse_source, python_files, read_source
@@ -67,7 +68,8 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
                 if home in context and any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(fn)):
                     context_checker(home).enter(fn, Via(c, call))
     _check_foreign_helpers(checkers, convs.owner, context_checker)
-    return [f for k in files for f in checkers[k].findings()]
+    placed = one_switch(checkers, list(files))  # IH015 once per program, in the script that imports the model
+    return [f for k in files for f in placed[k]]
 
 
 def _overridden(funcs: Functions, tree: ast.Module, table: dict[int, dict[str, list[ast.AST]]]) -> Functions:

@@ -58,10 +58,18 @@ def _built(e: ast.expr, scope: Scope, depth: int) -> bool:
     """Whether a value is a tensor made by a `torch.*` call (a constructor, `cat`, `stack`...) in pageable memory:
     directly, through methods on it (`.fill_(0)`, not `.pin_memory()`), a name bound only to such values (a list
     it was gathered in aside), or the return of a function of the linted files."""
-    if depth > 3:
+    if depth > 8:  # (each method, operand or binding followed is one level)
         return False
     if isinstance(e, _Bound):
         return _built(e.value, e.scope, depth + 1)
+    if isinstance(e, ast.Name) and id(e) in scope.rebound:  # `x = torch.cat(x); x = x.to(device)`: that value
+        return _built(scope.rebound[id(e)], scope, depth + 1)
+    if isinstance(
+        e, (ast.Compare, ast.BinOp)
+    ):  # `(labels[:, None] == labels[None, :]).float()`: stays on the host
+        sides = [e.left, *e.comparators] if isinstance(e, ast.Compare) else [e.left, e.right]
+        tensors = [x for x in sides if not isinstance(x, ast.Constant)]
+        return bool(tensors) and all(_built(x, scope, depth + 1) for x in tensors)
     if isinstance(e, ast.Name):
         if e.id in scope.fixed or e.id not in scope.values:
             return False  # a parameter, a loop variable (a batch), or a name of an outer scope
@@ -106,6 +114,8 @@ _BUILT_KEEPS |= {
     "double",
     "bool",
 }
+# views and copies in the same memory: `torch.LongTensor(range(n)).unsqueeze(0).expand_as(x)`
+_BUILT_KEEPS |= {"expand", "expand_as", "repeat", "permute", "transpose", "flatten", "clone"}
 
 
 def _periodic(test: ast.expr) -> bool:

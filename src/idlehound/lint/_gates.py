@@ -7,7 +7,7 @@ import ast
 from typing import TYPE_CHECKING, Optional
 
 from ._checks import _periodic
-from ._syntax import dotted
+from ._syntax import dotted, own_nodes
 
 if TYPE_CHECKING:
     from ._model import Scope
@@ -101,3 +101,57 @@ def _len_of(e: ast.expr) -> bool:
     if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Sub) and isinstance(e.right, ast.Constant):
         e = e.left
     return isinstance(e, ast.Call) and dotted(e.func) == "len"
+
+
+def other_phase(node: ast.If, scope: Scope, cache: dict[int, list[ast.expr]]) -> tuple[bool, bool]:
+    """A function shared by the training and the evaluation phase (`main_loop(phase)`) steps the optimizer only
+    under `if phase == TRAIN:`: the `else` of that same test elsewhere (`elif phase == VAL:`), or an `if` that
+    compares the same value with another constant (`if phase == VAL:`), runs when no step is taken. Whether this
+    `if`'s body and its `else` are such a phase, as (body, orelse)."""
+    if id(scope.node) not in cache:  # (per function: its body is walked once)
+        cache[id(scope.node)] = _step_tests(scope)
+    tests = cache[id(scope.node)]
+    if not tests or _steps_in(node.body, scope):
+        return False, False
+    if ast.dump(node.test) in {ast.dump(t) for t in tests}:
+        return False, True
+    return any(_other_value(node.test, t) for t in tests), False
+
+
+def _step_tests(scope: Scope) -> list[ast.expr]:
+    """The tests `x == C` of this function's `if`s whose body steps the optimizer and whose `else` does not."""
+    func = scope.node
+    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    return [
+        n.test
+        for n in own_nodes(func.body)
+        if isinstance(n, ast.If)
+        and _eq_sides(n.test) is not None  # a phase (`mode == "train"`), not `(i + 1) % accum == 0`
+        and _steps_in(n.body, scope)
+        and not _steps_in(n.orelse, scope)
+    ]
+
+
+def _steps_in(body: list[ast.stmt], scope: Scope) -> bool:
+    from ._steps import is_step_call  # (_steps imports the model, which this module's callers import)
+
+    return any(isinstance(n, ast.Call) and is_step_call(n, scope) for n in own_nodes(body))
+
+
+def _other_value(test: ast.expr, step_test: ast.expr) -> bool:
+    """`phase == VAL` where the step's test is `phase == TRAIN`: the same value against another constant."""
+    here, step = _eq_sides(test), _eq_sides(step_test)
+    return here is not None and step is not None and here[0] == step[0] and here[1] != step[1]
+
+
+def _eq_sides(test: ast.expr) -> Optional[tuple[str, str]]:
+    """`x == C` with C a literal or a dotted constant (`LoopPhase.VAL`, `"train"`): the dumps of both sides."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return None
+    value = test.comparators[0]
+    if not (isinstance(value, ast.Constant) or (isinstance(value, ast.Attribute) and dotted(value))):
+        return None
+    if any(isinstance(n, ast.BinOp) for n in ast.walk(test.left)):
+        return None  # `(i + 1) % accum == 0`: a step count, not a phase
+    return ast.dump(test.left), ast.dump(value)

@@ -10,8 +10,8 @@ import ast
 from collections.abc import Iterable
 from typing import Optional, Union
 
-from ._refs import partial_target
-from ._syntax import dotted, kw, own_nodes
+from ._refs import partial_target, returned_functions
+from ._syntax import bound_names, calls_of, dotted, kw, own_nodes
 from ._vocab import (
     _LOADERS,
     _MODULE_NAMES,
@@ -83,16 +83,16 @@ class Functions:
                 self.classes.setdefault(name, methods)
                 for m, i in methods.items():
                     self.methods.setdefault(m, [i])
+        for alias, defs in self.module_defs.items():  # `import TD3` -> `TD3.TD3(...)`, known as "TD3.TD3"
+            for name, d in defs.items():
+                if isinstance(d, ast.ClassDef):
+                    self.classes.setdefault(f"{alias}.{name}", _methods_of(d))
         self.attrs: dict[str, set[str]] = {}  # `self.x = Cls(...)` in any method: "self.x" -> the classes
         for n in (n for f in own_methods for n in ast.walk(f)):
-            if (
-                isinstance(n, ast.Assign)
-                and isinstance(n.value, ast.Call)
-                and isinstance(n.value.func, ast.Name)
-            ):
-                for t in n.targets if n.value.func.id in self.classes else []:
+            if isinstance(n, ast.Assign) and (built := _class_built(n.value, self)):
+                for t in n.targets:  # also `self.policy = Policy(...).to(self.device)`
                     if dotted(t).startswith("self."):
-                        self.attrs.setdefault(dotted(t), set()).add(n.value.func.id)
+                        self.attrs.setdefault(dotted(t), set()).add(built)
 
     def imported_defs(self, call: ast.Call) -> list[ast.AST]:
         """The class or function of another file this call runs: `Net(...)`, `models.Net(...)`."""
@@ -121,7 +121,10 @@ class Functions:
         if isinstance(f, ast.Name):
             direct = self.plain.get(f.id, []) or self._called_instance(f.id, scope)
             target = partial_target(f.id, scope) if not direct else None  # `backwards = partial(f, fp16)`
-            return direct or (self.resolve(ast.Call(func=target, args=[], keywords=[])) if target else [])
+            if target is not None:
+                return self.resolve(ast.Call(func=target, args=[], keywords=[]))
+            # `train = make_train_fn(...)`: the `train` nested in it
+            return direct or returned_functions(f.id, self, scope)
         if not isinstance(f, ast.Attribute):
             return []
         if isinstance(f.value, ast.Name) and f.value.id in ("self", "cls"):
@@ -130,13 +133,16 @@ class Functions:
         if isinstance(f.value, ast.Name) and f.value.id in self.modules:
             found = self.modules[f.value.id].get(f.attr)
             return [found] if found is not None else []
+        if scope is not None and (alts := scope.alternatives(dotted(f.value))):
+            # `policy = TD3(...)` or `DDPG(...)` by an option: the method of each may run
+            return [m for c in sorted(alts) if (m := self.classes[c].get(f.attr)) is not None]
         cls = scope.instance_of(dotted(f.value)) if scope is not None else ""
         method = self.classes.get(cls, {}).get(f.attr)
         recv = dotted(f.value).rsplit(".", 1)[-1].lower()
         # `trainer.train_step(...)` (not `opt.step()`): the one class with that method
         if method is None and "step" in f.attr and "opt" not in recv:
-            owners = [m[f.attr] for m in self.classes.values() if f.attr in m]
-            return owners if len(owners) == 1 else []
+            owners = list({id(m[f.attr]): m[f.attr] for m in self.classes.values() if f.attr in m}.values())
+            return owners if len(owners) == 1 else []  # (a class may be known by two names: `m.C`, `C`)
         return [method] if method is not None else []
 
 
@@ -156,6 +162,7 @@ class Scope:
         self.schedulers: set[str] = set()
         self.loaders: set[str] = set()
         self.instances: dict[str, str] = {}  # name -> class defined in this file
+        self.built: dict[str, set[str]] = {}  # name -> every class of the files read bound to it here
         self.inferred: dict[str, str] = {}  # name -> class found through a factory or the callers ("": none)
         self.rebound: dict[int, ast.expr] = {}  # a use of a name -> the one value it can have there
         self._collect()
@@ -196,7 +203,7 @@ class Scope:
         ]:
             last: dict[str, ast.expr] = {}
             for stmt in stmts:
-                bound = _bound_names(stmt)
+                bound = bound_names(stmt)
                 plain = (
                     stmt.targets[0].id
                     if isinstance(stmt, ast.Assign)
@@ -258,6 +265,9 @@ class Scope:
             self.loaders.add(name)
         elif built := _class_built(value, self.funcs):  # a class of this file: `Net(...)`, `Net(...).cuda()`
             self.instances[name] = built
+            self.built.setdefault(name, set()).add(built)
+        elif built := _class_built(value, self.funcs, qualified=True):
+            self.built.setdefault(name, set()).add(built)  # `TD3.TD3(...)`: known as one of alternatives only
 
     def _bind_loop(self, target: ast.expr, it: ast.expr) -> None:
         if (
@@ -296,6 +306,19 @@ class Scope:
             s = s.parent
         classes = self.funcs.attrs.get(name, set())  # `self.x = Cls(...)` in another method (`__init__`)
         return next(iter(classes)) if len(classes) == 1 else ""
+
+    def alternatives(self, name: str) -> set[str]:
+        """The classes a name is bound to in different branches (`if args.policy == "TD3": policy = TD3(...)
+        elif ...: policy = DDPG(...)`, or `self.policy = A(...)` / `B(...)`), when it holds more than one."""
+        s: Optional[Scope] = self
+        while s is not None:
+            if len(s.built.get(name, ())) > 1:
+                return s.built[name]
+            if name in s.values or name in s.fixed:
+                return set()
+            s = s.parent
+        classes = self.funcs.attrs.get(name, set())
+        return classes if len(classes) > 1 else set()
 
     def _inferred(self, name: str) -> str:
         """The one class a local name holds when no `Cls(...)` binds it here: the return of a factory function of
@@ -354,7 +377,7 @@ class Scope:
         positional = [x.arg for x in f.args.posonlyargs + f.args.args]
         found: set[str] = set()
         if f.name not in self.funcs.calls:
-            self.funcs.calls[f.name] = _calls_of(f.name, self.funcs.tree)
+            self.funcs.calls[f.name] = calls_of(f.name, self.funcs.tree)
         for caller, call in self.funcs.calls[f.name]:
             arg = kw(call, param)
             if arg is None and param in positional:
@@ -544,8 +567,9 @@ _SELF_RETURNING = {
 }
 
 
-def _class_built(value: ast.expr, funcs: Functions) -> str:
-    """The class of the files read that `Cls(...)` or `Cls(...).cuda()` / `.to(device)` builds, else ""."""
+def _class_built(value: ast.expr, funcs: Functions, qualified: bool = False) -> str:
+    """The class of the files read that `Cls(...)` or `Cls(...).cuda()` / `.to(device)` builds, else ""; with
+    `qualified`, also `module.Cls(...)` of a module imported whole."""
     while (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Attribute)
@@ -555,30 +579,12 @@ def _class_built(value: ast.expr, funcs: Functions) -> str:
         value = value.func.value
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in funcs.classes:
         return value.func.id
-    return ""
+    name = dotted(value.func) if qualified and isinstance(value, ast.Call) else ""
+    return name if "." in name and name in funcs.classes else ""
 
 
-def _calls_of(name: str, tree: ast.Module) -> list[tuple[Optional[Func], ast.Call]]:
-    """Each `name(...)` call in a file, with the top-level function or method it is in (None: module level)."""
-    out: list[tuple[Optional[Func], ast.Call]] = []
-    holders: list[tuple[Optional[Func], list[ast.stmt]]] = [(None, tree.body)]
-    holders += [(n, n.body) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    for holder, body in holders:
-        for n in own_nodes(body):
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name:
-                out.append((holder, n))
-    return out
-
-
-def _bound_names(stmt: ast.stmt) -> set[str]:
-    """Names a statement binds anywhere in it (assignments, loop targets, `with ... as`, `:=`, nested defs)."""
-    out: set[str] = set()
-    for n in own_nodes([stmt], into_defs=False):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
-            out.add(n.id)
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(n.name)
-    return out
+def _methods_of(c: ast.ClassDef) -> dict[str, Func]:
+    return {i.name: i for i in c.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
 class _Bound(ast.expr):

@@ -111,13 +111,45 @@ def shared_facts(trees: dict[Path, ast.Module], facts: dict[Path, Facts]) -> dic
         for p in imports:
             imports[p] |= {q for i in list(imports[p]) if i.name == "__init__.py" for q in imports[i]} - {p}
     out: dict[Path, Optional[Facts]] = {}
+    covered = _imported_by_benchmark(imports, facts)
     for p in trees:
         near = imports[p] | {q for q in trees if p in imports[q]}
         merged: Optional[Facts] = None
         for q in near:
             merged = facts[q] if merged is None else merged | facts[q]
+        if merged is not None and not merged.benchmark and p in covered:
+            merged = merged | Facts(False, False, True)
         out[p] = merged
     return out
+
+
+def _imported_by_benchmark(imports: dict[Path, set[Path]], facts: dict[Path, Facts]) -> set[Path]:
+    """cudnn.benchmark is one switch for the process: the modules a script that sets it imports, however deep
+    (main.py -> solver.py -> model.py), run with it set. Only from a script no file read imports (where a
+    program starts): a utility module that sets it on one path (yolov5's `LoadStreams`, for webcam inference)
+    does not set it for every module its importers use."""
+    imported = set().union(*imports.values()) if imports else set()
+    todo = [p for p in imports if facts[p].benchmark and p not in imported]
+    seen = set(todo)
+    while todo:
+        for q in imports[todo.pop()] - seen:
+            seen.add(q)
+            todo.append(q)
+    return seen
+
+
+def importers(p: Path, imports: dict[Path, set[Path]]) -> set[Path]:
+    """The files that import p, directly or through others (`imports`: file -> the files it imports)."""
+    by: dict[Path, set[Path]] = {}
+    for q, imported in imports.items():
+        for i in imported:
+            by.setdefault(i, set()).add(q)
+    seen, todo = {p}, [p]
+    while todo:
+        for q in by.get(todo.pop(), set()) - seen:
+            seen.add(q)
+            todo.append(q)
+    return seen - {p}
 
 
 Imports = tuple[dict[str, ast.AST], dict[str, dict[str, ast.AST]]]

@@ -33,7 +33,8 @@ from ._facts import (
     cpu_functions,
     file_facts,
 )
-from ._gates import every_step_mod, last_batch, periodic_flag, throttled
+from ._gates import every_step_mod, last_batch, other_phase, periodic_flag, throttled
+from ._host import host_buffers
 from ._model import PY, TENSOR, Func, Functions, Scope
 from ._refs import passed_functions
 from ._steps import loop_body, reaches_step
@@ -116,6 +117,8 @@ class Checker(ast.NodeVisitor):
             for m in c.body
         }
         self.writer = False  # checking one of them
+        self.host_buffers = host_buffers(tree)  # method -> `self.` buffers its class keeps on the host
+        self.phase_tests: dict[int, list[ast.expr]] = {}  # function -> the `x == C` tests its steps are under
 
     def add(self, rule: str, node: ast.AST, via: str = "") -> None:
         line = getattr(node, "lineno", 0)
@@ -251,7 +254,11 @@ class Checker(ast.NodeVisitor):
             or _first_step(node.test)
             or warning
         )
-        for body, rare_branch in ((node.body, periodic), (node.orelse, False)):
+        # `elif phase == VAL:` in a function that steps only under `if phase == TRAIN:` (no step in that call)
+        body_phase, else_phase = (
+            other_phase(node, self.scope, self.phase_tests) if self.per_step else (False, False)
+        )
+        for body, rare_branch in ((node.body, periodic or body_phase), (node.orelse, else_phase)):
             # a branch that leaves the training loop (`...; break`) runs once
             leaves = bool(body) and isinstance(body[-1], ast.Break) and bool(self.loops) and self.loops[-1]
             rare = rare_branch or _exits(body) or leaves
@@ -338,8 +345,10 @@ class Checker(ast.NodeVisitor):
         if attr in _SYNC_METHODS and not node.args and isinstance(f, ast.Attribute):
             recv = f.value
             # `.cpu().numpy()` / `.cpu().item()` wait once, at the copy: counted once, as IH002
-            after_cpu = isinstance(recv, ast.Call) and dotted(recv.func).endswith(".cpu")
-            if self.scope.kind(recv) != PY and not after_cpu:
+            after_cpu = _after_cpu(recv)
+            # `self.steps.item()` of a buffer its class registered on the host (`torch.tensor(0)`) and never moves
+            counter = dotted(recv) in self.host_buffers.get(id(self.scope.node), ())
+            if self.scope.kind(recv) != PY and not after_cpu and not counter:
                 self.add(_SYNC_METHODS[attr], node)
         elif name.endswith(("cuda.synchronize", "accelerator.synchronize")):
             self.add("IH008", node)
@@ -508,6 +517,20 @@ def check_tree(
 
 def _keyword(call: ast.Call, name: str) -> ast.AST:
     return next((k for k in call.keywords if k.arg == name), call)
+
+
+def _after_cpu(recv: ast.expr) -> bool:
+    """`x.cpu()`, also through `.data` / `.detach()` after it (`.cpu().data.numpy()`): the copy already waited."""
+    while True:
+        if isinstance(recv, ast.Attribute) and recv.attr == "data":
+            recv = recv.value
+        elif (
+            isinstance(recv, ast.Call) and isinstance(recv.func, ast.Attribute) and recv.func.attr == "detach"
+        ):
+            recv = recv.func.value
+        else:
+            break
+    return isinstance(recv, ast.Call) and dotted(recv.func).endswith(".cpu")
 
 
 def _suppressed(found: list[LintFinding], lines: list[str]) -> list[LintFinding]:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable, Iterator
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from ._vocab import _LOADERS
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+Func = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 
 def dotted(node: ast.AST) -> str:
@@ -52,3 +53,26 @@ def own_nodes(
         node = stack.pop()
         yield node
         stack += [c for c in ast.iter_child_nodes(node) if wanted(c)][::-1]
+
+
+def calls_of(name: str, tree: ast.Module) -> list[tuple[Optional[Func], ast.Call]]:
+    """Each `name(...)` call in a file, with the top-level function or method it is in (None: module level)."""
+    out: list[tuple[Optional[Func], ast.Call]] = []
+    holders: list[tuple[Optional[Func], list[ast.stmt]]] = [(None, tree.body)]
+    holders += [(n, n.body) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for holder, body in holders:
+        for n in own_nodes(body):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name:
+                out.append((holder, n))
+    return out
+
+
+def bound_names(stmt: ast.stmt) -> set[str]:
+    """Names a statement binds anywhere in it (assignments, loop targets, `with ... as`, `:=`, nested defs)."""
+    out: set[str] = set()
+    for n in own_nodes([stmt], into_defs=False):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+    return out
