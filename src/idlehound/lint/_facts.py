@@ -12,6 +12,7 @@ from typing import Optional, Union
 
 from ..errors import IdlehoundError
 from ._kwargs import resolve_kwargs
+from ._oneoff import consumed_inline
 from ._syntax import const, dotted, is_loader, kw
 
 _DEVICE_WORDS = ("device", "gpu", "rank", "cuda")
@@ -305,7 +306,9 @@ def _loaders(tree: ast.Module) -> list[_Loader]:
         if isinstance(n, ast.ClassDef) and _device_dataset(n):
             on_device.add(n.name)
     prepared = _prepared_names(tree)
+    inline = consumed_inline(tree) if found else set()  # `[d[0] for d in DataLoader(ds)]`: a one-off pass
     for ld in found:
+        ld.evaluation = ld.evaluation or id(ld.call) in inline
         ld.prepared = any(name in prepared for name in ld.names)
         ld.on_device = _dataset_class(ld.call, made) in on_device
     if len(found) > 1:  # a validation/test loader beside a training one: its epoch pass is not the training

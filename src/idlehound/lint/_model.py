@@ -57,6 +57,7 @@ class Functions:
         self.module: Optional[Scope] = None  # parent scope of every function's (module globals)
         self.classes: dict[str, dict[str, Func]] = {}
         self.overrides: dict[str, list[Func]] = {}  # methods of subclasses in other files, by name
+        self.off_options: frozenset[str] = frozenset()  # command-line options declared off by default
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 for item in node.body:
@@ -158,6 +159,7 @@ class Scope:
         self.instances: dict[str, str] = {}  # name -> class defined in this file
         self.inferred: dict[str, str] = {}  # name -> class found through a factory or the callers ("": none)
         self.rebound: dict[int, ast.expr] = {}  # a use of a name -> the one value it can have there
+        self.host: set[str] = set()  # parameters given a host copy (`log(loss.cpu())`)
         self._collect()
         self._straight_lines(self.node.body)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Union
 
 from ._catalog import LintFinding
@@ -24,6 +24,7 @@ from ._checks import (
     _warns_only,
     off_by_default,
 )
+from ._cpudefault import cpu_by_default
 from ._facts import (
     Facts,
     _deep_stack,
@@ -34,7 +35,10 @@ from ._facts import (
     file_facts,
 )
 from ._gates import every_step_mod, last_batch, periodic_flag, throttled
+from ._handed import handed_steps
+from ._hostargs import given_host, host_params, host_use, mark_host
 from ._model import PY, TENSOR, Func, Functions, Scope
+from ._rare import rare_test
 from ._refs import passed_functions
 from ._steps import loop_body, reaches_step
 from ._syntax import const, dotted, kw
@@ -143,6 +147,7 @@ class Checker(ast.NodeVisitor):
     def run(self) -> None:
         with _deep_stack(self.file):
             self.visit(self.tree)
+            self._handed_steps()
             if self.gpu:
                 for ld in self.loaders:
                     if ld.evaluation or ld.on_device or id(ld.call) in self.cpu_loaders:
@@ -159,6 +164,13 @@ class Checker(ast.NodeVisitor):
                 if self.trains or trains_there:
                     self.add("IH015", call, via)
             self.drain()
+
+    def _handed_steps(self) -> None:
+        """`Engine(train_step)`: a step function a framework runs once per batch is per-step code."""
+        for f in handed_steps(self.tree, self.funcs) if self.gpu else []:
+            if id(f) not in self.cpu_nodes:
+                self.trains = True
+                self.pending.append((f, 1, None, frozenset()))
 
     def drain(self) -> None:
         """Functions called from a training loop run every step too: check their bodies as such."""
@@ -180,6 +192,7 @@ class Checker(ast.NodeVisitor):
             self.scope = Scope(f, self.funcs, self.funcs.module)
             for p in tensors:  # `logger.log(grad_norm)`: the parameter holds the tensor passed every step
                 self.scope.fixed[p] = [TENSOR]
+            given_host(self.scope, tensors)  # `log(loss.cpu())`: a host copy, no wait
             self.writer = id(f) in self.writer_methods
             for stmt in f.body:
                 self.visit(stmt)
@@ -237,6 +250,8 @@ class Checker(ast.NodeVisitor):
         # `if is_report_accuracy:` (a parameter off by default nobody passes); `if self.need_sync: ...;
         # self.need_sync = False` (turns itself off: runs once)
         optional = optional or _off_param(node.test, self.scope.node, self.passed) or _one_shot(node)
+        # `if opts.l2_lambda_crop > 0:` (an option declared with default 0), `if ... and batch_idx == 0:`
+        optional = optional or rare_test(node.test, self.funcs.off_options)
         # `if not torch.isfinite(norm): print(...)`: the check is the wait (IH007); a branch that only warns runs
         # when the check fails, not every step
         warning = checked and _warns_only(node.body)
@@ -305,7 +320,7 @@ class Checker(ast.NodeVisitor):
                 dotted(f)
             ):  # a collective helper is reported as one (IH016), not for its insides
                 self.pending += [
-                    (fn, self.level + 1, via, self._tensor_params(fn, node))
+                    (fn, self.level + 1, via, self._params_given(fn, node))
                     for fn in self.funcs.resolve(node, self.scope)
                 ] + [
                     (fn, self.level + 1, via, frozenset())
@@ -314,6 +329,10 @@ class Checker(ast.NodeVisitor):
         if not self.level:
             self._anywhere(node, dotted(f), attr)
         self.generic_visit(node)
+
+    def _params_given(self, fn: Func, call: ast.Call) -> frozenset[str]:
+        """The parameters given a tensor, and (marked) those given a host copy (`log(loss.cpu())`)."""
+        return mark_host(self._tensor_params(fn, call), host_params(fn, call, self.scope))
 
     def _tensor_params(self, fn: Func, call: ast.Call) -> frozenset[str]:
         """The parameters of `fn` this call passes a tensor (a method's `self` is the receiver, not an argument)."""
@@ -339,7 +358,7 @@ class Checker(ast.NodeVisitor):
             recv = f.value
             # `.cpu().numpy()` / `.cpu().item()` wait once, at the copy: counted once, as IH002
             after_cpu = isinstance(recv, ast.Call) and dotted(recv.func).endswith(".cpu")
-            if self.scope.kind(recv) != PY and not after_cpu:
+            if self.scope.kind(recv) != PY and not after_cpu and not host_use(recv, self.scope):
                 self.add(_SYNC_METHODS[attr], node)
         elif name.endswith(("cuda.synchronize", "accelerator.synchronize")):
             self.add("IH008", node)
@@ -499,6 +518,8 @@ def check_tree(
     context module (read for the project view) is not run: only the helpers linted files call are checked."""
     facts = own if own is not None else file_facts(tree, file)
     facts = facts | shared if shared is not None else facts
+    if facts.gpu and cpu_by_default(tree):  # `--device` defaults to "cpu": the GPU is an option here
+        facts = replace(facts, gpu=False)
     c = Checker(file, source, tree, facts, funcs, shared is not None and shared.gpu, context)
     c.model_build, c.passed = model_build, passed
     if not context:

@@ -1,0 +1,249 @@
+"""The lint fixes made after scoring sets I and J (benchmarks/lint_heldout_I.tsv, _J.tsv, issue 32; both are
+development sets since): a step function a framework runs (`Engine(train_step)`), host copies handed to a helper
+(`log(loss.cpu())`), a loader drained inside one expression, a script whose `--device` defaults to "cpu", a loss
+term behind an option declared with default 0, and the first batch of a pass. Each idiom is written here from
+scratch, with a healthy twin beside each silence (the true pattern still flagged)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from idlehound.lint import lint_paths
+
+from .lint_snippets import found as _found
+from .lint_snippets import project as _project
+
+
+def _lint(root: Path, *names: str) -> list[tuple[str, str, int]]:
+    return sorted((Path(f.file).name, f.rule, f.line) for f in lint_paths([root / n for n in names]))
+
+
+_ENGINE = """\
+import torch
+from somelib import Engine
+
+
+def run(model, loader, opt, device="cuda"):
+    def train_step(engine, batch):
+        x, y = batch[0].to(device), batch[1].to(device)
+        out = model(x)
+        loss = torch.nn.functional.cross_entropy(out, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return {"loss": loss.item(), "acc": out.argmax(1).eq(y).float().mean().item()}
+
+    def eval_step(engine, batch):
+        out = model(batch[0].to(device))
+        return {"score": out.max().item()}
+
+    trainer = Engine(train_step)
+    evaluator = Engine(eval_step)
+    trainer.run(loader, max_epochs=3)
+"""
+
+
+def test_a_step_function_handed_to_a_framework_runs_every_batch(tmp_path):
+    # no visible loop: the engine calls train_step once per batch; its `.item()` calls wait every step
+    assert _found(tmp_path, _ENGINE) == [("IH001", 13)]
+
+
+def test_a_handed_function_without_a_step_is_not_per_step(tmp_path):
+    # the evaluator's function (no backward, no optimizer step) stays quiet, as does a train step that is called
+    # by name (its loop, if any, decides) or only hands a sub-function on
+    assert (
+        _found(tmp_path, _ENGINE.replace("trainer = Engine(train_step)", "trainer = Engine(eval_step)")) == []
+    )
+
+
+def test_a_handed_function_in_a_cpu_only_file_is_quiet(tmp_path):
+    cpu = _ENGINE.replace('device="cuda"', 'device="cpu"').replace(".to(device)", "")
+    assert _found(tmp_path, cpu) == []
+
+
+_LOG = """\
+class Log:
+    def __init__(self):
+        self.total = 0.0
+        self.steps = 0
+
+    def __call__(self, loss, correct):
+        self._step(loss, correct)
+
+    def _step(self, loss, correct):
+        self.total += loss.sum().item()
+        self.hits = correct.sum().item()
+        self.steps += 1
+        if self.steps % 100 == 0:
+            loss = self.total / self.steps
+            print(loss)
+"""
+
+_TRAIN = """\
+import torch
+from log import Log
+
+
+def train(model, loader, opt):
+    log = Log()
+    for x, y in loader:
+        out = model(x.cuda())
+        loss = torch.nn.functional.cross_entropy(out, y.cuda(), reduction="none")
+        loss.mean().backward()
+        opt.step()
+        log(loss.cpu(), (out.argmax(1) == y.cuda()).cpu())
+"""
+
+
+def test_item_of_a_host_copy_handed_to_a_helper_is_not_a_wait(tmp_path):
+    root = _project(tmp_path, {"log.py": _LOG, "train.py": _TRAIN})
+    # the wait is the `.cpu()` copy at the call (IH002); `.item()` of the copies inside Log reads host memory
+    assert _lint(root, "train.py", "log.py") == [("train.py", "IH002", 12)]
+
+
+def test_item_of_a_device_tensor_handed_to_a_helper_is_still_reported(tmp_path):
+    healthy = _TRAIN.replace(
+        "log(loss.cpu(), (out.argmax(1) == y.cuda()).cpu())", "log(loss, out.argmax(1) == y.cuda())"
+    )
+    root = _project(tmp_path, {"log.py": _LOG, "train.py": healthy})
+    assert _lint(root, "train.py", "log.py") == [("log.py", "IH001", 10), ("log.py", "IH001", 11)]
+
+
+_STATS = """\
+import torch
+from torch.utils.data import DataLoader
+
+
+class Data:
+    def __init__(self, train_set, batch_size):
+        data = torch.cat([d[0] for d in DataLoader(train_set)])
+        self.mean, self.std = data.mean(), data.std()
+        self.train = DataLoader(train_set, batch_size=batch_size, num_workers=4, pin_memory=True)
+
+
+def train(model, data, opt):
+    for x, y in data.train:
+        loss = model(x.cuda(non_blocking=True)).sum()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_loader_drained_inside_one_expression_is_not_a_training_loader(tmp_path):
+    # the statistics pass at start-up has no step per batch: its workers and pinning cost no GPU time
+    assert _found(tmp_path, _STATS) == []
+
+
+def test_a_training_loader_without_workers_is_still_reported(tmp_path):
+    healthy = _STATS.replace(", num_workers=4, pin_memory=True", "")
+    assert _found(tmp_path, healthy) == [("IH010", 9), ("IH011", 9)]
+
+
+_CPU_DEFAULT = """\
+import argparse
+import torch
+
+
+def train(model, loader, opt, device):
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        print(loss.item())
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", type=str, default="cpu")
+    args = parser.parse_args()
+    if torch.cuda.is_available():
+        print("a GPU is there; pass --device to use it")
+    train(torch.nn.Linear(4, 2), [], None, args.device)
+"""
+
+
+def test_a_script_whose_device_defaults_to_cpu_runs_on_the_cpu(tmp_path):
+    assert _found(tmp_path, _CPU_DEFAULT) == []
+
+
+def test_a_script_whose_device_defaults_to_cuda_is_still_checked(tmp_path):
+    healthy = _CPU_DEFAULT.replace('default="cpu"', 'default="cuda"')
+    assert _found(tmp_path, healthy) == [("IH001", 11)]
+    # `.cuda()` anywhere puts it on the GPU whatever the option says
+    assert _found(
+        tmp_path, _CPU_DEFAULT.replace("torch.nn.Linear(4, 2)", "torch.nn.Linear(4, 2).cuda()")
+    ) == [("IH001", 11)]
+
+
+_OPTIONS = """\
+import argparse
+
+
+def parse():
+    p = argparse.ArgumentParser()
+    p.add_argument("--l2_lambda", type=float, default=1.0)
+    p.add_argument("--crop_lambda", type=float, default=0)
+    p.add_argument("--use_wandb", action="store_true")
+    return p.parse_args()
+"""
+
+_COACH = """\
+import torch
+import torch.nn.functional as F
+
+
+class Coach:
+    def __init__(self, opts, net, loader):
+        self.opts, self.net, self.loader = opts, net.cuda(), loader
+        self.opt = torch.optim.Adam(net.parameters())
+
+    def train(self):
+        for batch_idx, (x, y) in enumerate(self.loader):
+            x, y = x.cuda(), y.cuda()
+            y_hat = self.net(x)
+            loss, logs = self.calc_loss(y, y_hat)
+            loss.backward()
+            self.opt.step()
+            if self.opts.use_wandb and batch_idx == 0:
+                print(y_hat.cpu())
+
+    def calc_loss(self, y, y_hat):
+        logs = {}
+        loss_l2 = F.mse_loss(y_hat, y)
+        loss = loss_l2 * self.opts.l2_lambda
+        if self.opts.l2_lambda > 0:
+            logs["l2"] = float(loss_l2)
+        if self.opts.crop_lambda > 0:
+            loss_crop = F.mse_loss(y_hat[:, 4:-4], y[:, 4:-4])
+            logs["crop"] = float(loss_crop)
+            loss = loss + loss_crop * self.opts.crop_lambda
+        return loss, logs
+"""
+
+
+def test_a_loss_term_behind_an_option_declared_zero_is_not_per_step(tmp_path):
+    # the options live in a file nobody imports from the coach (found by a text search of the project)
+    root = _project(tmp_path, {"options.py": _OPTIONS, "coach.py": _COACH})
+    # `l2_lambda` defaults to 1.0: its float() waits every step; `crop_lambda` defaults to 0: off unless set;
+    # the first batch of each pass (`batch_idx == 0`) is once per epoch
+    assert _lint(root, "coach.py") == [("coach.py", "IH006", 25)]
+
+
+def test_an_option_set_elsewhere_or_declared_on_is_still_per_step(tmp_path):
+    root = _project(
+        tmp_path, {"options.py": _OPTIONS.replace("default=0)", "default=0.5)"), "coach.py": _COACH}
+    )
+    assert _lint(root, "coach.py") == [("coach.py", "IH006", 25), ("coach.py", "IH006", 28)]
+    # declared 0 but set in code: someone turns it on
+    code = _COACH.replace("self.opts, self.net", "opts.crop_lambda = 0.1\n        self.opts, self.net")
+    (root / "options.py").write_text(_OPTIONS)
+    (root / "coach.py").write_text(code)
+    assert _lint(root, "coach.py") == [("coach.py", "IH006", 26), ("coach.py", "IH006", 29)]
+
+
+def test_a_plain_flag_and_a_later_batch_stay_per_step(tmp_path):
+    # a store_true flag is the user's call (not followed); `batch_idx == 3` is not the first batch
+    code = _COACH.replace("self.opts.use_wandb and batch_idx == 0", "self.opts.use_wandb and batch_idx == 3")
+    root = _project(tmp_path, {"options.py": _OPTIONS, "coach.py": code})
+    assert _lint(root, "coach.py") == [("coach.py", "IH002", 18), ("coach.py", "IH006", 25)]
