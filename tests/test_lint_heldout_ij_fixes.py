@@ -247,3 +247,119 @@ def test_a_plain_flag_and_a_later_batch_stay_per_step(tmp_path):
     code = _COACH.replace("self.opts.use_wandb and batch_idx == 0", "self.opts.use_wandb and batch_idx == 3")
     root = _project(tmp_path, {"options.py": _OPTIONS, "coach.py": code})
     assert _lint(root, "coach.py") == [("coach.py", "IH002", 18), ("coach.py", "IH006", 25)]
+
+
+_PKG_INIT = """\
+from .trainer import PriorTrainer
+"""
+
+_PKG_TRAINER = """\
+import torch
+
+
+class PriorTrainer(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model.cuda()
+        self.opt = torch.optim.Adam(model.parameters())
+        self.register_buffer("step", torch.tensor([0]))
+
+    def forward(self, x):
+        loss = self.model(x).mean()
+        loss.backward()
+        return loss
+
+    def update(self):
+        self.opt.step()
+        self.opt.zero_grad()
+        self.step += 1
+"""
+
+_TRAIN_PRIOR = """\
+import torch
+from prior import PriorTrainer
+
+
+def train(trainer: PriorTrainer, loader):
+    for x in loader:
+        trainer.train()
+        current = trainer.step.item()
+        loss = trainer(x.cuda())
+        trainer.update()
+"""
+
+
+def test_a_class_re_exported_by_a_package_and_annotated_runs_its_step(tmp_path):
+    files = {"prior/__init__.py": _PKG_INIT, "prior/trainer.py": _PKG_TRAINER, "train.py": _TRAIN_PRIOR}
+    root = _project(tmp_path, files)
+    # `trainer: PriorTrainer` (imported through prior/__init__.py): `trainer.update()` takes the optimizer step,
+    # so the loop trains, and the step counter read every step is a wait
+    assert ("train.py", "IH001", 8) in _lint(root, "train.py")
+
+
+def test_an_unannotated_parameter_of_unknown_class_is_not_followed(tmp_path):
+    files = {"prior/__init__.py": _PKG_INIT, "prior/trainer.py": _PKG_TRAINER}
+    files["train.py"] = _TRAIN_PRIOR.replace("trainer: PriorTrainer", "trainer")
+    root = _project(tmp_path, files)
+    assert _lint(root, "train.py") == []
+
+
+_TIMED = """\
+import torch
+from timers import Timer
+
+
+def gather_min(x):
+    return torch.tensor([x]).cuda().min()
+
+
+def train(model, loader, opt, every_seconds):
+    countdown = Timer()
+    for x, y in loader:
+        loss = model(x.cuda()).sum()
+        loss.backward()
+        opt.step()
+        delta = gather_min(countdown.elapsed())
+        if delta > every_seconds:
+            last = loss.item()
+            countdown.reset()
+"""
+
+
+def test_a_branch_that_resets_its_timer_runs_once_per_interval(tmp_path):
+    # the tensor condition waits every step (IH007); the `.item()` inside runs once per interval
+    assert _found(tmp_path, _TIMED) == [("IH007", 16)]
+
+
+def test_a_timed_branch_that_does_not_reset_its_timer_stays_per_step(tmp_path):
+    healthy = _TIMED.replace("            countdown.reset()\n", "")
+    assert _found(tmp_path, healthy) == [("IH001", 17), ("IH007", 16)]
+
+
+_ACCUMULATE = """\
+import argparse
+import torch
+
+
+def train(args, model, loader, opt):
+    for step, (x, y) in enumerate(loader):
+        loss = model(x.cuda()).sum() / args.accumulation_steps
+        loss.backward()
+        if (step + 1) % args.accumulation_steps == 0:
+            print(loss.item())
+            opt.step()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--accumulation_steps", type=int, default=1)
+    train(parser.parse_args(), None, [], None)
+"""
+
+
+def test_a_modulo_by_an_option_declared_one_holds_every_step(tmp_path):
+    assert _found(tmp_path, _ACCUMULATE) == [("IH001", 10)]
+
+
+def test_a_modulo_by_an_option_declared_above_one_is_periodic(tmp_path):
+    assert _found(tmp_path, _ACCUMULATE.replace("default=1)", "default=8)")) == []

@@ -11,9 +11,9 @@ from typing import Any, Optional, Union
 
 from ..errors import IdlehoundError
 from ._catalog import RULES, LintFinding
+from ._extra import enrich, run_facts
 from ._facts import Facts, _loaders, file_facts
 from ._model import Functions
-from ._options import off_options
 from ._output import FORMATS, annotation, render, sarif_log, summary
 from ._project import imports_table, shared_facts, subclass_methods
 from ._rules import Checker, Via, check_tree
@@ -43,11 +43,11 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
         n.arg for t in trees.values() for n in ast.walk(t) if isinstance(n, ast.keyword) and n.arg
     )
     overrides = subclass_methods(trees, imports)
-    options = off_options({k: tree for k, (_, _, tree) in files.items()}, trees, search=project)
+    run = run_facts({k: tree for k, (_, _, tree) in files.items()}, trees, project)
     checkers: dict[Path, Checker] = {}
     for k, (name, source, tree) in files.items():
         funcs = _overridden(Functions(tree, *imports(k)), tree, overrides)
-        funcs.off_options = options  # command-line options declared off by default
+        enrich(funcs, k, tree, trees, imports, run)  # options declared 0 or 1, re-exported classes
         model = _model_from_context(tree, funcs, convs, context, k)
         checkers[k] = check_tree(
             tree, source, name, shared[k], facts[k], funcs, model_build=model, passed=passed
@@ -57,7 +57,7 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
         if k not in checkers:
             name, source, tree = context[k]
             funcs = _overridden(Functions(tree, *imports(k)), tree, overrides)
-            funcs.off_options = options
+            enrich(funcs, k, tree, trees, imports, run)
             checkers[k] = check_tree(
                 tree, source, name, shared[k], facts[k], funcs, context=True, passed=passed
             )

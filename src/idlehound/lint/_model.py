@@ -10,6 +10,7 @@ import ast
 from collections.abc import Iterable
 from typing import Optional, Union
 
+from ._annotated import annotated_class
 from ._refs import partial_target
 from ._syntax import dotted, kw, own_nodes
 from ._vocab import (
@@ -58,6 +59,7 @@ class Functions:
         self.classes: dict[str, dict[str, Func]] = {}
         self.overrides: dict[str, list[Func]] = {}  # methods of subclasses in other files, by name
         self.off_options: frozenset[str] = frozenset()  # command-line options declared off by default
+        self.one_options: frozenset[str] = frozenset()  # command-line options declared with default 1
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 for item in node.body:
@@ -316,6 +318,7 @@ class Scope:
                     found |= {c for c in self._factory_classes(v) if c}
             if name in self._param_names():
                 found.add(self._passed(name, None))
+            found.add(annotated_class(self.node, name, self.funcs))  # `trainer: DiffusionPriorTrainer`
         found.discard("")
         self.inferred[name] = next(iter(found)) if len(found) == 1 else ""
         return self.inferred[name]

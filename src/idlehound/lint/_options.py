@@ -16,19 +16,21 @@ from ._view import MAX_CONTEXT_BYTES, _project_sources, _read, project_root
 _DECLARED = (
     "declared:"  # a key of the declarations table: the option has an `add_argument` (not only a default)
 )
+_OTHER = object()  # a default that is not a number, or a value set in code
 
 
 def off_options(
     files: dict[Path, ast.Module], trees: dict[Path, ast.Module], search: bool = True
-) -> frozenset[str]:
-    """Names tested as options in the linted `files` (`if opts.x > 0:`) whose every declaration
-    (`add_argument('--x', ...)`, in the files read or, with `search`, any .py file of the project holding `--x`)
-    defaults to 0, that nothing sets another default for (`set_defaults(x=1)`) and no code assigns."""
+) -> tuple[frozenset[str], frozenset[str]]:
+    """Options read in the linted `files` whose every declaration (`add_argument('--x', ...)`, in the files read
+    or, with `search`, any .py file of the project holding `--x`) has the same numeric default, that nothing sets
+    another default for (`set_defaults(x=1)`) and no code assigns: those tested `> 0` and declared 0 (off by
+    default), and those dividing a `%` test and declared 1 (`step % args.accumulation_steps`: every step)."""
     tested = {name for t in files.values() for name in _tested_names(t)}
     if not tested:
-        return frozenset()
+        return frozenset(), frozenset()
     seen = set(trees)
-    decls: dict[str, list[bool]] = {}
+    decls: dict[str, list[object]] = {}
     for t in trees.values():
         _declarations(t, tested, decls)
     if search:
@@ -36,7 +38,25 @@ def off_options(
         for root in sorted(roots):
             for t in _mentioning_any(root, tested, seen):
                 _declarations(t, tested, decls)
-    return frozenset(n for n, offs in decls.items() if _DECLARED + n in decls and all(offs))
+    known = {n: vs for n, vs in decls.items() if _DECLARED + n in decls and not n.startswith(_DECLARED)}
+    zero = frozenset(n for n, vs in known.items() if all(type(v) in (int, float) and v == 0 for v in vs))
+    one = frozenset(n for n, vs in known.items() if all(type(v) is int and v == 1 for v in vs))
+    return zero, one
+
+
+def modulo_option(test: ast.expr) -> list[str]:
+    """The options every `%` of the test divides by (`(step + 1) % args.accumulation_steps == 0`); [] when a
+    `%` divides by something else."""
+    mods = [n for n in ast.walk(test) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)]
+    names = [_option_attr(m.right) for m in mods]
+    return names if mods and all(names) else []
+
+
+def _option_attr(e: ast.expr) -> str:
+    if not isinstance(e, ast.Attribute):
+        return ""
+    recv = dotted(e.value)
+    return e.attr if recv and recv != "self" else ""
 
 
 def option_name(test: ast.expr) -> str:
@@ -48,11 +68,7 @@ def option_name(test: ast.expr) -> str:
     right, op = test.comparators[0], test.ops[0]
     if not (_is_zero(right) and isinstance(op, (ast.Gt, ast.NotEq))):
         return ""
-    left = test.left
-    if not isinstance(left, ast.Attribute):
-        return ""
-    recv = dotted(left.value)
-    return left.attr if recv and recv != "self" else ""
+    return _option_attr(test.left)
 
 
 def _tested_names(tree: ast.Module) -> set[str]:
@@ -61,28 +77,29 @@ def _tested_names(tree: ast.Module) -> set[str]:
         if isinstance(node, ast.If):
             parts = node.test.values if isinstance(node.test, ast.BoolOp) else [node.test]
             out |= {option_name(p) for p in parts}
+            out |= set(modulo_option(node.test))
     out.discard("")
     return out
 
 
-def _declarations(tree: ast.Module, names: set[str], out: dict[str, list[bool]]) -> None:
-    """For each declaration of an option in `names`: whether its default is zero. An assignment to it in code
-    (`opts.x = 4`, `args.x = args.y`) vetoes: something else sets it."""
+def _declarations(tree: ast.Module, names: set[str], out: dict[str, list[object]]) -> None:
+    """Each declaration's default of an option in `names` (a number, else _OTHER). An assignment to it in code
+    (`opts.x = 4`, `args.x = args.y`) counts as _OTHER: something else sets it."""
     for node in (n for n in ast.walk(tree) if isinstance(n, ast.Assign)):
         for t in node.targets:
             if isinstance(t, ast.Attribute) and t.attr in names and dotted(t.value) not in ("", "self"):
-                out.setdefault(t.attr, []).append(False)
+                out.setdefault(t.attr, []).append(_OTHER)
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
         method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
         if method == "set_defaults":
             for k in call.keywords:
                 if k.arg in names:
-                    out.setdefault(k.arg, []).append(_is_zero(k.value))
+                    out.setdefault(k.arg, []).append(_number(k.value))
         if method != "add_argument":
             continue
         name = _dest(call)
         if name in names:
-            out.setdefault(name, []).append(_off_default(call))
+            out.setdefault(name, []).append(_default(call))
             out.setdefault(_DECLARED + name, []).append(True)
 
 
@@ -95,12 +112,17 @@ def _dest(call: ast.Call) -> str:
     return long[0][2:].replace("-", "_") if long else ""
 
 
-def _off_default(call: ast.Call) -> bool:
-    """A numeric option whose default is 0 (a loss weight, a count): not required, not an action."""
+def _default(call: ast.Call) -> object:
+    """A numeric option's default (a loss weight, a count): not required, not an action; else _OTHER."""
     if kw(call, "required") is not None and const(kw(call, "required")) is not False:
-        return False
+        return _OTHER
     default = kw(call, "default")
-    return kw(call, "action") is None and default is not None and _is_zero(default)
+    return _number(default) if kw(call, "action") is None and default is not None else _OTHER
+
+
+def _number(v: ast.expr) -> object:
+    """An int or float constant (not a bool), else _OTHER."""
+    return v.value if isinstance(v, ast.Constant) and type(v.value) in (int, float) else _OTHER
 
 
 def _is_zero(v: ast.expr) -> bool:

@@ -38,10 +38,12 @@ from ._gates import every_step_mod, last_batch, periodic_flag, throttled
 from ._handed import handed_steps
 from ._hostargs import given_host, host_params, host_use, mark_host
 from ._model import PY, TENSOR, Func, Functions, Scope
+from ._options import modulo_option
 from ._rare import rare_test
 from ._refs import passed_functions
 from ._steps import loop_body, reaches_step
 from ._syntax import const, dotted, kw
+from ._timers import timer_reset
 from ._view import project_name
 
 _SYNC_METHODS = {"item": "IH001", "cpu": "IH002", "numpy": "IH003", "tolist": "IH004"}
@@ -251,14 +253,14 @@ class Checker(ast.NodeVisitor):
         # self.need_sync = False` (turns itself off: runs once)
         optional = optional or _off_param(node.test, self.scope.node, self.passed) or _one_shot(node)
         # `if opts.l2_lambda_crop > 0:` (an option declared with default 0), `if ... and batch_idx == 0:`
-        optional = optional or rare_test(node.test, self.funcs.off_options)
+        optional = optional or rare_test(node.test, self.funcs.off_options) or timer_reset(node, self.scope)
         # `if not torch.isfinite(norm): print(...)`: the check is the wait (IH007); a branch that only warns runs
         # when the check fails, not every step
         warning = checked and _warns_only(node.body)
         # `if step % N == 0:`, `if is_metric_step:` (a flag computed from one), a timer that resets itself; not
         # `iter_num % log_interval` with `log_interval = 1` (every step)
         periodic = (
-            (periodic_flag(node.test, self.scope) and not every_step_mod(node.test, self.scope))
+            (periodic_flag(node.test, self.scope) and not self._every_step(node.test))
             or throttled(node)
             or last_batch(node.test)
             or optional
@@ -274,6 +276,11 @@ class Checker(ast.NodeVisitor):
             for child in body:
                 self.visit(child)
             self.periodic -= rare
+
+    def _every_step(self, test: ast.expr) -> bool:
+        """`% log_interval` with `log_interval = 1`, or `% args.accumulation_steps` declared with default 1."""
+        ones = modulo_option(test)
+        return every_step_mod(test, self.scope) or bool(ones) and set(ones) <= self.funcs.one_options
 
     def _periodic_call(self, test: ast.expr) -> bool:
         """`if divisible_by(step, N):` where the function of the linted files returns `a % b == 0`."""
