@@ -363,3 +363,100 @@ def test_a_modulo_by_an_option_declared_one_holds_every_step(tmp_path):
 
 def test_a_modulo_by_an_option_declared_above_one_is_periodic(tmp_path):
     assert _found(tmp_path, _ACCUMULATE.replace("default=1)", "default=8)")) == []
+
+
+_PHASES = """\
+import torch
+from torch.utils.data import DataLoader
+
+
+def train(phases, dataset, device, kimg_per_tick, total):
+    it = iter(DataLoader(dataset, batch_size=32, pin_memory=True, num_workers=4))
+    cur, tick_start = 0, 0
+    while True:
+        img, c = next(it)
+        img = img.to(device)
+        for phase in phases:
+            loss = phase.module(img).mean()
+            loss.backward()
+            phase.opt.step()
+        cur += img.shape[0]
+        if cur < tick_start + kimg_per_tick:
+            continue
+        print(float(loss.cpu()))
+        tick_start = cur
+        if cur >= total:
+            break
+"""
+
+
+def test_a_loop_that_draws_its_batch_and_steps_in_phases_is_a_training_loop(tmp_path):
+    # the batch copy from the pinned loader blocks every step (IH012); after the tick gate `continue`, the
+    # status line runs once per tick
+    assert _found(tmp_path, _PHASES) == [("IH012", 10)]
+
+
+def test_the_work_after_a_tick_gate_that_never_resets_stays_per_step(tmp_path):
+    healthy = _PHASES.replace("        tick_start = cur\n", "")
+    assert _found(tmp_path, healthy) == [("IH002", 18), ("IH012", 10)]
+
+
+def test_an_epoch_loop_drawing_no_batch_is_not_a_training_loop(tmp_path):
+    # an outer loop whose inner loop draws the batches: what it does once per epoch is not per step
+    epoch = """\
+    import torch
+
+
+    def train(model, loader, opt, device, epochs):
+        for epoch in range(epochs):
+            model.to(device)
+            for x in loader:
+                loss = model(x.to(device, non_blocking=True)).mean()
+                loss.backward()
+                opt.step()
+            print(loss.item())
+    """
+    assert _found(tmp_path, epoch) == []
+
+
+_PROFILED = """\
+import time
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([torch.nn.Linear(8, 8) for _ in range(4)])
+
+    def forward(self, x, profile=False):
+        return self.forward_once(x, profile)
+
+    def forward_once(self, x, profile=False):
+        for m in self.layers:
+            if profile:
+                torch.cuda.synchronize()
+                t = time.time()
+            x = m(x)
+        return x
+
+
+def train(loader, opt):
+    model = Model().cuda()
+    for x in loader:
+        loss = model(x.cuda(non_blocking=True)).sum()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_switch_left_off_along_the_call_path_is_not_taken(tmp_path):
+    # `model(x)` leaves `profile` False, and forward hands that on: the synchronize is not on the training path
+    assert _found(tmp_path, _PROFILED) == []
+
+
+def test_a_switch_turned_on_by_the_caller_is_per_step(tmp_path):
+    healthy = _PROFILED.replace(
+        "loss = model(x.cuda(non_blocking=True))", "loss = model(x.cuda(non_blocking=True), profile=True)"
+    )
+    assert _found(tmp_path, healthy) == [("IH008", 16)]

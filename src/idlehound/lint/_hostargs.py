@@ -67,3 +67,9 @@ def given_host(scope: Scope, params: frozenset[str]) -> None:
     for p in (p[len(HOST) :] for p in params if p.startswith(HOST)):
         scope.fixed[p] = [PY]
         scope.host.add(p)
+
+
+def self_derived(value: ast.expr, name: str) -> bool:
+    """`loc_t = loc_t.cuda()`, `loc_t = Variable(loc_t)`: a rebinding made from the name itself, which does not
+    change where its data was first built (a host tensor stays host-built up to its copy)."""
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value))

@@ -162,6 +162,7 @@ class Scope:
         self.inferred: dict[str, str] = {}  # name -> class found through a factory or the callers ("": none)
         self.rebound: dict[int, ast.expr] = {}  # a use of a name -> the one value it can have there
         self.host: set[str] = set()  # parameters given a host copy (`log(loss.cpu())`)
+        self.off: set[str] = set()  # parameters left False/None by the caller on the training path
         self._collect()
         self._straight_lines(self.node.body)
 

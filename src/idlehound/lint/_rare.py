@@ -1,15 +1,20 @@
 """Branch tests that hold only for some runs or some batches, read per conjunct of an `and`:
 `if self.opts.use_wandb and batch_idx == 0:` logs the first batch of each pass (once per epoch), and
-`if opts.l2_lambda_crop > 0:` only when an option declared with default 0 is set."""
+`if opts.l2_lambda_crop > 0:` only when an option declared with default 0 is set; and a helper's
+`if isinstance(v, torch.Tensor): v = v.item()` converts only what its callers pass as tensors."""
 
 from __future__ import annotations
 
 import ast
 import re
+from typing import TYPE_CHECKING
 
 from ._checks import _first_step
 from ._options import option_name
 from ._syntax import dotted
+
+if TYPE_CHECKING:
+    from ._model import Scope
 
 # the index of a batch within a pass: `batch_idx`, `batch_index`, `batch_i`, `i_batch`
 _BATCH_INDEX = re.compile(r"^(batch_?(idx|index|id|i|num|no|nb)|i_?batch)$", re.IGNORECASE)
@@ -30,3 +35,16 @@ def _first_batch(test: ast.expr) -> bool:
     sides = (test.left, test.comparators[0])
     zero = any(isinstance(s, ast.Constant) and type(s.value) is int and s.value == 0 for s in sides)
     return zero and any(_BATCH_INDEX.match(dotted(s).rsplit(".", 1)[-1]) for s in sides)
+
+
+def converts_if_tensor(test: ast.expr, scope: Scope) -> bool:
+    """`if isinstance(v, torch.Tensor):` (or `torch.is_tensor(v)`) on a value not known to be a tensor: a helper
+    that takes numbers or tensors (`MetricLogger.update(**kwargs)`). Whether its `.item()` waits depends on what
+    the caller passes; a caller passing tensors is reported at its call (IH005 for a metric logger)."""
+    if not (isinstance(test, ast.Call) and test.args):
+        return False
+    name = dotted(test.func)
+    typed = name == "isinstance" and len(test.args) == 2 and dotted(test.args[1]).endswith("Tensor")
+    if not (typed or name in ("torch.is_tensor", "is_tensor")):
+        return False
+    return scope.kind(test.args[0]) != "tensor"

@@ -25,6 +25,7 @@ from ._checks import (
     off_by_default,
 )
 from ._cpudefault import cpu_by_default
+from ._draws import draws_and_steps
 from ._facts import (
     Facts,
     _deep_stack,
@@ -38,11 +39,13 @@ from ._gates import every_step_mod, last_batch, periodic_flag, throttled
 from ._handed import handed_steps
 from ._hostargs import given_host, host_params, host_use, mark_host
 from ._model import PY, TENSOR, Func, Functions, Scope
+from ._offpath import given_off, off_here, off_params
 from ._options import modulo_option
-from ._rare import rare_test
+from ._rare import converts_if_tensor, rare_test
 from ._refs import passed_functions
 from ._steps import loop_body, reaches_step
 from ._syntax import const, dotted, kw
+from ._ticks import tick_gate
 from ._timers import timer_reset
 from ._view import project_name
 
@@ -195,6 +198,7 @@ class Checker(ast.NodeVisitor):
             for p in tensors:  # `logger.log(grad_norm)`: the parameter holds the tensor passed every step
                 self.scope.fixed[p] = [TENSOR]
             given_host(self.scope, tensors)  # `log(loss.cpu())`: a host copy, no wait
+            given_off(self.scope, tensors)
             self.writer = id(f) in self.writer_methods
             for stmt in f.body:
                 self.visit(stmt)
@@ -229,16 +233,30 @@ class Checker(ast.NodeVisitor):
 
     def _loop(self, node: Union[ast.For, ast.AsyncFor, ast.While]) -> None:
         training = self.gpu and not self.on_cpu and reaches_step(loop_body(node), self.funcs, self.scope)
+        # `while True: x = next(train_iter); ...; for phase in phases: phase.opt.step()`: one step per pass
+        training = training or self.gpu and not self.on_cpu and draws_and_steps(node, self.funcs, self.scope)
         self.trains = self.trains or training
         self.step += training
         self.loops.append(training)
         if isinstance(node, ast.While) and self.per_step and self.scope.kind(node.test) == TENSOR:
             self.add("IH007", node)
-        self.generic_visit(node)
+        self._loop_fields(node)
         self.loops.pop()
         self.step -= training
 
     visit_For = visit_While = visit_AsyncFor = _loop
+
+    def _loop_fields(self, node: Union[ast.For, ast.AsyncFor, ast.While]) -> None:
+        """Visit the loop; after `if cur < tick_start + n: continue` (`tick_start` rebound below), once per tick."""
+        cut = tick_gate(node.body)
+        if cut is None:
+            self.generic_visit(node)
+            return
+        for child in ast.iter_child_nodes(node):
+            rare = child in node.body[cut:]
+            self.periodic += rare
+            self.visit(child)
+            self.periodic -= rare
 
     def visit_If(self, node: ast.If) -> None:
         checked = self.per_step and self.scope.kind(node.test) == TENSOR
@@ -254,6 +272,8 @@ class Checker(ast.NodeVisitor):
         optional = optional or _off_param(node.test, self.scope.node, self.passed) or _one_shot(node)
         # `if opts.l2_lambda_crop > 0:` (an option declared with default 0), `if ... and batch_idx == 0:`
         optional = optional or rare_test(node.test, self.funcs.off_options) or timer_reset(node, self.scope)
+        # `if profile:` (left False by the caller); `if isinstance(v, torch.Tensor): v = v.item()` (numbers come)
+        optional = optional or off_here(node.test, self.scope) or converts_if_tensor(node.test, self.scope)
         # `if not torch.isfinite(norm): print(...)`: the check is the wait (IH007); a branch that only warns runs
         # when the check fails, not every step
         warning = checked and _warns_only(node.body)
@@ -339,7 +359,8 @@ class Checker(ast.NodeVisitor):
 
     def _params_given(self, fn: Func, call: ast.Call) -> frozenset[str]:
         """The parameters given a tensor, and (marked) those given a host copy (`log(loss.cpu())`)."""
-        return mark_host(self._tensor_params(fn, call), host_params(fn, call, self.scope))
+        given = mark_host(self._tensor_params(fn, call), host_params(fn, call, self.scope))
+        return given | off_params(fn, call, self.scope)  # `profile=False` left off on the way
 
     def _tensor_params(self, fn: Func, call: ast.Call) -> frozenset[str]:
         """The parameters of `fn` this call passes a tensor (a method's `self` is the receiver, not an argument)."""
