@@ -67,7 +67,8 @@ def _built(e: ast.expr, scope: Scope, depth: int) -> bool:
         if e.id in scope.fixed or e.id not in scope.values:
             return False  # a parameter, a loop variable (a batch), or a name of an outer scope
         values = [(v, i) for v, i in scope.values[e.id] if not isinstance(v, (ast.List, ast.ListComp))]
-        values = [(v, i) for v, i in values if not self_derived(v, e.id)]  # `x = x.cuda()` keeps x's origin
+        # `x = x.cuda()`, `x = Variable(x)` keep x's origin (`x = torch.cat(x)` alone is an origin itself)
+        values = [(v, i) for v, i in values if not self_derived(v, e.id)] or values
         return bool(values) and all(_built_part(v, i, scope, depth + 1) for v, i in values)
     if not isinstance(e, ast.Call):
         return False
