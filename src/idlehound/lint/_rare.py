@@ -38,13 +38,22 @@ def _first_batch(test: ast.expr) -> bool:
 
 
 def converts_if_tensor(test: ast.expr, scope: Scope) -> bool:
-    """`if isinstance(v, torch.Tensor):` (or `torch.is_tensor(v)`) on a value not known to be a tensor: a helper
-    that takes numbers or tensors (`MetricLogger.update(**kwargs)`). Whether its `.item()` waits depends on what
-    the caller passes; a caller passing tensors is reported at its call (IH005 for a metric logger)."""
-    if not (isinstance(test, ast.Call) and test.args):
+    """`if isinstance(v, torch.Tensor): v = v.item()` (or `torch.is_tensor(v)`) on a value not known to be a tensor,
+    in a metric logger's own method (`MetricLogger.update(**kwargs)`, `MetricMeter.update(d)`: a class named
+    `*Logger`, `*Meter`, `*Writer`, `*Tracker`). What it converts is what its callers pass; a caller passing a
+    tensor is reported at its call (IH005), as for a logger lint does not read."""
+    if not (isinstance(test, ast.Call) and test.args and _logger_method(scope)):
         return False
     name = dotted(test.func)
     typed = name == "isinstance" and len(test.args) == 2 and dotted(test.args[1]).endswith("Tensor")
     if not (typed or name in ("torch.is_tensor", "is_tensor")):
         return False
     return scope.kind(test.args[0]) != "tensor"
+
+
+def _logger_method(scope: Scope) -> bool:
+    node = scope.node
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    owners = [c for c, methods in scope.funcs.classes.items() if methods.get(node.name) is node]
+    return any(c.endswith(("Logger", "Meter", "Writer", "Tracker")) for c in owners)
