@@ -460,3 +460,38 @@ def test_a_switch_turned_on_by_the_caller_is_per_step(tmp_path):
         "loss = model(x.cuda(non_blocking=True))", "loss = model(x.cuda(non_blocking=True), profile=True)"
     )
     assert _found(tmp_path, healthy) == [("IH008", 16)]
+
+
+_METER = """\
+import torch
+
+
+class {cls}:
+    def __init__(self):
+        self.sums = {{}}
+
+    def update(self, values):
+        for k, v in values.items():
+            if isinstance(v, torch.Tensor):
+                v = v.item()
+            self.sums[k] = self.sums.get(k, 0.0) + v
+
+
+def train(model, loader, opt):
+    meter = {cls}()
+    for x, y in loader:
+        loss = model(x.cuda()).sum()
+        loss.backward()
+        opt.step()
+        meter.update({{"loss": loss.item()}})
+"""
+
+
+def test_a_metric_meters_own_isinstance_conversion_is_left_to_its_callers(tmp_path):
+    # the caller passes a Python float (its own `.item()` is the wait, line 21); the meter converts only tensors
+    assert _found(tmp_path, _METER.format(cls="MetricMeter")) == [("IH001", 21)]
+
+
+def test_a_plain_converter_class_is_still_checked(tmp_path):
+    # not a logger/meter: its `.item()` on a value of unknown kind is reported, as before
+    assert _found(tmp_path, _METER.format(cls="Converter")) == [("IH001", 11), ("IH001", 21)]
