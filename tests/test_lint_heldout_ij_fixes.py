@@ -495,3 +495,34 @@ def test_a_metric_meters_own_isinstance_conversion_is_left_to_its_callers(tmp_pa
 def test_a_plain_converter_class_is_still_checked(tmp_path):
     # not a logger/meter: its `.item()` on a value of unknown kind is reported, as before
     assert _found(tmp_path, _METER.format(cls="Converter")) == [("IH001", 11), ("IH001", 21)]
+
+
+_SEEDS = """\
+import torch
+import torch.backends.cudnn as cudnn
+
+
+def init_seeds(seed=0):
+    torch.manual_seed(seed)
+    if seed == 0:
+        cudnn.benchmark, cudnn.deterministic = {first}
+    else:
+        cudnn.benchmark, cudnn.deterministic = {second}
+
+
+def train(loader, opt):
+    init_seeds(1)
+    model = torch.nn.Conv2d(3, 8, 3).cuda()
+    for x in loader:
+        loss = model(x.cuda(non_blocking=True)).sum()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_cudnn_benchmark_set_in_a_tuple_assignment_counts_as_set(tmp_path):
+    assert _found(tmp_path, _SEEDS.format(first="False, True", second="True, False")) == []
+
+
+def test_cudnn_benchmark_only_ever_false_in_a_tuple_assignment_is_not_set(tmp_path):
+    assert _found(tmp_path, _SEEDS.format(first="False, True", second="False, False")) == [("IH015", 15)]

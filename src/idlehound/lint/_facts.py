@@ -12,7 +12,7 @@ from typing import Optional, Union
 
 from ..errors import IdlehoundError
 from ._kwargs import resolve_kwargs
-from ._oneoff import consumed_inline
+from ._oneoff import consumed_inline, tuple_sets_benchmark
 from ._syntax import const, dotted, is_loader, kw
 
 _DEVICE_WORDS = ("device", "gpu", "rank", "cuda")
@@ -407,6 +407,8 @@ def _benchmark_on(tree: ast.Module) -> bool:
             and any(dotted(t).endswith("cudnn.benchmark") for t in n.targets)
             and const(n.value) is not False
         ):
+            return True
+        if tuple_sets_benchmark(n):  # `cudnn.benchmark, cudnn.deterministic = True, False`
             return True
     return False
 
