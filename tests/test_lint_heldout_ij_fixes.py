@@ -526,3 +526,48 @@ def test_cudnn_benchmark_set_in_a_tuple_assignment_counts_as_set(tmp_path):
 
 def test_cudnn_benchmark_only_ever_false_in_a_tuple_assignment_is_not_set(tmp_path):
     assert _found(tmp_path, _SEEDS.format(first="False, True", second="False, False")) == [("IH015", 15)]
+
+
+_CHECKPOINTED = """\
+import torch
+
+
+class Trainer:
+    def __init__(self, model, every):
+        self.model = model.cuda()
+        self.opt = torch.optim.Adam(model.parameters())
+        self.steps = torch.zeros(1, device="cuda")
+        self.every = every
+
+    def update(self):
+        self.opt.step()
+        self.steps += 1
+        total = int(self.steps.sum().item())
+        if total % self.every:
+            return
+        self.save(self.steps.cpu())
+
+    def save(self, steps):
+        torch.save({"steps": steps}, "ckpt.pt")
+
+
+def train(trainer, loader):
+    for x in loader:
+        trainer.model(x.cuda(non_blocking=True)).sum().backward()
+        trainer.update()
+
+
+trainer = Trainer(torch.nn.Linear(4, 4), 100)
+train(trainer, [])
+"""
+
+
+def test_the_rest_of_a_function_after_a_modulo_return_is_periodic(tmp_path):
+    # the step counter read every update is a wait (line 14); the checkpoint copy after the `% every` return is
+    # once every `every` steps
+    assert _found(tmp_path, _CHECKPOINTED) == [("IH001", 14)]
+
+
+def test_the_rest_after_a_plain_return_stays_per_step(tmp_path):
+    healthy = _CHECKPOINTED.replace("if total % self.every:", "if total < 0:")
+    assert _found(tmp_path, healthy) == [("IH001", 14), ("IH002", 17)]

@@ -200,8 +200,7 @@ class Checker(ast.NodeVisitor):
             given_host(self.scope, tensors)  # `log(loss.cpu())`: a host copy, no wait
             given_off(self.scope, tensors)
             self.writer = id(f) in self.writer_methods
-            for stmt in f.body:
-                self.visit(stmt)
+            self._visit_gated(f.body)  # after `if steps % every: return`, once every N steps
             self.scope, self.step, self.via, self.writer = outer, 0, None, False
 
     def enter(self, f: Func, via: Via) -> None:
@@ -245,6 +244,14 @@ class Checker(ast.NodeVisitor):
         self.step -= training
 
     visit_For = visit_While = visit_AsyncFor = _loop
+
+    def _visit_gated(self, body: list[ast.stmt]) -> None:
+        cut = tick_gate(body)
+        for i, stmt in enumerate(body):
+            rare = cut is not None and i >= cut
+            self.periodic += rare
+            self.visit(stmt)
+            self.periodic -= rare
 
     def _loop_fields(self, node: Union[ast.For, ast.AsyncFor, ast.While]) -> None:
         """Visit the loop; after `if cur < tick_start + n: continue` (`tick_start` rebound below), once per tick."""
