@@ -49,7 +49,11 @@ def modulo_option(test: ast.expr) -> list[str]:
     `%` divides by something else."""
     mods = [n for n in ast.walk(test) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)]
     names = [_option_attr(m.right) for m in mods]
-    return names if mods and all(names) else []
+    # `epoch % args.val_frequency`: every epoch, not every step
+    epochs = any(
+        "epoch" in dotted(n).lower() for m in mods for n in ast.walk(m.left) if isinstance(n, ast.Name)
+    )
+    return names if mods and all(names) and not epochs else []
 
 
 def _option_attr(e: ast.expr) -> str:
