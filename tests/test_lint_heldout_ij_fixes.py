@@ -571,3 +571,29 @@ def test_the_rest_of_a_function_after_a_modulo_return_is_periodic(tmp_path):
 def test_the_rest_after_a_plain_return_stays_per_step(tmp_path):
     healthy = _CHECKPOINTED.replace("if total % self.every:", "if total < 0:")
     assert _found(tmp_path, healthy) == [("IH001", 14), ("IH002", 17)]
+
+
+def test_a_step_function_spawned_once_per_process_is_not_per_batch(tmp_path):
+    spawned = _ENGINE.replace(
+        "trainer = Engine(train_step)", "torch.multiprocessing.spawn(train_step, nprocs=2)"
+    )
+    assert _found(tmp_path, spawned) == []
+
+
+def test_a_loader_wrapped_in_a_returned_generator_is_still_a_training_loader(tmp_path):
+    wrapped = """\
+    import torch
+    from torch.utils.data import DataLoader
+
+
+    def get_loader(ds):
+        return (x for x in DataLoader(ds, batch_size=8))
+
+
+    def train(model, ds, opt):
+        for x in get_loader(ds):
+            loss = model(x.cuda()).sum()
+            loss.backward()
+            opt.step()
+    """
+    assert _found(tmp_path, wrapped) == [("IH010", 6), ("IH011", 6)]

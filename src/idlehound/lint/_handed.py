@@ -8,10 +8,22 @@ import ast
 from typing import TYPE_CHECKING
 
 from ._steps import is_step_call, reaches_step
-from ._syntax import own_nodes
+from ._syntax import dotted, own_nodes
 
 if TYPE_CHECKING:
     from ._model import Func, Functions
+
+# calls that run a function once per process or thread, not once per batch
+_LAUNCHERS = {
+    "spawn",
+    "start_processes",
+    "Process",
+    "Thread",
+    "submit",
+    "apply_async",
+    "launch",
+    "elastic_launch",
+}
 
 
 def handed_steps(tree: ast.Module, funcs: Functions) -> list[Func]:
@@ -20,6 +32,8 @@ def handed_steps(tree: ast.Module, funcs: Functions) -> list[Func]:
     called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     handed: set[str] = set()
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        if dotted(call.func).rsplit(".", 1)[-1] in _LAUNCHERS:
+            continue  # `mp.spawn(demo, ...)`: once per process, not once per batch
         for a in [*call.args, *(k.value for k in call.keywords)]:
             if isinstance(a, ast.Name) and a.id not in called:
                 handed.add(a.id)

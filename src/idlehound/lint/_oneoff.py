@@ -10,11 +10,12 @@ from ._syntax import dotted
 
 
 def consumed_inline(tree: ast.Module) -> set[int]:
-    """The ids of the calls that are the iterable of a comprehension or generator expression."""
+    """The ids of the calls that are the iterable of a list, set or dict comprehension (built at once; not a
+    generator expression, which may be handed on as the training loader: `return (x for x in DataLoader(...))`)."""
     return {
         id(g.iter)
         for n in ast.walk(tree)
-        if isinstance(n, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp))
+        if isinstance(n, (ast.ListComp, ast.SetComp, ast.DictComp))
         for g in n.generators
         if isinstance(g.iter, ast.Call)
     }
