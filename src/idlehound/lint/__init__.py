@@ -11,6 +11,7 @@ from typing import Any, Optional, Union
 
 from ..errors import IdlehoundError
 from ._catalog import RULES, LintFinding
+from ._extra import enrich, run_facts
 from ._facts import Facts, _loaders, file_facts
 from ._model import Functions
 from ._output import FORMATS, annotation, render, sarif_log, summary
@@ -43,9 +44,11 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
         n.arg for t in trees.values() for n in ast.walk(t) if isinstance(n, ast.keyword) and n.arg
     )
     overrides = subclass_methods(trees, imports)
+    run = run_facts({k: tree for k, (_, _, tree) in files.items()}, trees, project)
     checkers: dict[Path, Checker] = {}
     for k, (name, source, tree) in files.items():
         funcs = _overridden(Functions(tree, *imports(k)), tree, overrides)
+        enrich(funcs, k, tree, trees, imports, run)  # options declared 0 or 1, re-exported classes
         model = _model_from_context(tree, funcs, convs, context, k)
         checkers[k] = check_tree(
             tree, source, name, shared[k], facts[k], funcs, model_build=model, passed=passed
@@ -55,6 +58,7 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
         if k not in checkers:
             name, source, tree = context[k]
             funcs = _overridden(Functions(tree, *imports(k)), tree, overrides)
+            enrich(funcs, k, tree, trees, imports, run)
             checkers[k] = check_tree(
                 tree, source, name, shared[k], facts[k], funcs, context=True, passed=passed
             )

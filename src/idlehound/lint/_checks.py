@@ -8,6 +8,7 @@ import re
 from typing import Optional
 
 from ._facts import _Loader
+from ._hostargs import self_derived
 from ._model import Scope, _Bound
 from ._syntax import dotted, kw
 
@@ -74,6 +75,8 @@ def _built(e: ast.expr, scope: Scope, depth: int) -> bool:
         if e.id in scope.fixed or e.id not in scope.values:
             return False  # a parameter, a loop variable (a batch), or a name of an outer scope
         values = [(v, i) for v, i in scope.values[e.id] if not isinstance(v, (ast.List, ast.ListComp))]
+        # `x = x.cuda()`, `x = Variable(x)` keep x's origin (`x = torch.cat(x)` alone is an origin itself)
+        values = [(v, i) for v, i in values if not self_derived(v, e.id)] or values
         return bool(values) and all(_built_part(v, i, scope, depth + 1) for v, i in values)
     if not isinstance(e, ast.Call):
         return False

@@ -12,6 +12,7 @@ from typing import Optional, Union
 
 from ..errors import IdlehoundError
 from ._kwargs import resolve_kwargs
+from ._oneoff import consumed_inline, tuple_sets_benchmark
 from ._syntax import const, dotted, is_loader, kw
 
 _DEVICE_WORDS = ("device", "gpu", "rank", "cuda")
@@ -305,7 +306,9 @@ def _loaders(tree: ast.Module) -> list[_Loader]:
         if isinstance(n, ast.ClassDef) and _device_dataset(n):
             on_device.add(n.name)
     prepared = _prepared_names(tree)
+    inline = consumed_inline(tree) if found else set()  # `[d[0] for d in DataLoader(ds)]`: a one-off pass
     for ld in found:
+        ld.evaluation = ld.evaluation or id(ld.call) in inline
         ld.prepared = any(name in prepared for name in ld.names)
         ld.on_device = _dataset_class(ld.call, made) in on_device
     if len(found) > 1:  # a validation/test loader beside a training one: its epoch pass is not the training
@@ -404,6 +407,8 @@ def _benchmark_on(tree: ast.Module) -> bool:
             and any(dotted(t).endswith("cudnn.benchmark") for t in n.targets)
             and const(n.value) is not False
         ):
+            return True
+        if tuple_sets_benchmark(n):  # `cudnn.benchmark, cudnn.deterministic = True, False`
             return True
     return False
 

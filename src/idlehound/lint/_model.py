@@ -10,6 +10,7 @@ import ast
 from collections.abc import Iterable
 from typing import Optional, Union
 
+from ._annotated import annotated_class
 from ._refs import partial_target, returned_functions
 from ._syntax import bound_names, calls_of, dotted, kw, own_nodes
 from ._vocab import (
@@ -57,6 +58,8 @@ class Functions:
         self.module: Optional[Scope] = None  # parent scope of every function's (module globals)
         self.classes: dict[str, dict[str, Func]] = {}
         self.overrides: dict[str, list[Func]] = {}  # methods of subclasses in other files, by name
+        self.off_options: frozenset[str] = frozenset()  # command-line options declared off by default
+        self.one_options: frozenset[str] = frozenset()  # command-line options declared with default 1
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 for item in node.body:
@@ -165,6 +168,8 @@ class Scope:
         self.built: dict[str, set[str]] = {}  # name -> every class of the files read bound to it here
         self.inferred: dict[str, str] = {}  # name -> class found through a factory or the callers ("": none)
         self.rebound: dict[int, ast.expr] = {}  # a use of a name -> the one value it can have there
+        self.host: set[str] = set()  # parameters given a host copy (`log(loss.cpu())`)
+        self.off: set[str] = set()  # parameters left False/None by the caller on the training path
         self._collect()
         self._straight_lines(self.node.body)
 
@@ -337,6 +342,7 @@ class Scope:
                     found |= {c for c in self._factory_classes(v) if c}
             if name in self._param_names():
                 found.add(self._passed(name, None))
+            found.add(annotated_class(self.node, name, self.funcs))  # `trainer: DiffusionPriorTrainer`
         found.discard("")
         self.inferred[name] = next(iter(found)) if len(found) == 1 else ""
         return self.inferred[name]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Union
 
 from ._catalog import LintFinding
@@ -24,6 +24,8 @@ from ._checks import (
     _warns_only,
     off_by_default,
 )
+from ._cpudefault import cpu_by_default
+from ._draws import draws_and_steps
 from ._facts import (
     Facts,
     _deep_stack,
@@ -34,11 +36,18 @@ from ._facts import (
     file_facts,
 )
 from ._gates import every_step_mod, last_batch, other_phase, periodic_flag, throttled
+from ._handed import handed_steps
 from ._host import host_buffers
+from ._hostargs import given_host, host_params, host_use, mark_host
 from ._model import PY, TENSOR, Func, Functions, Scope
+from ._offpath import given_off, off_here, off_params
+from ._options import modulo_option
+from ._rare import converts_if_tensor, rare_test
 from ._refs import passed_functions
 from ._steps import loop_body, reaches_step
 from ._syntax import const, dotted, kw
+from ._ticks import tick_gate
+from ._timers import timer_reset
 from ._view import project_name
 
 _SYNC_METHODS = {"item": "IH001", "cpu": "IH002", "numpy": "IH003", "tolist": "IH004"}
@@ -146,6 +155,7 @@ class Checker(ast.NodeVisitor):
     def run(self) -> None:
         with _deep_stack(self.file):
             self.visit(self.tree)
+            self._handed_steps()
             if self.gpu:
                 for ld in self.loaders:
                     if ld.evaluation or ld.on_device or id(ld.call) in self.cpu_loaders:
@@ -162,6 +172,13 @@ class Checker(ast.NodeVisitor):
                 if self.trains or trains_there:
                     self.add("IH015", call, via)
             self.drain()
+
+    def _handed_steps(self) -> None:
+        """`Engine(train_step)`: a step function a framework runs once per batch is per-step code."""
+        for f in handed_steps(self.tree, self.funcs) if self.gpu else []:
+            if id(f) not in self.cpu_nodes:
+                self.trains = True
+                self.pending.append((f, 1, None, frozenset()))
 
     def drain(self) -> None:
         """Functions called from a training loop run every step too: check their bodies as such."""
@@ -183,9 +200,10 @@ class Checker(ast.NodeVisitor):
             self.scope = Scope(f, self.funcs, self.funcs.module)
             for p in tensors:  # `logger.log(grad_norm)`: the parameter holds the tensor passed every step
                 self.scope.fixed[p] = [TENSOR]
+            given_host(self.scope, tensors)  # `log(loss.cpu())`: a host copy, no wait
+            given_off(self.scope, tensors)
             self.writer = id(f) in self.writer_methods
-            for stmt in f.body:
-                self.visit(stmt)
+            self._visit_gated(f.body)  # after `if steps % every: return`, once every N steps
             self.scope, self.step, self.via, self.writer = outer, 0, None, False
 
     def enter(self, f: Func, via: Via) -> None:
@@ -217,16 +235,38 @@ class Checker(ast.NodeVisitor):
 
     def _loop(self, node: Union[ast.For, ast.AsyncFor, ast.While]) -> None:
         training = self.gpu and not self.on_cpu and reaches_step(loop_body(node), self.funcs, self.scope)
+        # `while True: x = next(train_iter); ...; for phase in phases: phase.opt.step()`: one step per pass
+        training = training or self.gpu and not self.on_cpu and draws_and_steps(node, self.funcs, self.scope)
         self.trains = self.trains or training
         self.step += training
         self.loops.append(training)
         if isinstance(node, ast.While) and self.per_step and self.scope.kind(node.test) == TENSOR:
             self.add("IH007", node)
-        self.generic_visit(node)
+        self._loop_fields(node)
         self.loops.pop()
         self.step -= training
 
     visit_For = visit_While = visit_AsyncFor = _loop
+
+    def _visit_gated(self, body: list[ast.stmt]) -> None:
+        cut = tick_gate(body)
+        for i, stmt in enumerate(body):
+            rare = cut is not None and i >= cut
+            self.periodic += rare
+            self.visit(stmt)
+            self.periodic -= rare
+
+    def _loop_fields(self, node: Union[ast.For, ast.AsyncFor, ast.While]) -> None:
+        """Visit the loop; after `if cur < tick_start + n: continue` (`tick_start` rebound below), once per tick."""
+        cut = tick_gate(node.body)
+        if cut is None:
+            self.generic_visit(node)
+            return
+        for child in ast.iter_child_nodes(node):
+            rare = child in node.body[cut:]
+            self.periodic += rare
+            self.visit(child)
+            self.periodic -= rare
 
     def visit_If(self, node: ast.If) -> None:
         checked = self.per_step and self.scope.kind(node.test) == TENSOR
@@ -240,13 +280,17 @@ class Checker(ast.NodeVisitor):
         # `if is_report_accuracy:` (a parameter off by default nobody passes); `if self.need_sync: ...;
         # self.need_sync = False` (turns itself off: runs once)
         optional = optional or _off_param(node.test, self.scope.node, self.passed) or _one_shot(node)
+        # `if opts.l2_lambda_crop > 0:` (an option declared with default 0), `if ... and batch_idx == 0:`
+        optional = optional or rare_test(node.test, self.funcs.off_options) or timer_reset(node, self.scope)
+        # `if profile:` (left False by the caller); `if isinstance(v, torch.Tensor): v = v.item()` (numbers come)
+        optional = optional or off_here(node.test, self.scope) or converts_if_tensor(node.test, self.scope)
         # `if not torch.isfinite(norm): print(...)`: the check is the wait (IH007); a branch that only warns runs
         # when the check fails, not every step
         warning = checked and _warns_only(node.body)
         # `if step % N == 0:`, `if is_metric_step:` (a flag computed from one), a timer that resets itself; not
         # `iter_num % log_interval` with `log_interval = 1` (every step)
         periodic = (
-            (periodic_flag(node.test, self.scope) and not every_step_mod(node.test, self.scope))
+            (periodic_flag(node.test, self.scope) and not self._every_step(node.test))
             or throttled(node)
             or last_batch(node.test)
             or optional
@@ -266,6 +310,11 @@ class Checker(ast.NodeVisitor):
             for child in body:
                 self.visit(child)
             self.periodic -= rare
+
+    def _every_step(self, test: ast.expr) -> bool:
+        """`% log_interval` with `log_interval = 1`, or `% args.accumulation_steps` declared with default 1."""
+        ones = modulo_option(test)
+        return every_step_mod(test, self.scope) or bool(ones) and set(ones) <= self.funcs.one_options
 
     def _periodic_call(self, test: ast.expr) -> bool:
         """`if divisible_by(step, N):` where the function of the linted files returns `a % b == 0`."""
@@ -312,7 +361,7 @@ class Checker(ast.NodeVisitor):
                 dotted(f)
             ):  # a collective helper is reported as one (IH016), not for its insides
                 self.pending += [
-                    (fn, self.level + 1, via, self._tensor_params(fn, node))
+                    (fn, self.level + 1, via, self._params_given(fn, node))
                     for fn in self.funcs.resolve(node, self.scope)
                 ] + [
                     (fn, self.level + 1, via, frozenset())
@@ -321,6 +370,11 @@ class Checker(ast.NodeVisitor):
         if not self.level:
             self._anywhere(node, dotted(f), attr)
         self.generic_visit(node)
+
+    def _params_given(self, fn: Func, call: ast.Call) -> frozenset[str]:
+        """The parameters given a tensor, and (marked) those given a host copy (`log(loss.cpu())`)."""
+        given = mark_host(self._tensor_params(fn, call), host_params(fn, call, self.scope))
+        return given | off_params(fn, call, self.scope)  # `profile=False` left off on the way
 
     def _tensor_params(self, fn: Func, call: ast.Call) -> frozenset[str]:
         """The parameters of `fn` this call passes a tensor (a method's `self` is the receiver, not an argument)."""
@@ -348,7 +402,8 @@ class Checker(ast.NodeVisitor):
             after_cpu = _after_cpu(recv)
             # `self.steps.item()` of a buffer its class registered on the host (`torch.tensor(0)`) and never moves
             counter = dotted(recv) in self.host_buffers.get(id(self.scope.node), ())
-            if self.scope.kind(recv) != PY and not after_cpu and not counter:
+            host = counter or host_use(recv, self.scope)
+            if self.scope.kind(recv) != PY and not after_cpu and not host:
                 self.add(_SYNC_METHODS[attr], node)
         elif name.endswith(("cuda.synchronize", "accelerator.synchronize")):
             self.add("IH008", node)
@@ -508,6 +563,8 @@ def check_tree(
     context module (read for the project view) is not run: only the helpers linted files call are checked."""
     facts = own if own is not None else file_facts(tree, file)
     facts = facts | shared if shared is not None else facts
+    if facts.gpu and cpu_by_default(tree):  # `--device` defaults to "cpu": the GPU is an option here
+        facts = replace(facts, gpu=False)
     c = Checker(file, source, tree, facts, funcs, shared is not None and shared.gpu, context)
     c.model_build, c.passed = model_build, passed
     if not context:
