@@ -17,7 +17,7 @@ import click
 from . import _startup, app, settings
 from ._version import __version__
 from .capture import CaptureOptions
-from .errors import IdlehoundError
+from .errors import IdlehoundError, caused_by
 
 
 def _fail(msg: str, code: int = 2) -> None:
@@ -27,18 +27,6 @@ def _fail(msg: str, code: int = 2) -> None:
 
     click.echo(f"idlehound: {visible(msg)}", err=True)  # a message may quote a name from a trace
     sys.exit(code)
-
-
-def _interrupted(e: BaseException) -> bool:
-    """A Ctrl-C that Python wrapped in another error (3.11 wraps one raised in __set_name__ during an import)."""
-    seen: set[int] = set()
-    cur: Optional[BaseException] = e
-    while cur is not None and id(cur) not in seen:
-        if isinstance(cur, KeyboardInterrupt):
-            return True
-        seen.add(id(cur))
-        cur = cur.__cause__ or cur.__context__
-    return False
 
 
 def _guard(fn: Callable[..., None]) -> Callable[..., None]:
@@ -54,7 +42,7 @@ def _guard(fn: Callable[..., None]) -> Callable[..., None]:
         except KeyboardInterrupt:
             _fail("interrupted", 130)
         except Exception as e:  # a bug: say so in one line unless debugging
-            if _interrupted(e):
+            if caused_by(e, KeyboardInterrupt):  # 3.11 wraps one raised in __set_name__ while importing
                 _fail("interrupted", 130)
             if settings.DEBUG.get():
                 raise

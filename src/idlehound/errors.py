@@ -2,6 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
+
+def caused_by(e: BaseException, kind: type[BaseException]) -> bool:
+    """Whether e, or an error it was raised from or while handling, is a `kind`."""
+    seen: set[int] = set()
+    cur: Optional[BaseException] = e
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, kind):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False
+
 
 class IdlehoundError(Exception):
     """Base class: the CLI prints the message on one line and exits with code 2."""

@@ -5,6 +5,7 @@ wait is the `.cpu()` at the call, reported there as IH002)."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ._model import PY
@@ -20,6 +21,12 @@ _COPIES = ("cpu", "numpy", "tolist", "item")
 def host_params(fn: Func, call: ast.Call, scope: Scope) -> frozenset[str]:
     """The parameters of `fn` this call passes a host copy (`x.cpu()`, `x.detach().cpu()`, `.numpy()`) or a name
     known to hold one (a parameter given one by its own caller)."""
+    return passed_params(fn, call, lambda a: _host(a, scope))
+
+
+def passed_params(fn: Func, call: ast.Call, test: Callable[[ast.expr], bool]) -> frozenset[str]:
+    """The parameters of `fn` to which this call passes an argument that passes `test` (a method's `self` is the
+    receiver, not an argument)."""
     if dotted(call.func).rsplit(".", 1)[-1] != fn.name and fn.name not in ("forward", "__call__"):
         return frozenset()  # run through a `partial(f, ...)`: which argument lands where is not followed
     params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
@@ -29,10 +36,10 @@ def host_params(fn: Func, call: ast.Call, scope: Scope) -> frozenset[str]:
     for i, a in enumerate(call.args):
         if isinstance(a, ast.Starred) or i >= len(params):
             break
-        if _host(a, scope):
+        if test(a):
             out.add(params[i])
     named = set(params) | {a.arg for a in fn.args.kwonlyargs}
-    out |= {k.arg for k in call.keywords if k.arg in named and _host(k.value, scope)}
+    out |= {k.arg for k in call.keywords if k.arg in named and test(k.value)}
     return frozenset(out)
 
 

@@ -38,7 +38,7 @@ from ._facts import (
 from ._gates import every_step_mod, last_batch, other_phase, periodic_flag, throttled
 from ._handed import handed_steps
 from ._host import host_buffers
-from ._hostargs import given_host, host_params, host_use, mark_host
+from ._hostargs import given_host, host_params, host_use, mark_host, passed_params
 from ._model import PY, TENSOR, Func, Functions, Scope
 from ._offpath import given_off, off_here, off_params
 from ._options import modulo_option
@@ -377,22 +377,8 @@ class Checker(ast.NodeVisitor):
         return given | off_params(fn, call, self.scope)  # `profile=False` left off on the way
 
     def _tensor_params(self, fn: Func, call: ast.Call) -> frozenset[str]:
-        """The parameters of `fn` this call passes a tensor (a method's `self` is the receiver, not an argument)."""
-        if dotted(call.func).rsplit(".", 1)[-1] != fn.name and fn.name not in ("forward", "__call__"):
-            return frozenset()  # run through a `partial(f, ...)`: which argument lands where is not followed
-        every = fn.args.posonlyargs + fn.args.args
-        params = [a.arg for a in every]
-        if params and params[0] in ("self", "cls"):
-            params = params[1:]
-        out = set()
-        for i, a in enumerate(call.args):
-            if isinstance(a, ast.Starred) or i >= len(params):
-                break
-            if self.scope.kind(a) == TENSOR:
-                out.add(params[i])
-        named = set(params) | {a.arg for a in fn.args.kwonlyargs}
-        out |= {k.arg for k in call.keywords if k.arg in named and self.scope.kind(k.value) == TENSOR}
-        return frozenset(out)
+        """The parameters of `fn` this call passes a tensor."""
+        return passed_params(fn, call, lambda a: self.scope.kind(a) == TENSOR)
 
     def _per_step(self, node: ast.Call, name: str, attr: str) -> None:
         f = node.func

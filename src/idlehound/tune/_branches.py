@@ -20,6 +20,7 @@ import traceback
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ..errors import caused_by
 from ..settings import TUNE_SCRIPT_DIR
 
 
@@ -28,18 +29,6 @@ class _Iterated(BaseException):
 
     A BaseException, as KeyboardInterrupt is, so that a framework's `except Exception` around its own iter()
     (Lightning's CombinedLoader) lets it through rather than failing later with an error of its own."""
-
-
-def _after_iterating(e: BaseException) -> bool:
-    """True when e was raised while handling (or because of) the stop at the first iteration."""
-    seen: set[int] = set()
-    x: BaseException | None = e
-    while x is not None and id(x) not in seen:
-        if isinstance(x, _Iterated):
-            return True
-        seen.add(id(x))
-        x = x.__cause__ or x.__context__
-    return False
 
 
 def loader_lines(source: str) -> set[int]:
@@ -122,7 +111,7 @@ def check(script: str, args: list[str], accel: bool) -> dict[str, Any]:
     except SystemExit as e:
         out["stopped"] = f"exit {e.code}"
     except BaseException as e:  # noqa: BLE001 - the script's own error is the finding
-        if _after_iterating(e):
+        if caused_by(e, _Iterated):
             out["stopped"] = "first loader iterated"
             return out
         line = _where(e, script)
