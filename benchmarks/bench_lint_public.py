@@ -147,9 +147,21 @@ def lint_group(
             print(f"skipped {repo}: {why}")
             return None
         root = Path(tmp).resolve()
-        starts = {p: statement_starts((root / p).read_text(errors="replace")) for p in paths}
-        found = {(relative(f.file, root), f.line, f.rule) for f in lint_paths([root / p for p in paths])}
+        texts = {p: (root / p).read_text(errors="replace") for p in paths}
+        for p in [p for p, text in texts.items() if not parses(text)]:
+            print(f"skipped {repo} {p}: not valid Python 3 (its labels are not scored)")
+            del texts[p]
+        starts = {p: statement_starts(text) for p, text in texts.items()}
+        found = {(relative(f.file, root), f.line, f.rule) for f in lint_paths([root / p for p in texts])}
         return found, starts
+
+
+def parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def statement_of(starts: Starts, key: Key) -> Key:
@@ -274,11 +286,13 @@ def main(argv: list[str]) -> int:
         if linted is None:
             continue
         found, starts = linted
-        files += len(paths)
+        group = [lb for lb in group if lb.path in starts]  # the files that could be linted
+        files += len(starts)
         scored += len(group)
         tally(strict, repo, group, found, starts)
-        tally(adjudicated, repo, group + more[(repo, commit)], found, starts)
-        todo += unjudged_rows(args.mirror, repo, commit, group + more[(repo, commit)], found, starts)
+        extra_here = [lb for lb in more[(repo, commit)] if lb.path in starts]
+        tally(adjudicated, repo, group + extra_here, found, starts)
+        todo += unjudged_rows(args.mirror, repo, commit, group + extra_here, found, starts)
 
     if not files:
         print("no labelled file could be read: fetch the repositories named in the labels first")

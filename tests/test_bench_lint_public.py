@@ -40,14 +40,16 @@ def _bench():
     return mod
 
 
-def _mirror(tmp_path: Path) -> tuple[Path, str]:
-    """A mirror folder as the fetch tool leaves it (OWNER+NAME/repo, a bare git dir) holding train.py."""
+def _mirror(tmp_path: Path, more: dict[str, str] | None = None) -> tuple[Path, str]:
+    """A mirror folder as the fetch tool leaves it (OWNER+NAME/repo, a bare git dir) holding train.py (and more)."""
     work = tmp_path / "work"
     work.mkdir()
-    (work / "train.py").write_text(TRAIN)
+    files = {"train.py": TRAIN, **(more or {})}
+    for name, text in files.items():
+        (work / name).write_text(text)
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(work)]
     subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "train.py"], check=True)
+    subprocess.run([*git, "add", *files], check=True)
     subprocess.run([*git, "commit", "-qm", "x"], check=True)
     commit = subprocess.run(
         [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
@@ -57,8 +59,8 @@ def _mirror(tmp_path: Path) -> tuple[Path, str]:
     return mirror, commit
 
 
-def _rows(commit: str, *rows: tuple[int, str, str]) -> str:
-    return HEAD + "".join(f"o/r\t{commit}\ttrain.py\t{n}\t{rule}\t{want}\tnote\n" for n, rule, want in rows)
+def _rows(commit: str, *rows: tuple[int, str, str], path: str = "train.py") -> str:
+    return HEAD + "".join(f"o/r\t{commit}\t{path}\t{n}\t{rule}\t{want}\tnote\n" for n, rule, want in rows)
 
 
 def _totals(out: str) -> list[list[str]]:
@@ -97,3 +99,19 @@ def test_an_adjudicated_label_may_not_relabel_a_labelled_line(tmp_path):
     labels.with_name("set_X.adjudicated.tsv").write_text(_rows(commit, (8, "IH001", "false")))
     with pytest.raises(SystemExit, match="relabels lines the set labels already"):
         bench.main([str(labels), "--mirror", str(mirror)])
+
+
+@pytest.mark.slow
+def test_a_labelled_file_that_is_not_python_3_is_left_out_and_the_rest_scored(tmp_path, capsys):
+    bench = _bench()
+    old = "import torch\n\ndef run(loss):\n    f(async=True)\n    return loss.item()\n"  # Python 2's keyword
+    mirror, commit = _mirror(tmp_path, {"old.py": old})
+    labels = tmp_path / "set_X.tsv"
+    labels.write_text(
+        _rows(commit, (8, "IH001", "true")) + _rows(commit, (5, "IH001", "true"), path="old.py")[len(HEAD) :]
+    )
+    bench.main([str(labels), "--mirror", str(mirror)])
+    out = capsys.readouterr().out
+    assert "skipped o/r old.py: not valid Python 3" in out
+    assert "1 files of 1 repositories, 1 labelled lines" in out
+    assert _totals(out) == [["1", "2", "0"]]  # train.py alone: its lines 9 and 10 are found and not labelled
