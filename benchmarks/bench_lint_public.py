@@ -119,7 +119,7 @@ class Tally:
 Starts = dict[str, dict[int, int]]  # path -> line -> the first line of the statement it is part of
 
 
-def statement_starts(source: str) -> dict[int, int]:
+def statement_starts(source: bytes) -> dict[int, int]:
     """Each line of a multi-line simple statement (or of a compound statement's header) -> its first line."""
     try:
         tree = ast.parse(source)
@@ -147,7 +147,7 @@ def lint_group(
             print(f"skipped {repo}: {why}")
             return None
         root = Path(tmp).resolve()
-        texts = {p: (root / p).read_text(errors="replace") for p in paths}
+        texts = {p: (root / p).read_bytes() for p in paths}  # as Python reads them: a BOM, a coding line
         for p in [p for p, text in texts.items() if not parses(text)]:
             print(f"skipped {repo} {p}: not valid Python 3 (its labels are not scored)")
             del texts[p]
@@ -156,7 +156,7 @@ def lint_group(
         return found, starts
 
 
-def parses(text: str) -> bool:
+def parses(text: bytes) -> bool:
     try:
         ast.parse(text)
     except (SyntaxError, ValueError):

@@ -115,3 +115,16 @@ def test_a_labelled_file_that_is_not_python_3_is_left_out_and_the_rest_scored(tm
     assert "skipped o/r old.py: not valid Python 3" in out
     assert "1 files of 1 repositories, 1 labelled lines" in out
     assert _totals(out) == [["1", "2", "0"]]  # train.py alone: its lines 9 and 10 are found and not labelled
+
+
+@pytest.mark.slow
+def test_a_file_that_starts_with_a_byte_order_mark_is_scored(tmp_path, capsys):
+    bench = _bench()
+    mirror, commit = _mirror(tmp_path, {"bom.py": "\ufeff" + TRAIN})  # stylegan2-ada's files start with one
+    labels = tmp_path / "set_X.tsv"
+    labels.write_text(_rows(commit, (8, "IH001", "true"), path="bom.py"))
+    bench.main([str(labels), "--mirror", str(mirror)])
+    out = capsys.readouterr().out
+    assert "skipped" not in out
+    assert "1 files of 1 repositories, 1 labelled lines" in out
+    assert _totals(out) == [["1", "2", "0"]]  # line 8 found as labelled; 9 and the print not labelled
