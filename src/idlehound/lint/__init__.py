@@ -11,12 +11,13 @@ from typing import Any, Optional, Union
 
 from ..errors import IdlehoundError
 from ._catalog import RULES, LintFinding
-from ._extra import enrich, run_facts
 from ._facts import Facts, _loaders, file_facts
 from ._model import Functions
+from ._options import off_options
 from ._output import FORMATS, annotation, render, sarif_log, summary
 from ._placement import one_switch
 from ._project import imports_table, shared_facts, subclass_methods
+from ._reexport import add_reexported
 from ._rules import Checker, Via, check_tree
 from ._source import parse_source, python_files, read_source
 from ._syntax import dotted
@@ -44,11 +45,19 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
         n.arg for t in trees.values() for n in ast.walk(t) if isinstance(n, ast.keyword) and n.arg
     )
     overrides = subclass_methods(trees, imports)
-    run = run_facts({k: tree for k, (_, _, tree) in files.items()}, trees, project)
+    zero, one = off_options({k: tree for k, (_, _, tree) in files.items()}, trees, search=project)
+
+    def functions(k: Path, tree: ast.Module) -> Functions:
+        """The file's functions and classes, with what the run adds: subclasses' overrides, the options declared
+        with default 0 or 1, classes a package re-exports (`from pkg import Trainer` via pkg/__init__.py)."""
+        funcs = _overridden(Functions(tree, *imports(k)), tree, overrides)
+        funcs.off_options, funcs.one_options = zero, one
+        add_reexported(funcs, k, tree, trees, imports)
+        return funcs
+
     checkers: dict[Path, Checker] = {}
     for k, (name, source, tree) in files.items():
-        funcs = _overridden(Functions(tree, *imports(k)), tree, overrides)
-        enrich(funcs, k, tree, trees, imports, run)  # options declared 0 or 1, re-exported classes
+        funcs = functions(k, tree)
         model = _model_from_context(tree, funcs, convs, context, k)
         checkers[k] = check_tree(
             tree, source, name, shared[k], facts[k], funcs, model_build=model, passed=passed
@@ -57,10 +66,8 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
     def context_checker(k: Path) -> Checker:
         if k not in checkers:
             name, source, tree = context[k]
-            funcs = _overridden(Functions(tree, *imports(k)), tree, overrides)
-            enrich(funcs, k, tree, trees, imports, run)
             checkers[k] = check_tree(
-                tree, source, name, shared[k], facts[k], funcs, context=True, passed=passed
+                tree, source, name, shared[k], facts[k], functions(k, tree), context=True, passed=passed
             )
         return checkers[k]
 

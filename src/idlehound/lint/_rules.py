@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Optional, Union
 
@@ -249,24 +250,23 @@ class Checker(ast.NodeVisitor):
     visit_For = visit_While = visit_AsyncFor = _loop
 
     def _visit_gated(self, body: list[ast.stmt]) -> None:
+        """A function's body; after `if steps % every: return`, once every N steps."""
         cut = tick_gate(body)
-        for i, stmt in enumerate(body):
-            rare = cut is not None and i >= cut
-            self.periodic += rare
-            self.visit(stmt)
-            self.periodic -= rare
+        self._visit_marked(body, body[cut:] if cut is not None else [])
 
     def _loop_fields(self, node: Union[ast.For, ast.AsyncFor, ast.While]) -> None:
         """Visit the loop; after `if cur < tick_start + n: continue` (`tick_start` rebound below), once per tick."""
         cut = tick_gate(node.body)
-        if cut is None:
-            self.generic_visit(node)
-            return
-        for child in ast.iter_child_nodes(node):
-            rare = child in node.body[cut:]
-            self.periodic += rare
-            self.visit(child)
-            self.periodic -= rare
+        self._visit_marked(list(ast.iter_child_nodes(node)), node.body[cut:] if cut is not None else [])
+
+    def _visit_marked(self, nodes: Sequence[ast.AST], rare: Sequence[ast.AST]) -> None:
+        """Visit nodes in order, those in `rare` as not per step."""
+        marked = {id(n) for n in rare}
+        for n in nodes:
+            here = id(n) in marked
+            self.periodic += here
+            self.visit(n)
+            self.periodic -= here
 
     def visit_If(self, node: ast.If) -> None:
         checked = self.per_step and self.scope.kind(node.test) == TENSOR
