@@ -80,12 +80,7 @@ class Functions:
             elif isinstance(
                 d, ast.ClassDef
             ):  # its methods call `self.m()` of their own class (or a base here)
-                methods = {
-                    i.name: i for i in d.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))
-                }
-                self.classes.setdefault(name, methods)
-                for m, i in methods.items():
-                    self.methods.setdefault(m, [i])
+                self.import_class(name, d)
         for alias, defs in self.module_defs.items():  # `import TD3` -> `TD3.TD3(...)`, known as "TD3.TD3"
             for name, d in defs.items():
                 if isinstance(d, ast.ClassDef):
@@ -96,6 +91,13 @@ class Functions:
                 for t in n.targets:  # also `self.policy = Policy(...).to(self.device)`
                     if dotted(t).startswith("self."):
                         self.attrs.setdefault(dotted(t), set()).add(built)
+
+    def import_class(self, name: str, c: ast.ClassDef) -> None:
+        """Know a class of another file by the name this file uses, and its methods for `self.m()` calls."""
+        methods = _methods_of(c)
+        self.classes.setdefault(name, methods)
+        for m, i in methods.items():
+            self.methods.setdefault(m, [i])
 
     def imported_defs(self, call: ast.Call) -> list[ast.AST]:
         """The class or function of another file this call runs: `Net(...)`, `models.Net(...)`."""

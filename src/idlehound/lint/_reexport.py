@@ -35,9 +35,4 @@ def add_reexported(
                 continue
             found = next((imports(i)[0].get(a.name) for i in inits if a.name in imports(i)[0]), None)
             if isinstance(found, ast.ClassDef) and name not in funcs.classes:
-                methods = {
-                    i.name: i for i in found.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))
-                }
-                funcs.classes[name] = methods
-                for m, f in methods.items():
-                    funcs.methods.setdefault(m, [f])
+                funcs.import_class(name, found)
