@@ -130,3 +130,9 @@ def test_the_stage_is_reported_when_the_default_choice_calls_it(tmp_path):
         {"train.py": _TRAIN.replace('default="plain"', 'default="pretrain"'), "stages.py": _STAGES},
     )
     assert _lint(root, "train.py") == [("train.py", "IH001", 13)]
+
+
+def test_a_model_config_attribute_is_not_an_option_of_the_same_name(tmp_path):
+    # `self.config.chunks` is the model's setting, not the `--chunks` a script declares: still per step
+    src = _CHUNKS.replace("if args.chunks > 1:", "if model.config.chunks > 1:")
+    assert _found(tmp_path, src) == [("IH001", 15)]

@@ -97,12 +97,17 @@ def _sides(test: ast.expr) -> Optional[tuple[str, type, object]]:
     return None
 
 
+# what a script names its parsed command line (`args = parser.parse_args()`, `self.opt = opt`); not a model's
+# `self.config.shift`, whose name may match an unrelated script's `--shift`
+_PARSED = ("args", "opt", "opts", "options", "flags")
+
+
 def _option(e: ast.expr) -> str:
-    """`args.x`, `self.opt.x` (a dotted receiver other than a bare `self`): the option's name."""
+    """`args.x`, `opt.x`, `self.opts.x`: the option's name."""
     if not isinstance(e, ast.Attribute):
         return ""
-    recv = dotted(e.value)
-    return e.attr if recv and recv != "self" else ""
+    recv = dotted(e.value).rsplit(".", 1)[-1].lower()
+    return e.attr if recv in _PARSED else ""
 
 
 def _literal(e: ast.expr) -> bool:
