@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from ..errors import IdlehoundError
+from ._atdefault import calls_off_by_default, option_defaults
 from ._catalog import RULES, LintFinding
 from ._facts import Facts, _loaders, file_facts
 from ._model import Functions
@@ -46,12 +47,14 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
     )
     overrides = subclass_methods(trees, imports)
     zero, one = off_options({k: tree for k, (_, _, tree) in files.items()}, trees, search=project)
+    defaults = option_defaults({k: tree for k, (_, _, tree) in files.items()}, trees, search=project)
 
     def functions(k: Path, tree: ast.Module) -> Functions:
         """The file's functions and classes, with what the run adds: subclasses' overrides, the options declared
         with default 0 or 1, classes a package re-exports (`from pkg import Trainer` via pkg/__init__.py)."""
         funcs = _overridden(Functions(tree, *imports(k)), tree, overrides)
         funcs.off_options, funcs.one_options = zero, one
+        funcs.option_defaults = defaults
         add_reexported(funcs, k, tree, trees, imports)
         return funcs
 
@@ -73,7 +76,9 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
 
     for k in files:  # a function of a context module that holds a loop, called from a linted file
         c = checkers[k]
-        for call in (n for n in ast.walk(c.tree) if isinstance(n, ast.Call)):
+        off = calls_off_by_default(c.tree, defaults)  # `elif opt.distill == "abound": init(...)`: not run
+        calls = (n for n in ast.walk(c.tree) if isinstance(n, ast.Call) and id(n) not in off)
+        for call in calls:
             for fn in c.funcs.resolve(call):
                 home = convs.owner.get(id(fn))
                 if home in context and any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(fn)):

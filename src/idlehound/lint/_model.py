@@ -60,6 +60,7 @@ class Functions:
         self.overrides: dict[str, list[Func]] = {}  # methods of subclasses in other files, by name
         self.off_options: frozenset[str] = frozenset()  # command-line options declared off by default
         self.one_options: frozenset[str] = frozenset()  # command-line options declared with default 1
+        self.option_defaults: dict[str, object] = {}  # compared options' declared defaults (_atdefault.py)
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 for item in node.body:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Optional, Union
 
+from ._atdefault import false_at_default
 from ._catalog import LintFinding
 from ._checks import (
     _OPTIMIZER_CLASSES,
@@ -284,6 +285,8 @@ class Checker(ast.NodeVisitor):
         optional = optional or rare_test(node.test, self.funcs.off_options) or timer_reset(node, self.scope)
         # `if profile:` (left False by the caller); `if isinstance(v, torch.Tensor): v = v.item()` (numbers come)
         optional = optional or off_here(node.test, self.scope) or converts_if_tensor(node.test, self.scope)
+        # `if args.batch_chunk > 1:` declared 1, `elif opt.distill == "abound":` declared "kd": not the default run
+        optional = optional or false_at_default(node.test, self.funcs.option_defaults)
         # `if not torch.isfinite(norm): print(...)`: the check is the wait (IH007); a branch that only warns runs
         # when the check fails, not every step
         warning = checked and _warns_only(node.body)

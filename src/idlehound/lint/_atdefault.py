@@ -1,0 +1,177 @@
+"""Branches a default run does not take: `if args.batch_chunk > 1:` where the project declares
+`parser.add_argument('--batch_chunk', type=int, default=1)`, `elif opt.distill == 'abound':` where `--distill`
+defaults to 'kd', `if i < args.precrop_iters:` where `--precrop_iters` defaults to 0 (no count is below zero).
+The test is false with every option it compares at its declared default, so its body runs only in a run that
+changes the option: its syncs are not per-step code of the default run (as `args.x > 0` declared 0, _options.py).
+A plain flag (`if args.verbose:`) is still not followed: there the test names no value to compare."""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Optional
+
+from ._options import _dest, _mentioning_any
+from ._syntax import const, dotted, kw
+from ._view import project_root
+
+_OTHER = object()  # a default that is not a number or a string, or a value set in code
+_OPS: dict[type, Callable[[Any, Any], bool]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+}
+
+
+def option_defaults(
+    files: dict[Path, ast.Module], trees: dict[Path, ast.Module], search: bool = True
+) -> dict[str, object]:
+    """The options compared in the linted `files` (`args.x OP literal`, `count < args.x`) whose every declaration
+    (`add_argument('--x', default=...)` in the files read or, with `search`, any .py file of the project holding
+    `--x`) gives the same literal default (a number, not a bool, or a string), that `set_defaults` does not change
+    and that no code assigns: option name -> its default."""
+    compared = {name for t in files.values() for name in _compared_names(t)}
+    if not compared:
+        return {}
+    decls: dict[str, list[object]] = {}
+    declared: set[str] = set()
+    for t in trees.values():
+        _declarations(t, compared, decls, declared)
+    if search:
+        for root in sorted({project_root(k.parent) for k in files}):
+            for t in _mentioning_any(root, compared, set(trees)):
+                _declarations(t, compared, decls, declared)
+    out: dict[str, object] = {}
+    for name, values in decls.items():
+        first = values[0]
+        if (
+            name in declared
+            and first is not _OTHER
+            and all(type(v) is type(first) and v == first for v in values)
+        ):
+            out[name] = first
+    return out
+
+
+def false_at_default(test: ast.expr, defaults: dict[str, object]) -> bool:
+    """Some conjunct of the test (`a and b`) is a comparison false with its option at the declared default."""
+    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    return any(_false(p, defaults) for p in parts)
+
+
+def _false(test: ast.expr, defaults: dict[str, object]) -> bool:
+    sides = _sides(test)
+    if sides is None:
+        return False
+    name, op, value = sides
+    if name not in defaults:
+        return False
+    default = defaults[name]
+    if value is _COUNT:  # `i < args.n` declared 0 (or less): no count is below it
+        return isinstance(default, (int, float)) and default <= 0
+    if type(default) is not type(value) and not (_number(default) and _number(value)):
+        return False
+    try:
+        return not _OPS[op](default, value)
+    except TypeError:
+        return False
+
+
+_COUNT = object()  # stands for a loop count (a plain name) on the left of `<`
+
+
+def _sides(test: ast.expr) -> Optional[tuple[str, type, object]]:
+    """`args.x OP literal` as (x, OP, literal); `count < args.x` as (x, Lt, _COUNT); else None."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _OPS):
+        return None
+    left, right, op = test.left, test.comparators[0], type(test.ops[0])
+    if _option(left) and _literal(right):
+        return _option(left), op, const(right)
+    if op is ast.Lt and isinstance(left, ast.Name) and _option(right):
+        return _option(right), op, _COUNT
+    return None
+
+
+# what a script names its parsed command line (`args = parser.parse_args()`, `self.opt = opt`); not a model's
+# `self.config.shift`, whose name may match an unrelated script's `--shift`
+_PARSED = ("args", "opt", "opts", "options", "flags")
+
+
+def _option(e: ast.expr) -> str:
+    """`args.x`, `opt.x`, `self.opts.x`: the option's name."""
+    if not isinstance(e, ast.Attribute):
+        return ""
+    recv = dotted(e.value).rsplit(".", 1)[-1].lower()
+    return e.attr if recv in _PARSED else ""
+
+
+def _literal(e: ast.expr) -> bool:
+    return isinstance(e, ast.Constant) and (_number(e.value) or isinstance(e.value, str))
+
+
+def _number(v: object) -> bool:
+    return type(v) in (int, float)
+
+
+def _compared_names(tree: ast.Module) -> set[str]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            parts = node.test.values if isinstance(node.test, ast.BoolOp) else [node.test]
+            out |= {s[0] for s in map(_sides, parts) if s is not None}
+    return out
+
+
+def _declarations(
+    tree: ast.Module, names: set[str], out: dict[str, list[object]], declared: set[str]
+) -> None:
+    """Each declaration's literal default of an option in `names` (else _OTHER); an assignment to it in code
+    (`opt.x = 4`) counts as _OTHER: something else sets it."""
+    for node in (n for n in ast.walk(tree) if isinstance(n, ast.Assign)):
+        for t in node.targets:
+            if isinstance(t, ast.Attribute) and t.attr in names and dotted(t.value) not in ("", "self"):
+                out.setdefault(t.attr, []).append(_OTHER)
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+        if method == "set_defaults":
+            for k in call.keywords:
+                if k.arg in names:
+                    out.setdefault(k.arg, []).append(_value(k.value))
+        if method != "add_argument":
+            continue
+        name = _dest(call)
+        if name in names:
+            out.setdefault(name, []).append(_default(call))
+            declared.add(name)
+
+
+def _default(call: ast.Call) -> object:
+    """The declared default of an option that is not required and takes a value (no `action`); else _OTHER."""
+    if kw(call, "required") is not None and const(kw(call, "required")) is not False:
+        return _OTHER
+    default = kw(call, "default")
+    return _value(default) if kw(call, "action") is None and default is not None else _OTHER
+
+
+def _value(v: ast.expr) -> object:
+    return v.value if _literal(v) and isinstance(v, ast.Constant) else _OTHER
+
+
+def calls_off_by_default(tree: ast.Module, defaults: dict[str, object]) -> set[int]:
+    """The ids of the calls in the body of an `if` false at the defaults (`elif opt.distill == 'abound':
+    init(...)`): a helper with its own loop called there (a pre-training stage) does not run by default."""
+    if not defaults:
+        return set()
+    return {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and false_at_default(node.test, defaults)
+        for st in node.body
+        for n in ast.walk(st)
+        if isinstance(n, ast.Call)
+    }
