@@ -17,6 +17,7 @@ from ._model import Functions
 from ._options import off_options
 from ._output import FORMATS, annotation, render, sarif_log, summary
 from ._placement import one_switch
+from ._program import gpu_programs, program_loaders
 from ._project import imports_table, shared_facts, subclass_methods
 from ._reexport import add_reexported
 from ._rules import Checker, Via, check_tree
@@ -84,6 +85,10 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
                 if home in context and any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(fn)):
                     context_checker(home).enter(fn, Via(c, call))
     _check_foreign_helpers(checkers, convs.owner, context_checker)
+    # a loader module of a program that uses the GPU feeds that GPU
+    for k, others in gpu_programs(trees, facts).items():
+        if k in files:
+            program_loaders(checkers[k], [trees[q] for q in others])
     placed = one_switch(checkers, list(files))  # IH015 once per program, in the script that imports the model
     return [f for k in files for f in placed[k]]
 

@@ -45,6 +45,7 @@ from ._model import PY, TENSOR, Func, Functions, Scope
 from ._offpath import given_off, off_here, off_params
 from ._options import modulo_option
 from ._rare import converts_if_tensor, rare_test
+from ._reducers import reduces_given
 from ._refs import passed_functions
 from ._steps import loop_body, reaches_step
 from ._syntax import const, dotted, kw
@@ -398,7 +399,7 @@ class Checker(ast.NodeVisitor):
             self.add("IH008", node)
         elif name.endswith("empty_cache"):
             self.add("IH009", node)
-        elif _collective(name):
+        elif _collective(name) or not self.level and self._reduces_step_values(node):
             self.add("IH016", node)
         elif self._prints_tensor(node, name, attr):
             self.add("IH005", node)
@@ -408,6 +409,12 @@ class Checker(ast.NodeVisitor):
             _pinned_here(node) or (self.pinned_loader and not self._host_built(node))
         ):
             self.add("IH012", node)
+
+    def _reduces_step_values(self, node: ast.Call) -> bool:
+        """The loop's own code hands the step's values to a project function that all-reduces or gathers them and
+        returns them (`du.all_reduce([loss, top1])`); a reduction inside the model (a VQ codebook's statistics)
+        is part of the computation."""
+        return any(reduces_given(fn) for fn in self.funcs.resolve(node, self.scope))
 
     def _prints_tensor(self, node: ast.Call, name: str, attr: str) -> bool:
         if name == "print" or _is_log_call(name):
