@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from idlehound.cli import main
-from idlehound.lint import annotation, lint_paths
+from idlehound.lint import annotation, lint_paths, summary
+from idlehound.lint._output import HELD_OUT
 
 from .conftest import SCRIPTS, TRACES
 
@@ -213,7 +214,9 @@ def test_text_is_the_default_and_json_is_the_json_flag():
     plain, text = _lint(str(TRAPS)), _lint("--format", "text", str(TRAPS))
     assert plain.exit_code == text.exit_code == 1
     assert plain.stdout == text.stdout and "traps.py:18:" in text.stdout
-    assert text.stderr.strip() == f"{len(lint_paths([TRAPS]))} finding(s) in 1 file(s)"
+    count, trust = text.stderr.strip().splitlines()
+    assert count == f"{len(lint_paths([TRAPS]))} finding(s) in 1 file(s)"
+    assert trust.startswith("these are places to look, not measured costs: ") and "--trace RUN" in trust
     as_json, flag = _lint("--format", "json", str(TRAPS)), _lint("--json", str(TRAPS))
     assert as_json.stdout == flag.stdout
     assert json.loads(as_json.stdout)["schema"] == "idlehound/lint"
@@ -251,3 +254,22 @@ def test_fail_under_on_github_actions_prints_an_error_annotation_at_the_top_find
 def test_fail_under_elsewhere_prints_no_annotation():
     out = _gate({"GITHUB_ACTIONS": ""})
     assert out.exit_code == 1 and "::error" not in out.stdout + out.stderr
+
+
+def test_the_trust_line_says_what_the_docs_measured():
+    """The figure lint prints without a trace is the held-out one docs/lint.md states at its top."""
+    top = (Path(__file__).resolve().parents[1] / "docs" / "lint.md").read_text().split("## Rules")[0]
+    assert "about 6 findings in 10 are right" in " ".join(top.split())
+    assert HELD_OUT.startswith("on code lint was not developed on, about 6 findings in 10 were right")
+    assert "finds about 2 of 3" in " ".join(top.split()) and HELD_OUT.endswith("it found 2 of 3 such lines")
+
+
+def test_no_trust_line_when_nothing_is_found():
+    assert summary([]) == "no findings"
+
+
+def test_with_a_trace_the_summary_is_the_count_alone():
+    """Joined to a recorded run, each finding carries its measured idle: no trust caveat is printed."""
+    out = _lint("--trace", str(TRACES / "sync_item"), str(SCRIPTS / "planted" / "sync_item.py"))
+    assert out.exit_code == 1 and "ms" in out.stdout
+    assert out.stderr.strip() == "2 finding(s) in 1 file(s)"

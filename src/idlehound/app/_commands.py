@@ -209,7 +209,7 @@ def lint(paths: tuple[Path, ...], as_json: bool, trace: Optional[Path], fmt: str
         click.echo(out)
     if fmt == "text":
         sys.stdout.flush()
-        click.echo(summary(found), err=True)
+        click.echo(summary(found, measured=doc is not None), err=True)
     return 1 if found else 0
 
 
