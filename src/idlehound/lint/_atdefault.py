@@ -13,11 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
-from ._options import _dest, _mentioning_any
-from ._syntax import const, dotted, kw
+from ._options import _DECLARED, _OTHER, _declarations, _mentioning_any
+from ._syntax import const, dotted
 from ._view import project_root
 
-_OTHER = object()  # a default that is not a number or a string, or a value set in code
 _OPS: dict[type, Callable[[Any, Any], bool]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
@@ -39,13 +38,13 @@ def option_defaults(
     if not compared:
         return {}
     decls: dict[str, list[object]] = {}
-    declared: set[str] = set()
     for t in trees.values():
-        _declarations(t, compared, decls, declared)
+        _declarations(t, compared, decls, _value)
     if search:
         for root in sorted({project_root(k.parent) for k in files}):
             for t in _mentioning_any(root, compared, set(trees)):
-                _declarations(t, compared, decls, declared)
+                _declarations(t, compared, decls, _value)
+    declared = {n[len(_DECLARED) :] for n in decls if n.startswith(_DECLARED)}
     out: dict[str, object] = {}
     for name, values in decls.items():
         first = values[0]
@@ -125,37 +124,6 @@ def _compared_names(tree: ast.Module) -> set[str]:
             parts = node.test.values if isinstance(node.test, ast.BoolOp) else [node.test]
             out |= {s[0] for s in map(_sides, parts) if s is not None}
     return out
-
-
-def _declarations(
-    tree: ast.Module, names: set[str], out: dict[str, list[object]], declared: set[str]
-) -> None:
-    """Each declaration's literal default of an option in `names` (else _OTHER); an assignment to it in code
-    (`opt.x = 4`) counts as _OTHER: something else sets it."""
-    for node in (n for n in ast.walk(tree) if isinstance(n, ast.Assign)):
-        for t in node.targets:
-            if isinstance(t, ast.Attribute) and t.attr in names and dotted(t.value) not in ("", "self"):
-                out.setdefault(t.attr, []).append(_OTHER)
-    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
-        method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
-        if method == "set_defaults":
-            for k in call.keywords:
-                if k.arg in names:
-                    out.setdefault(k.arg, []).append(_value(k.value))
-        if method != "add_argument":
-            continue
-        name = _dest(call)
-        if name in names:
-            out.setdefault(name, []).append(_default(call))
-            declared.add(name)
-
-
-def _default(call: ast.Call) -> object:
-    """The declared default of an option that is not required and takes a value (no `action`); else _OTHER."""
-    if kw(call, "required") is not None and const(kw(call, "required")) is not False:
-        return _OTHER
-    default = kw(call, "default")
-    return _value(default) if kw(call, "action") is None and default is not None else _OTHER
 
 
 def _value(v: ast.expr) -> object:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
@@ -16,7 +17,9 @@ from ._view import MAX_CONTEXT_BYTES, _project_sources, _read, project_root
 _DECLARED = (
     "declared:"  # a key of the declarations table: the option has an `add_argument` (not only a default)
 )
-_OTHER = object()  # a default that is not a number, or a value set in code
+_OTHER = (
+    object()
+)  # a default not of the kind asked for (a number; _atdefault: a literal), or a value set in code
 
 
 def off_options(
@@ -86,9 +89,19 @@ def _tested_names(tree: ast.Module) -> set[str]:
     return out
 
 
-def _declarations(tree: ast.Module, names: set[str], out: dict[str, list[object]]) -> None:
-    """Each declaration's default of an option in `names` (a number, else _OTHER). An assignment to it in code
-    (`opts.x = 4`, `args.x = args.y`) counts as _OTHER: something else sets it."""
+def _number(v: ast.expr) -> object:
+    """An int or float constant (not a bool), else _OTHER."""
+    return v.value if isinstance(v, ast.Constant) and type(v.value) in (int, float) else _OTHER
+
+
+def _declarations(
+    tree: ast.Module,
+    names: set[str],
+    out: dict[str, list[object]],
+    value: Callable[[ast.expr], object] = _number,
+) -> None:
+    """Each declaration's default of an option in `names` (`value` of it: by default a number, else _OTHER). An
+    assignment to it in code (`opts.x = 4`, `args.x = args.y`) counts as _OTHER: something else sets it."""
     for node in (n for n in ast.walk(tree) if isinstance(n, ast.Assign)):
         for t in node.targets:
             if isinstance(t, ast.Attribute) and t.attr in names and dotted(t.value) not in ("", "self"):
@@ -98,12 +111,12 @@ def _declarations(tree: ast.Module, names: set[str], out: dict[str, list[object]
         if method == "set_defaults":
             for k in call.keywords:
                 if k.arg in names:
-                    out.setdefault(k.arg, []).append(_number(k.value))
+                    out.setdefault(k.arg, []).append(value(k.value))
         if method != "add_argument":
             continue
         name = _dest(call)
         if name in names:
-            out.setdefault(name, []).append(_default(call))
+            out.setdefault(name, []).append(_default(call, value))
             out.setdefault(_DECLARED + name, []).append(True)
 
 
@@ -116,17 +129,13 @@ def _dest(call: ast.Call) -> str:
     return long[0][2:].replace("-", "_") if long else ""
 
 
-def _default(call: ast.Call) -> object:
-    """A numeric option's default (a loss weight, a count): not required, not an action; else _OTHER."""
+def _default(call: ast.Call, value: Callable[[ast.expr], object]) -> object:
+    """An option's default as `value` reads it (a number: a loss weight, a count): not required, not an action;
+    else _OTHER."""
     if kw(call, "required") is not None and const(kw(call, "required")) is not False:
         return _OTHER
     default = kw(call, "default")
-    return _number(default) if kw(call, "action") is None and default is not None else _OTHER
-
-
-def _number(v: ast.expr) -> object:
-    """An int or float constant (not a bool), else _OTHER."""
-    return v.value if isinstance(v, ast.Constant) and type(v.value) in (int, float) else _OTHER
+    return value(default) if kw(call, "action") is None and default is not None else _OTHER
 
 
 def _is_zero(v: ast.expr) -> bool:
