@@ -33,7 +33,8 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
     see _view.py). Raises IdlehoundError on unreadable or invalid files, FIFOs and devices (never opened), files
     over the size bound, and nesting Python itself cannot parse."""
     files = _read_paths(paths)
-    context = context_files({k: tree for k, (_, _, tree) in files.items()}) if project else {}
+    linted = {k: tree for k, (_, _, tree) in files.items()}
+    context = context_files(linted) if project else {}
     everything = {**files, **context}
     trees = {k: tree for k, (_, _, tree) in everything.items()}
     facts = {k: file_facts(tree, name) for k, (name, _, tree) in everything.items()}
@@ -47,8 +48,8 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
         n.arg for t in trees.values() for n in ast.walk(t) if isinstance(n, ast.keyword) and n.arg
     )
     overrides = subclass_methods(trees, imports)
-    zero, one = off_options({k: tree for k, (_, _, tree) in files.items()}, trees, search=project)
-    defaults = option_defaults({k: tree for k, (_, _, tree) in files.items()}, trees, search=project)
+    zero, one = off_options(linted, trees, search=project)
+    defaults = option_defaults(linted, trees, search=project)
 
     def functions(k: Path, tree: ast.Module) -> Functions:
         """The file's functions and classes, with what the run adds: subclasses' overrides, the options declared

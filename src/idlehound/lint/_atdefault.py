@@ -13,9 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
-from ._options import _DECLARED, _OTHER, _declarations, _mentioning_any
+from ._options import _OTHER, declared_values
 from ._syntax import const, dotted
-from ._view import project_root
 
 _OPS: dict[type, Callable[[Any, Any], bool]] = {
     ast.Eq: operator.eq,
@@ -37,22 +36,10 @@ def option_defaults(
     compared = {name for t in files.values() for name in _compared_names(t)}
     if not compared:
         return {}
-    decls: dict[str, list[object]] = {}
-    for t in trees.values():
-        _declarations(t, compared, decls, _value)
-    if search:
-        for root in sorted({project_root(k.parent) for k in files}):
-            for t in _mentioning_any(root, compared, set(trees)):
-                _declarations(t, compared, decls, _value)
-    declared = {n[len(_DECLARED) :] for n in decls if n.startswith(_DECLARED)}
     out: dict[str, object] = {}
-    for name, values in decls.items():
+    for name, values in declared_values(files, trees, compared, search, _value).items():
         first = values[0]
-        if (
-            name in declared
-            and first is not _OTHER
-            and all(type(v) is type(first) and v == first for v in values)
-        ):
+        if first is not _OTHER and all(type(v) is type(first) and v == first for v in values):
             out[name] = first
     return out
 

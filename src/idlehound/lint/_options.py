@@ -17,9 +17,13 @@ from ._view import MAX_CONTEXT_BYTES, _project_sources, _read, project_root
 _DECLARED = (
     "declared:"  # a key of the declarations table: the option has an `add_argument` (not only a default)
 )
-_OTHER = (
-    object()
-)  # a default not of the kind asked for (a number; _atdefault: a literal), or a value set in code
+# a default not of the kind asked for (a number; _atdefault: a literal), or a value set in code
+_OTHER = object()
+
+
+def _number(v: ast.expr) -> object:
+    """An int or float constant (not a bool), else _OTHER."""
+    return v.value if isinstance(v, ast.Constant) and type(v.value) in (int, float) else _OTHER
 
 
 def off_options(
@@ -32,19 +36,30 @@ def off_options(
     tested = {name for t in files.values() for name in _tested_names(t)}
     if not tested:
         return frozenset(), frozenset()
-    seen = set(trees)
-    decls: dict[str, list[object]] = {}
-    for t in trees.values():
-        _declarations(t, tested, decls)
-    if search:
-        roots = {project_root(k.parent) for k in files}
-        for root in sorted(roots):
-            for t in _mentioning_any(root, tested, seen):
-                _declarations(t, tested, decls)
-    known = {n: vs for n, vs in decls.items() if _DECLARED + n in decls and not n.startswith(_DECLARED)}
+    known = declared_values(files, trees, tested, search)
     zero = frozenset(n for n, vs in known.items() if all(type(v) in (int, float) and v == 0 for v in vs))
     one = frozenset(n for n, vs in known.items() if all(type(v) is int and v == 1 for v in vs))
     return zero, one
+
+
+def declared_values(
+    files: dict[Path, ast.Module],
+    trees: dict[Path, ast.Module],
+    names: set[str],
+    search: bool,
+    value: Callable[[ast.expr], object] = _number,
+) -> dict[str, list[object]]:
+    """Each option of `names` that an `add_argument('--x', ...)` declares (in the files read or, with `search`, any
+    .py file of the project holding `--x`) -> what its declarations, `set_defaults` and code assignments give it,
+    as `value` reads a default (else _OTHER)."""
+    decls: dict[str, list[object]] = {}
+    for t in trees.values():
+        _declarations(t, names, decls, value)
+    if search:
+        for root in sorted({project_root(k.parent) for k in files}):
+            for t in _mentioning_any(root, names, set(trees)):
+                _declarations(t, names, decls, value)
+    return {n: vs for n, vs in decls.items() if _DECLARED + n in decls and not n.startswith(_DECLARED)}
 
 
 def modulo_option(test: ast.expr) -> list[str]:
@@ -87,11 +102,6 @@ def _tested_names(tree: ast.Module) -> set[str]:
             out |= set(modulo_option(node.test))
     out.discard("")
     return out
-
-
-def _number(v: ast.expr) -> object:
-    """An int or float constant (not a bool), else _OTHER."""
-    return v.value if isinstance(v, ast.Constant) and type(v.value) in (int, float) else _OTHER
 
 
 def _declarations(
