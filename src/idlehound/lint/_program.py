@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ._cpudefault import cpu_by_default
 from ._facts import Facts
-from ._project import imported_files
+from ._project import entries, imported_files, reach
 
 if TYPE_CHECKING:
     from ._rules import Checker
@@ -22,16 +22,7 @@ def programs(trees: dict[Path, ast.Module]) -> list[set[Path]]:
     """Each entry script (a file no file read imports) with everything it imports, however deep."""
     known = set(trees)
     imports = {p: imported_files(p, t, known) for p, t in trees.items()}
-    imported = set().union(*imports.values()) if imports else set()
-    out = []
-    for entry in (p for p in trees if p not in imported):
-        program, todo = {entry}, [entry]
-        while todo:
-            for q in imports[todo.pop()] - program:
-                program.add(q)
-                todo.append(q)
-        out.append(program)
-    return out
+    return [reach(imports, [entry]) for entry in entries(imports)]
 
 
 def gpu_programs(trees: dict[Path, ast.Module], facts: dict[Path, Facts]) -> dict[Path, set[Path]]:

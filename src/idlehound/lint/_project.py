@@ -128,14 +128,7 @@ def _imported_by_benchmark(imports: dict[Path, set[Path]], facts: dict[Path, Fac
     (main.py -> solver.py -> model.py), run with it set. Only from a script no file read imports (where a
     program starts): a utility module that sets it on one path (yolov5's `LoadStreams`, for webcam inference)
     does not set it for every module its importers use."""
-    imported = set().union(*imports.values()) if imports else set()
-    todo = [p for p in imports if facts[p].benchmark and p not in imported]
-    seen = set(todo)
-    while todo:
-        for q in imports[todo.pop()] - seen:
-            seen.add(q)
-            todo.append(q)
-    return seen
+    return reach(imports, [p for p in entries(imports) if facts[p].benchmark])
 
 
 def importers(p: Path, imports: dict[Path, set[Path]]) -> set[Path]:
@@ -144,12 +137,23 @@ def importers(p: Path, imports: dict[Path, set[Path]]) -> set[Path]:
     for q, imported in imports.items():
         for i in imported:
             by.setdefault(i, set()).add(q)
-    seen, todo = {p}, [p]
+    return reach(by, [p]) - {p}
+
+
+def entries(imports: dict[Path, set[Path]]) -> list[Path]:
+    """The files no file read imports: where a program starts."""
+    imported = set().union(*imports.values()) if imports else set()
+    return [p for p in imports if p not in imported]
+
+
+def reach(graph: dict[Path, set[Path]], starts: list[Path]) -> set[Path]:
+    """The starts and every file the graph leads to from them, however deep."""
+    seen, todo = set(starts), list(starts)
     while todo:
-        for q in by.get(todo.pop(), set()) - seen:
+        for q in graph.get(todo.pop(), set()) - seen:
             seen.add(q)
             todo.append(q)
-    return seen - {p}
+    return seen
 
 
 Imports = tuple[dict[str, ast.AST], dict[str, dict[str, ast.AST]]]
