@@ -9,11 +9,8 @@ there: part of the computation, as a VQ codebook's statistics are)."""
 from __future__ import annotations
 
 import ast
-from typing import Union
 
-from ._syntax import dotted
-
-Func = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+from ._syntax import dotted, own_nodes
 
 _ALL = ("all_reduce", "all_gather", "all_gather_into_tensor")
 _DIST = ("dist", "distributed")
@@ -29,7 +26,7 @@ def reduces_given(fn: ast.AST) -> bool:
     loops: dict[str, set[str]] = {}  # loop variable -> the names its iterable reads
     reduced: set[str] = set()  # reduced in place, or holding a collective's result
     returned = False
-    for n in _own_nodes(fn):  # in source order: `x = x.to(d)`, `padded = pad(x)`, `for t in tensors:`
+    for n in own_nodes(fn.body):  # in source order: `x = x.to(d)`, `padded = pad(x)`, `for t in tensors:`
         if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value is not None:
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
             names = {x.id for t in targets for x in ast.walk(t) if isinstance(x, ast.Name)}
@@ -78,15 +75,3 @@ def _is_collective(call: ast.Call) -> bool:
 
 def _mentions(e: ast.expr, names: set[str]) -> bool:
     return any(isinstance(x, ast.Name) and x.id in names for x in ast.walk(e))
-
-
-def _own_nodes(fn: Func) -> list[ast.AST]:
-    """The nodes of `fn`'s body in source order, not those of functions or classes defined inside it."""
-    out: list[ast.AST] = []
-    stack: list[ast.AST] = list(reversed(fn.body))
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            stack += list(reversed(list(ast.iter_child_nodes(n))))
-    return out
