@@ -91,49 +91,31 @@ def test_a_step_count_test_is_not_a_phase(tmp_path):
     assert found == [("IH001", 12)]
 
 
+# two policy modules alike but for the class name (TD3 and DDPG of one RL repository)
+_POLICY = """\
+    import torch
+
+    device = torch.device("cuda")
+
+
+    class {name}:
+        def __init__(self):
+            self.actor = torch.nn.Linear(4, 2).to(device)
+            self.opt = torch.optim.Adam(self.actor.parameters())
+
+        def select_action(self, state):
+            state = torch.FloatTensor(state).to(device)
+            return self.actor(state).cpu().data.numpy()
+
+        def train(self, batch):
+            loss = self.actor(batch.to(device)).sum()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+    """
+
 _POLICIES = {
-    "td3.py": """\
-    import torch
-
-    device = torch.device("cuda")
-
-
-    class TD3:
-        def __init__(self):
-            self.actor = torch.nn.Linear(4, 2).to(device)
-            self.opt = torch.optim.Adam(self.actor.parameters())
-
-        def select_action(self, state):
-            state = torch.FloatTensor(state).to(device)
-            return self.actor(state).cpu().data.numpy()
-
-        def train(self, batch):
-            loss = self.actor(batch.to(device)).sum()
-            self.opt.zero_grad()
-            loss.backward()
-            self.opt.step()
-    """,
-    "ddpg.py": """\
-    import torch
-
-    device = torch.device("cuda")
-
-
-    class DDPG:
-        def __init__(self):
-            self.actor = torch.nn.Linear(4, 2).to(device)
-            self.opt = torch.optim.Adam(self.actor.parameters())
-
-        def select_action(self, state):
-            state = torch.FloatTensor(state).to(device)
-            return self.actor(state).cpu().data.numpy()
-
-        def train(self, batch):
-            loss = self.actor(batch.to(device)).sum()
-            self.opt.zero_grad()
-            loss.backward()
-            self.opt.step()
-    """,
+    **{f"{name.lower()}.py": _POLICY.format(name=name) for name in ("TD3", "DDPG")},
     "main.py": """\
     import argparse
 
