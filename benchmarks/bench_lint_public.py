@@ -22,6 +22,12 @@ A finding on a line the set does not label at all is a false alarm in the first 
 those lines (expect left empty) for someone who did not write lint to label by the same guide. Their labels go in
 `LABELS.adjudicated.tsv` beside the set; when that file exists a second table scores the set with them (the
 first table, as labelled, stays the registered figure).
+
+`LABELS.convention.tsv` beside a set holds labels changed later so that every set follows one convention (code
+reached only under an option off by default, which the documented command does not turn on, is `false`: see
+docs/lint.md). Each row names a label of the set or of its adjudicated file, with the new expect; when that file
+exists a third table scores the set with the adjudicated labels and these changes. The registered labels are
+never edited.
 """
 
 from __future__ import annotations
@@ -248,6 +254,21 @@ def adjudication_file(labels_file: Path) -> Path:
     return labels_file.with_name(labels_file.stem + ".adjudicated.tsv")
 
 
+def convention_file(labels_file: Path) -> Path:
+    """Labels changed so that all sets follow one convention (beside the set)."""
+    return labels_file.with_name(labels_file.stem + ".convention.tsv")
+
+
+def with_convention(labels: list[Label], changes: list[Label], source: Path) -> list[Label]:
+    """The labels with each change applied; a change that names no label is an error in the change file."""
+    new = {(c.repo, c.path, c.line, c.rule): c for c in changes}
+    known = {(lb.repo, lb.path, lb.line, lb.rule) for lb in labels}
+    stray = sorted(set(new) - known)
+    if stray:
+        raise SystemExit(f"{source}: changes lines no label names: {stray[:3]}")
+    return [new.get((lb.repo, lb.path, lb.line, lb.rule), lb) for lb in labels]
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mirror", type=Path, default=Path(os.environ.get("IDLEHOUND_MIRROR", "/work/.mirror")))
@@ -276,8 +297,14 @@ def main(argv: list[str]) -> int:
     more: dict[tuple[str, str], list[Label]] = defaultdict(list)
     for lb in extra:
         more[(lb.repo, lb.commit)].append(lb)
+    conv_file = convention_file(labels_file)
+    changes = read_labels(conv_file) if conv_file.exists() else []
+    agreed = with_convention(labels + extra, changes, conv_file)
+    one_way: dict[tuple[str, str], list[Label]] = defaultdict(list)
+    for lb in agreed:
+        one_way[(lb.repo, lb.commit)].append(lb)
 
-    strict, adjudicated = Tally.empty(), Tally.empty()
+    strict, adjudicated, convention = Tally.empty(), Tally.empty(), Tally.empty()
     todo: list[str] = []
     files = scored = 0
     for (repo, commit), group in sorted(by_repo.items()):
@@ -292,6 +319,7 @@ def main(argv: list[str]) -> int:
         tally(strict, repo, group, found, starts)
         extra_here = [lb for lb in more[(repo, commit)] if lb.path in starts]
         tally(adjudicated, repo, group + extra_here, found, starts)
+        tally(convention, repo, [lb for lb in one_way[(repo, commit)] if lb.path in starts], found, starts)
         todo += unjudged_rows(args.mirror, repo, commit, group + extra_here, found, starts)
 
     if not files:
@@ -302,6 +330,12 @@ def main(argv: list[str]) -> int:
     if extra:
         print()
         print_tally(adjudicated, f"With the {len(extra)} adjudicated labels of {extra_file.name}:")
+    if changes:
+        print()
+        print_tally(
+            convention,
+            f"With those and the {len(changes)} labels {conv_file.name} changes (one convention for all sets):",
+        )
     if args.unjudged:
         args.unjudged.write_text("".join(r + "\n" for r in todo))
         print(f"{len(todo)} finding(s) on lines no label names: {args.unjudged}")

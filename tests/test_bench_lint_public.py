@@ -128,3 +128,29 @@ def test_a_file_that_starts_with_a_byte_order_mark_is_scored(tmp_path, capsys):
     assert "skipped" not in out
     assert "1 files of 1 repositories, 1 labelled lines" in out
     assert _totals(out) == [["1", "2", "0"]]  # line 8 found as labelled; 9 and the print not labelled
+
+
+@pytest.mark.slow
+def test_a_convention_change_is_scored_in_a_third_table_and_the_first_two_stay(tmp_path, capsys):
+    bench = _bench()
+    mirror, commit = _mirror(tmp_path)
+    labels = tmp_path / "set_X.tsv"
+    labels.write_text(_rows(commit, (8, "IH001", "true"), (9, "IH001", "false"), (11, "IH005", "true")))
+    labels.with_name("set_X.adjudicated.tsv").write_text(_rows(commit, (12, "IH005", "false")))
+    # the print's label changed to false (say, an opt-in switch): its finding becomes a false alarm
+    labels.with_name("set_X.convention.tsv").write_text(_rows(commit, (11, "IH005", "false")))
+    bench.main([str(labels), "--mirror", str(mirror)])
+    out = capsys.readouterr().out
+    assert _totals(out) == [["2", "1", "0"], ["2", "1", "0"], ["1", "2", "0"]]
+    assert "the 1 labels set_X.convention.tsv changes" in out
+
+
+@pytest.mark.slow
+def test_a_convention_change_must_name_a_label(tmp_path):
+    bench = _bench()
+    mirror, commit = _mirror(tmp_path)
+    labels = tmp_path / "set_X.tsv"
+    labels.write_text(_rows(commit, (8, "IH001", "true")))
+    labels.with_name("set_X.convention.tsv").write_text(_rows(commit, (9, "IH001", "false")))
+    with pytest.raises(SystemExit, match="changes lines no label names"):
+        bench.main([str(labels), "--mirror", str(mirror)])
