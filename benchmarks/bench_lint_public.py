@@ -26,8 +26,9 @@ first table, as labelled, stays the registered figure).
 `LABELS.convention.tsv` beside a set holds labels changed later so that every set follows one convention (code
 reached only under an option off by default, which the documented command does not turn on, is `false`: see
 docs/lint.md). Each row names a label of the set or of its adjudicated file, with the new expect; when that file
-exists a third table scores the set with the adjudicated labels and these changes. The registered labels are
-never edited.
+exists (or with `--convention`) a third table scores the set with the adjudicated labels and these changes, and
+counts IH015 once per repository (cudnn.benchmark is one switch per process; the sets place its label on the
+script, the model's module or both). The registered labels are never edited.
 """
 
 from __future__ import annotations
@@ -215,6 +216,32 @@ def tally(t: Tally, repo: str, group: list[Label], found: set[Key], starts: Star
             t.wrong.append(f"{repo} {path}:{line}: missed {rule} {RULES[rule].name}")
 
 
+def tally_once_per_repository(
+    t: Tally, repo: str, group: list[Label], found: set[Key], starts: Starts
+) -> None:
+    """As `tally`, with IH015 counted once for the repository: cudnn.benchmark is one switch per process, so a
+    finding in any of its files answers a `true` label in any of them (the sets place that label differently:
+    the script, the model's module, or both)."""
+    tally(
+        t,
+        repo,
+        [lb for lb in group if lb.rule not in FILE_LEVEL],
+        {f for f in found if f[2] not in FILE_LEVEL},
+        starts,
+    )
+    for rule in sorted(FILE_LEVEL):
+        want = any(lb.expect and lb.rule == rule for lb in group)
+        where = sorted(f"{p}:{n}" for p, n, r in found if r == rule)
+        if want and where:
+            t.tp[rule] += 1
+        elif want:
+            t.fn[rule] += 1
+            t.wrong.append(f"{repo}: missed {rule} {RULES[rule].name} (once per repository)")
+        elif where:
+            t.fp[rule] += 1
+            t.wrong.append(f"{repo} {where[0]}: false alarm {rule} {RULES[rule].name} (once per repository)")
+
+
 def print_tally(t: Tally, title: str) -> None:
     print(title)
     print(f"{'rule':<6} {'name':<26} {'TP':>4} {'FP':>4} {'FN':>4} {'precision':>10} {'recall':>8}")
@@ -278,6 +305,11 @@ def main(argv: list[str]) -> int:
         "--files-only", action="store_true", help="write only the labelled files, not the checkout"
     )
     ap.add_argument(
+        "--convention",
+        action="store_true",
+        help="print the one-convention table even where the set has no .convention.tsv",
+    )
+    ap.add_argument(
         "--unjudged", type=Path, help="write a row to label for each finding on a line the labels do not name"
     )
     args = ap.parse_args(argv)
@@ -319,7 +351,8 @@ def main(argv: list[str]) -> int:
         tally(strict, repo, group, found, starts)
         extra_here = [lb for lb in more[(repo, commit)] if lb.path in starts]
         tally(adjudicated, repo, group + extra_here, found, starts)
-        tally(convention, repo, [lb for lb in one_way[(repo, commit)] if lb.path in starts], found, starts)
+        agreed_here = [lb for lb in one_way[(repo, commit)] if lb.path in starts]
+        tally_once_per_repository(convention, repo, agreed_here, found, starts)
         todo += unjudged_rows(args.mirror, repo, commit, group + extra_here, found, starts)
 
     if not files:
@@ -330,11 +363,12 @@ def main(argv: list[str]) -> int:
     if extra:
         print()
         print_tally(adjudicated, f"With the {len(extra)} adjudicated labels of {extra_file.name}:")
-    if changes:
+    if changes or args.convention:
         print()
         print_tally(
             convention,
-            f"With those and the {len(changes)} labels {conv_file.name} changes (one convention for all sets):",
+            f"With the adjudicated labels and the {len(changes)} changes of {conv_file.name}, IH015 counted once"
+            " per repository (one convention for all sets):",
         )
     if args.unjudged:
         args.unjudged.write_text("".join(r + "\n" for r in todo))

@@ -142,7 +142,7 @@ def test_a_convention_change_is_scored_in_a_third_table_and_the_first_two_stay(t
     bench.main([str(labels), "--mirror", str(mirror)])
     out = capsys.readouterr().out
     assert _totals(out) == [["2", "1", "0"], ["2", "1", "0"], ["1", "2", "0"]]
-    assert "the 1 labels set_X.convention.tsv changes" in out
+    assert "the 1 changes of set_X.convention.tsv, IH015 counted once per repository" in out
 
 
 @pytest.mark.slow
@@ -154,3 +154,45 @@ def test_a_convention_change_must_name_a_label(tmp_path):
     labels.with_name("set_X.convention.tsv").write_text(_rows(commit, (9, "IH001", "false")))
     with pytest.raises(SystemExit, match="changes lines no label names"):
         bench.main([str(labels), "--mirror", str(mirror)])
+
+
+NET = """\
+import torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x):
+        return self.conv(x)
+"""
+SCRIPT = """\
+import torch
+from net import Net
+
+model = Net().cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(100):
+    x = torch.randn(8, 3, 32, 32, device="cuda")
+    loss = model(x).sum()
+    loss.backward()
+    opt.step()
+"""
+
+
+@pytest.mark.slow
+def test_cudnn_benchmark_labelled_on_the_script_matches_the_modules_finding_once_per_repository(
+    tmp_path, capsys
+):
+    bench = _bench()
+    mirror, commit = _mirror(tmp_path, {"net.py": NET, "main.py": SCRIPT})
+    labels = tmp_path / "set_X.tsv"
+    # the label on the line that builds the model; net.py, linted beside it, labelled for another rule only
+    labels.write_text(_rows(commit, (4, "IH015", "true"), path="main.py"))
+    labels.write_text(labels.read_text() + _rows(commit, (9, "IH001", "false"), path="net.py")[len(HEAD) :])
+    bench.main([str(labels), "--mirror", str(mirror), "--convention"])
+    out = capsys.readouterr().out
+    assert "net.py:6: false alarm (line not labelled) IH015" in out  # lint places it at the convolution here
+    assert "main.py:4: missed IH015" in out
+    assert _totals(out) == [["0", "1", "1"], ["1", "0", "0"]]  # as labelled; once per repository
