@@ -82,9 +82,22 @@ def git_dir(mirror: Path, repo: str) -> Path:
     return gd / ".git" if (gd / ".git").is_dir() else gd
 
 
+def checkout_docs(gd: Path, commit: str, into: Path) -> None:
+    """The commit's docs and shell scripts (a switch a documented command passes is on: lint/_offflags.py);
+    one archive per kind, as `git archive` fails on a pattern that matches nothing."""
+    for x in ("md", "rst", "sh"):
+        archive = subprocess.run(
+            ["git", "--git-dir", str(gd), "archive", commit, "--", f":(glob)**/*.{x}"],
+            capture_output=True,
+            check=False,
+        )
+        if archive.returncode == 0:
+            subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=False)
+
+
 def materialise(gd: Path, commit: str, paths: list[str], into: Path, checkout: bool = True) -> str:
     """Write each path as it is at commit under `into` (and, with `checkout`, every .py file of the commit, for
-    lint's project view); '' when done, else why not."""
+    lint's project view, and its .md/.rst/.sh files); '' when done, else why not."""
     if not gd.is_dir():
         return f"no snapshot at {gd}"
     if checkout:
@@ -96,6 +109,7 @@ def materialise(gd: Path, commit: str, paths: list[str], into: Path, checkout: b
         if archive.returncode == 0:
             subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=False)
             (into / ".git").mkdir(exist_ok=True)  # the project root a clone has (lint's view stops there)
+        checkout_docs(gd, commit, into)
     for rel in paths:
         shown = subprocess.run(
             ["git", "--git-dir", str(gd), "show", f"{commit}:{rel}"], capture_output=True, check=False

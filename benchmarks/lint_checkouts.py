@@ -3,8 +3,8 @@
     PYTHONPATH=src python benchmarks/lint_checkouts.py [LABELS.tsv ...] [--mirror DIR] > flags.txt
 
 Every repository named in the label files (default: benchmarks/lint_public_labels.tsv and lint_heldout_*.tsv) is
-written from its newest snapshot under the mirror (`git archive HEAD`, .py files only, with an empty `.git` as a
-clone's root; root `tests/` left out) and linted whole, as `idlehound lint .` in a clone would. One line per flag
+written from its newest snapshot under the mirror (`git archive HEAD`, .py files and the .md/.rst/.sh files
+lint reads for documented commands, with an empty `.git` as a clone's root; root `tests/` left out) and linted whole, as `idlehound lint .` in a clone would. One line per flag
 (`repo path:line rule`), sorted, then the count per repository on stderr: diff two builds' outputs to read what a
 change adds or removes.
 """
@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_lint_public import git_dir, read_labels
+from bench_lint_public import checkout_docs, git_dir, read_labels
 
 from idlehound.errors import IdlehoundError
 from idlehound.lint import lint_paths
@@ -36,6 +36,7 @@ def flags(gd: Path, tmp: Path) -> list[str]:
     if archive.returncode != 0:
         return []
     subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=False)
+    checkout_docs(gd, "HEAD", tmp)  # its README and scripts: a switch a documented command passes is on
     shutil.rmtree(tmp / "tests", ignore_errors=True)
     (tmp / ".git").mkdir(exist_ok=True)
     try:

@@ -243,9 +243,11 @@ def test_an_option_set_elsewhere_or_declared_on_is_still_per_step(tmp_path):
 
 
 def test_a_plain_flag_and_a_later_batch_stay_per_step(tmp_path):
-    # a store_true flag is the user's call (not followed); `batch_idx == 3` is not the first batch
+    # a store_true flag the documented command passes is on (an undocumented one is off: _offflags.py);
+    # `batch_idx == 3` is not the first batch
     code = _COACH.replace("self.opts.use_wandb and batch_idx == 0", "self.opts.use_wandb and batch_idx == 3")
-    root = _project(tmp_path, {"options.py": _OPTIONS, "coach.py": code})
+    readme = "python train.py --use_wandb\n"
+    root = _project(tmp_path, {"options.py": _OPTIONS, "coach.py": code, "README.md": readme})
     assert _lint(root, "coach.py") == [("coach.py", "IH002", 18), ("coach.py", "IH006", 25)]
 
 

@@ -14,6 +14,7 @@ from ._atdefault import calls_off_by_default, option_defaults
 from ._catalog import RULES, LintFinding
 from ._facts import Facts, _loaders, file_facts
 from ._model import Functions
+from ._offflags import flag_defaults
 from ._options import off_options
 from ._output import FORMATS, annotation, render, sarif_log, summary
 from ._placement import one_switch
@@ -50,6 +51,7 @@ def lint_paths(paths: list[Union[str, Path]], project: bool = True) -> list[Lint
     overrides = subclass_methods(trees, imports)
     zero, one = off_options(linted, trees, search=project)
     defaults = option_defaults(linted, trees, search=project)
+    defaults.update(flag_defaults(linted, trees, search=project))
 
     def functions(k: Path, tree: ast.Module) -> Functions:
         """The file's functions and classes, with what the run adds: subclasses' overrides, the options declared

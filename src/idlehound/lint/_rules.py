@@ -42,6 +42,7 @@ from ._handed import handed_steps
 from ._host import host_buffers
 from ._hostargs import given_host, host_params, host_use, mark_host, passed_params
 from ._model import PY, TENSOR, Func, Functions, Scope
+from ._offflags import off_flag
 from ._offpath import given_off, off_here, off_params
 from ._options import modulo_option
 from ._rare import converts_if_tensor, rare_test
@@ -288,6 +289,8 @@ class Checker(ast.NodeVisitor):
         optional = optional or off_here(node.test, self.scope) or converts_if_tensor(node.test, self.scope)
         # `if args.batch_chunk > 1:` declared 1, `elif opt.distill == "abound":` declared "kd": not the default run
         optional = optional or false_at_default(node.test, self.funcs.option_defaults)
+        # `if args.perform_rl_step:` declared `store_true`: a switch the default run leaves off
+        optional = optional or off_flag(node, self.funcs.option_defaults)
         # `if not torch.isfinite(norm): print(...)`: the check is the wait (IH007); a branch that only warns runs
         # when the check fails, not every step
         warning = checked and _warns_only(node.body)

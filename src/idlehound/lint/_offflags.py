@@ -1,0 +1,146 @@
+"""Switches off by default: `if args.perform_rl_step:` where every declaration of the option in the project is
+`add_argument('--perform-rl-step', action='store_true')` (or `default=None`/`False`), that `set_defaults` does
+not turn on and no code assigns. The branch runs only in a run that passes the switch, so its syncs are not
+per-step code of the default run (as `args.x > 0` declared 0, _options.py, and `args.x == v`, _atdefault.py).
+A switch declared on (`store_false`, `default=True`), anywhere assigned, or passed by a documented command (the
+README's `python tools/train.py ... --fuse_ab`) is still followed: the documented run takes its branch."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from ._atdefault import _option
+from ._options import _DECLARED, _OTHER, _bytes, _dest, _mentioning_any
+from ._syntax import const, dotted, kw
+from ._view import project_root
+
+# the key under which an option's switch default sits in Functions.option_defaults (beside _atdefault's literals)
+FLAG = "flag:"
+_DOC_SUFFIXES = (".md", ".rst", ".sh")
+_MAX_DOCS = 2000
+
+
+def flag_defaults(
+    files: dict[Path, ast.Module], trees: dict[Path, ast.Module], search: bool = True
+) -> dict[str, object]:
+    """The options tested bare in the linted `files` (`if args.x:`, `if self.args.x and ...:`) whose every
+    declaration leaves them off: `FLAG + name` -> False."""
+    tested = {name for t in files.values() for name in _tested(t)}
+    if not tested:
+        return {}
+    decls: dict[str, list[object]] = {}
+    for t in trees.values():
+        _switch_declarations(t, tested, decls)
+    if search:
+        for root in sorted({project_root(k.parent) for k in files}):
+            for t in _mentioning_any(root, tested, set(trees)):
+                _switch_declarations(t, tested, decls)
+    off = {n for n, vs in decls.items() if not n.startswith(_DECLARED) and _DECLARED + n in decls}
+    off = {n for n in off if all(v is False for v in decls[n])}
+    if search and off:
+        for root in sorted({_clone_root(project_root(k.parent)) for k in files}):
+            off -= documented(root, off)
+    return {FLAG + n: False for n in off}
+
+
+def documented(root: Path, names: set[str]) -> set[str]:
+    """The switches a documented command of the project turns on: `--x` (or `--x-y` for `x_y`) on a command line
+    of its README/docs (`python train.py ... --fuse_ab`, continuation lines joined) or of a shell script at its
+    root (_doc_files). A tip in prose ("you can add --use_amp true") is no command the documented run uses."""
+    out: set[str] = set()
+    for p in _doc_files(root):
+        text = _bytes(p)
+        if text is None:
+            continue
+        script = p.suffix == ".sh"
+        for line in text.decode("utf-8", "replace").replace("\\\n", " ").splitlines():
+            if script or ".py" in line or "python" in line or "torchrun" in line:
+                out |= {n for n in names - out if _passes(line, n)}
+    return out
+
+
+def _clone_root(here: Path) -> Path:
+    """The clone `here` lies in (the nearest folder above with a `.git`), whose README documents the run; else
+    `here`."""
+    for d in (here, *here.parents):
+        if (d / ".git").exists():
+            return d
+    return here
+
+
+def _passes(line: str, name: str) -> bool:
+    return any(re.search(rf"--{re.escape(w)}(?![\w-])", line) for w in {name, name.replace("_", "-")})
+
+
+def _doc_files(root: Path) -> Iterator[Path]:
+    """Where a project documents its run: the Markdown, reStructuredText and shell files at its root (README.md,
+    train.sh) and under its docs/ folder, at most _MAX_DOCS. An example's own folder (examples/rl/README.md,
+    scripts/model_x.sh) documents a variant, not the run."""
+    count = 0
+    top = [root / f for f in sorted(os.listdir(root))] if root.is_dir() else []
+    nested = [Path(d) / f for sub in ("docs", "doc") for d, _, fs in os.walk(root / sub) for f in sorted(fs)]
+    for p in top + nested:
+        if p.name.endswith(_DOC_SUFFIXES) and p.is_file():
+            yield p
+            count += 1
+            if count >= _MAX_DOCS:
+                return
+
+
+def off_flag(node: ast.If, defaults: dict[str, object]) -> bool:
+    """Some conjunct of the test is a bare option declared off (`args.x` with `FLAG + x` in `defaults`), and the
+    branch holds no loop: a switch around a loop (`if args.do_train: for batch in loader: ...`) picks what the
+    run does, and a run passes it."""
+    test = node.test
+    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    if not any(_option(p) and FLAG + _option(p) in defaults for p in parts):
+        return False
+    return not any(isinstance(n, (ast.For, ast.While)) for st in node.body for n in ast.walk(st))
+
+
+def _tested(tree: ast.Module) -> set[str]:
+    """Options tested bare in an `if` (`if args.x:`, a conjunct of `and`)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            parts = node.test.values if isinstance(node.test, ast.BoolOp) else [node.test]
+            out |= {_option(p) for p in parts}
+    out.discard("")
+    return out
+
+
+def _switch_declarations(tree: ast.Module, names: set[str], out: dict[str, list[object]]) -> None:
+    """Each declaration of an option in `names` read as a switch: False when it leaves the option off
+    (`store_true`, a `None`/`False` default or none), _OTHER otherwise (a value, `store_false`, `required`); a
+    `set_defaults` to anything but None/False or an assignment in code (`args.x = ...`) counts as _OTHER."""
+    for node in (n for n in ast.walk(tree) if isinstance(n, ast.Assign)):
+        for t in node.targets:
+            if isinstance(t, ast.Attribute) and t.attr in names and dotted(t.value) not in ("", "self"):
+                out.setdefault(t.attr, []).append(_OTHER)
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+        if method == "set_defaults":
+            for k in call.keywords:
+                if k.arg in names:
+                    out.setdefault(k.arg, []).append(_off(k.value))
+        elif method == "add_argument" and _dest(call) in names:
+            out.setdefault(_dest(call), []).append(_switch_default(call))
+            out.setdefault(_DECLARED + _dest(call), []).append(True)
+
+
+def _switch_default(call: ast.Call) -> object:
+    required = kw(call, "required")
+    if required is not None and const(required) is not False:
+        return _OTHER
+    action, default = kw(call, "action"), kw(call, "default")
+    if action is not None and const(action) != "store_true":
+        return _OTHER
+    return False if default is None else _off(default)
+
+
+def _off(v: ast.expr) -> object:
+    return False if isinstance(v, ast.Constant) and (v.value is None or v.value is False) else _OTHER
