@@ -81,7 +81,10 @@ def _doc_files(root: Path) -> Iterator[Path]:
     train.sh) and under its docs/ folder, at most _MAX_DOCS. An example's own folder (examples/rl/README.md,
     scripts/model_x.sh) documents a variant, not the run."""
     count = 0
-    top = [root / f for f in sorted(os.listdir(root))] if root.is_dir() else []
+    try:
+        top = [root / f for f in sorted(os.listdir(root))]
+    except OSError:  # not a folder, or unreadable: no documented command
+        top = []
     nested = [Path(d) / f for sub in ("docs", "doc") for d, _, fs in os.walk(root / sub) for f in sorted(fs)]
     for p in top + nested:
         if p.name.endswith(_DOC_SUFFIXES) and p.is_file():
