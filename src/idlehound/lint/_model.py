@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Optional, Union
 
 from ._annotated import annotated_class
+from ._reach import builds_or_wraps, element_forwards, module_elements, module_factory_class, typed_call
 from ._refs import partial_target, returned_functions
 from ._syntax import bound_names, calls_of, dotted, kw, own_nodes
 from ._vocab import (
@@ -88,10 +89,12 @@ class Functions:
                     self.classes.setdefault(f"{alias}.{name}", _methods_of(d))
         self.attrs: dict[str, set[str]] = {}  # `self.x = Cls(...)` in any method: "self.x" -> the classes
         for n in (n for f in own_methods for n in ast.walk(f)):
-            if isinstance(n, ast.Assign) and (built := _class_built(n.value, self)):
+            if isinstance(n, ast.Assign) and (built := _class_built(n.value, self, qualified=True)):
                 for t in n.targets:  # also `self.policy = Policy(...).to(self.device)`
                     if dotted(t).startswith("self."):
                         self.attrs.setdefault(dotted(t), set()).add(built)
+        # `self.blocks = nn.ModuleList([Block(...), ...])`: "self.blocks" -> the classes of its elements
+        self.elements = module_elements(own_methods, lambda v: _class_built(v, self, qualified=True))
 
     def import_class(self, name: str, c: ast.ClassDef) -> None:
         """Know a class of another file by the name this file uses, and its methods for `self.m()` calls."""
@@ -130,7 +133,7 @@ class Functions:
             if target is not None:
                 return self.resolve(ast.Call(func=target, args=[], keywords=[]))
             # `train = make_train_fn(...)`: the `train` nested in it
-            return direct or returned_functions(f.id, self, scope)
+            return direct or returned_functions(f.id, self, scope) or element_forwards(self, f.id, scope)
         if not isinstance(f, ast.Attribute):
             return []
         if isinstance(f.value, ast.Name) and f.value.id in ("self", "cls"):
@@ -274,8 +277,8 @@ class Scope:
         elif built := _class_built(value, self.funcs):  # a class of this file: `Net(...)`, `Net(...).cuda()`
             self.instances[name] = built
             self.built.setdefault(name, set()).add(built)
-        elif built := _class_built(value, self.funcs, qualified=True):
-            self.built.setdefault(name, set()).add(built)  # `TD3.TD3(...)`: known as one of alternatives only
+        elif built := _typed_build(value, self.funcs):  # `TD3.TD3(...)`, `model.resnet50(...)`: see _reach.py
+            self.built.setdefault(name, set()).add(built)
 
     def _bind_loop(self, target: ast.expr, it: ast.expr) -> None:
         if (
@@ -307,6 +310,8 @@ class Scope:
         while s is not None:
             if name in s.instances:
                 return s.instances[name]
+            if len(s.built.get(name, ())) == 1 and builds_or_wraps(name, s, _typed_build):  # see _reach.py
+                return next(iter(s.built[name]))
             if name in s.values or name in s.fixed:
                 found = s._inferred(name)
                 if found:
@@ -443,6 +448,8 @@ class Scope:
         funcs = self.funcs.resolve(call, self)
         if not funcs or self.depth >= 2:
             return None
+        if typed_call(self.funcs, call, self):
+            return None  # a module called by type: its value keeps the kind its name gives (_reach.py)
         rets: list[_Bound] = []
         for f in funcs:
             scope = self.funcs.scope(f, self.depth + 1)
@@ -590,6 +597,12 @@ def _class_built(value: ast.expr, funcs: Functions, qualified: bool = False) -> 
         return value.func.id
     name = dotted(value.func) if qualified and isinstance(value, ast.Call) else ""
     return name if "." in name and name in funcs.classes else ""
+
+
+def _typed_build(value: ast.expr, funcs: Functions) -> str:
+    return _class_built(value, funcs, qualified=True) or module_factory_class(
+        value, funcs.module_defs, funcs.classes
+    )
 
 
 def _methods_of(c: ast.ClassDef) -> dict[str, Func]:

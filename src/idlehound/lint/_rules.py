@@ -309,7 +309,12 @@ class Checker(ast.NodeVisitor):
         body_phase, else_phase = (
             other_phase(node, self.scope, self.phase_tests) if self.per_step else (False, False)
         )
-        for body, rare_branch in ((node.body, periodic or body_phase), (node.orelse, else_phase)):
+        # a module's forward: `if self.training: ... else:` (the else branch is the evaluation pass)
+        evaluating = dotted(node.test) == "self.training"
+        for body, rare_branch in (
+            (node.body, periodic or body_phase),
+            (node.orelse, else_phase or evaluating),
+        ):
             # a branch that leaves the training loop (`...; break`) runs once
             leaves = bool(body) and isinstance(body[-1], ast.Break) and bool(self.loops) and self.loops[-1]
             rare = rare_branch or _exits(body) or leaves
