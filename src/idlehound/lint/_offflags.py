@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ._atdefault import _option
-from ._options import _DECLARED, _OTHER, _bytes, _dest, _mentioning_any
-from ._syntax import const, dotted, kw
+from ._options import _OTHER, _bytes, declared_values
+from ._syntax import const, kw
 from ._view import project_root
 
 # the key under which an option's switch default sits in Functions.option_defaults (beside _atdefault's literals)
@@ -32,15 +32,8 @@ def flag_defaults(
     tested = {name for t in files.values() for name in _tested(t)}
     if not tested:
         return {}
-    decls: dict[str, list[object]] = {}
-    for t in trees.values():
-        _switch_declarations(t, tested, decls)
-    if search:
-        for root in sorted({project_root(k.parent) for k in files}):
-            for t in _mentioning_any(root, tested, set(trees)):
-                _switch_declarations(t, tested, decls)
-    off = {n for n, vs in decls.items() if not n.startswith(_DECLARED) and _DECLARED + n in decls}
-    off = {n for n in off if all(v is False for v in decls[n])}
+    decls = declared_values(files, trees, tested, search, value=_off, default=_switch_default)
+    off = {n for n, vs in decls.items() if all(v is False for v in vs)}
     if search and off:
         for root in sorted({_clone_root(project_root(k.parent)) for k in files}):
             off -= documented(root, off)
@@ -114,25 +107,6 @@ def _tested(tree: ast.Module) -> set[str]:
             out |= {_option(p) for p in parts}
     out.discard("")
     return out
-
-
-def _switch_declarations(tree: ast.Module, names: set[str], out: dict[str, list[object]]) -> None:
-    """Each declaration of an option in `names` read as a switch: False when it leaves the option off
-    (`store_true`, a `None`/`False` default or none), _OTHER otherwise (a value, `store_false`, `required`); a
-    `set_defaults` to anything but None/False or an assignment in code (`args.x = ...`) counts as _OTHER."""
-    for node in (n for n in ast.walk(tree) if isinstance(n, ast.Assign)):
-        for t in node.targets:
-            if isinstance(t, ast.Attribute) and t.attr in names and dotted(t.value) not in ("", "self"):
-                out.setdefault(t.attr, []).append(_OTHER)
-    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
-        method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
-        if method == "set_defaults":
-            for k in call.keywords:
-                if k.arg in names:
-                    out.setdefault(k.arg, []).append(_off(k.value))
-        elif method == "add_argument" and _dest(call) in names:
-            out.setdefault(_dest(call), []).append(_switch_default(call))
-            out.setdefault(_DECLARED + _dest(call), []).append(True)
 
 
 def _switch_default(call: ast.Call) -> object:

@@ -48,17 +48,18 @@ def declared_values(
     names: set[str],
     search: bool,
     value: Callable[[ast.expr], object] = _number,
+    default: Optional[Callable[[ast.Call], object]] = None,
 ) -> dict[str, list[object]]:
     """Each option of `names` that an `add_argument('--x', ...)` declares (in the files read or, with `search`, any
     .py file of the project holding `--x`) -> what its declarations, `set_defaults` and code assignments give it,
-    as `value` reads a default (else _OTHER)."""
+    as `value` reads a default (else _OTHER); `default` reads an `add_argument` call in place of `_default`."""
     decls: dict[str, list[object]] = {}
     for t in trees.values():
-        _declarations(t, names, decls, value)
+        _declarations(t, names, decls, value, default)
     if search:
         for root in sorted({project_root(k.parent) for k in files}):
             for t in _mentioning_any(root, names, set(trees)):
-                _declarations(t, names, decls, value)
+                _declarations(t, names, decls, value, default)
     return {n: vs for n, vs in decls.items() if _DECLARED + n in decls and not n.startswith(_DECLARED)}
 
 
@@ -109,9 +110,11 @@ def _declarations(
     names: set[str],
     out: dict[str, list[object]],
     value: Callable[[ast.expr], object] = _number,
+    default: Optional[Callable[[ast.Call], object]] = None,
 ) -> None:
-    """Each declaration's default of an option in `names` (`value` of it: by default a number, else _OTHER). An
-    assignment to it in code (`opts.x = 4`, `args.x = args.y`) counts as _OTHER: something else sets it."""
+    """Each declaration's default of an option in `names` (`value` of it: by default a number, else _OTHER; or
+    what `default` reads of the `add_argument` call). An assignment to it in code (`opts.x = 4`, `args.x =
+    args.y`) counts as _OTHER: something else sets it."""
     for node in (n for n in ast.walk(tree) if isinstance(n, ast.Assign)):
         for t in node.targets:
             if isinstance(t, ast.Attribute) and t.attr in names and dotted(t.value) not in ("", "self"):
@@ -126,7 +129,7 @@ def _declarations(
             continue
         name = _dest(call)
         if name in names:
-            out.setdefault(name, []).append(_default(call, value))
+            out.setdefault(name, []).append(default(call) if default else _default(call, value))
             out.setdefault(_DECLARED + name, []).append(True)
 
 
