@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ._options import _OTHER, declared_values
-from ._syntax import const, dotted
+from ._syntax import conjuncts, const, dotted, if_tests
 
 _OPS: dict[type, Callable[[Any, Any], bool]] = {
     ast.Eq: operator.eq,
@@ -46,8 +46,7 @@ def option_defaults(
 
 def false_at_default(test: ast.expr, defaults: dict[str, object]) -> bool:
     """Some conjunct of the test (`a and b`) is a comparison false with its option at the declared default."""
-    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
-    return any(_false(p, defaults) for p in parts)
+    return any(_false(p, defaults) for p in conjuncts(test))
 
 
 def _false(test: ast.expr, defaults: dict[str, object]) -> bool:
@@ -105,12 +104,7 @@ def _number(v: object) -> bool:
 
 
 def _compared_names(tree: ast.Module) -> set[str]:
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If):
-            parts = node.test.values if isinstance(node.test, ast.BoolOp) else [node.test]
-            out |= {s[0] for s in map(_sides, parts) if s is not None}
-    return out
+    return {s[0] for _, parts in if_tests(tree) for s in map(_sides, parts) if s is not None}
 
 
 def _value(v: ast.expr) -> object:

@@ -13,7 +13,7 @@ from typing import Optional, Union
 from ._annotated import annotated_class
 from ._reach import builds_or_wraps, element_forwards, module_elements, module_factory_class, typed_call
 from ._refs import partial_target, returned_functions
-from ._syntax import bound_names, calls_of, dotted, kw, own_nodes
+from ._syntax import bound_names, calls_of, dotted, kw, own_nodes, unwrapped
 from ._vocab import (
     _LOADERS,
     _MODULE_NAMES,
@@ -586,13 +586,7 @@ _SELF_RETURNING = {
 def _class_built(value: ast.expr, funcs: Functions, qualified: bool = False) -> str:
     """The class of the files read that `Cls(...)` or `Cls(...).cuda()` / `.to(device)` builds, else ""; with
     `qualified`, also `module.Cls(...)` of a module imported whole."""
-    while (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr in _SELF_RETURNING
-        and isinstance(value.func.value, ast.Call)
-    ):
-        value = value.func.value
+    value = unwrapped(value, _SELF_RETURNING)
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in funcs.classes:
         return value.func.id
     name = dotted(value.func) if qualified and isinstance(value, ast.Call) else ""

@@ -8,6 +8,7 @@ README's `python tools/train.py ... --fuse_ab`) is still followed: the documente
 from __future__ import annotations
 
 import ast
+import itertools
 import os
 import re
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from ._atdefault import _option
 from ._options import _OTHER, _bytes, declared_values
-from ._syntax import const, kw
+from ._syntax import conjuncts, const, if_tests, kw
 from ._view import project_root
 
 # the key under which an option's switch default sits in Functions.option_defaults (beside _atdefault's literals)
@@ -73,40 +74,28 @@ def _doc_files(root: Path) -> Iterator[Path]:
     """Where a project documents its run: the Markdown, reStructuredText and shell files at its root (README.md,
     train.sh) and under its docs/ folder, at most _MAX_DOCS. An example's own folder (examples/rl/README.md,
     scripts/model_x.sh) documents a variant, not the run."""
-    count = 0
     try:
         top = [root / f for f in sorted(os.listdir(root))]
     except OSError:  # not a folder, or unreadable: no documented command
         top = []
-    nested = [Path(d) / f for sub in ("docs", "doc") for d, _, fs in os.walk(root / sub) for f in sorted(fs)]
-    for p in top + nested:
-        if p.name.endswith(_DOC_SUFFIXES) and p.is_file():
-            yield p
-            count += 1
-            if count >= _MAX_DOCS:
-                return
+    # lazily: the bound also stops the walk of a large docs/ tree (a built site), not only what is read
+    nested = (Path(d) / f for sub in ("docs", "doc") for d, _, fs in os.walk(root / sub) for f in sorted(fs))
+    docs = (p for p in itertools.chain(top, nested) if p.name.endswith(_DOC_SUFFIXES) and p.is_file())
+    yield from itertools.islice(docs, _MAX_DOCS)
 
 
 def off_flag(node: ast.If, defaults: dict[str, object]) -> bool:
     """Some conjunct of the test is a bare option declared off (`args.x` with `FLAG + x` in `defaults`), and the
     branch holds no loop: a switch around a loop (`if args.do_train: for batch in loader: ...`) picks what the
     run does, and a run passes it."""
-    test = node.test
-    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
-    if not any(_option(p) and FLAG + _option(p) in defaults for p in parts):
+    if not any(_option(p) and FLAG + _option(p) in defaults for p in conjuncts(node.test)):
         return False
     return not any(isinstance(n, (ast.For, ast.While)) for st in node.body for n in ast.walk(st))
 
 
 def _tested(tree: ast.Module) -> set[str]:
-    """Options tested bare in an `if` (`if args.x:`, a conjunct of `and`)."""
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If):
-            parts = node.test.values if isinstance(node.test, ast.BoolOp) else [node.test]
-            out |= {_option(p) for p in parts}
-    out.discard("")
-    return out
+    """Options tested bare in an `if` (`if args.x:`, a part of its `and` / `or`)."""
+    return {_option(p) for _, parts in if_tests(tree) for p in parts} - {""}
 
 
 def _switch_default(call: ast.Call) -> object:

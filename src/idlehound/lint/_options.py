@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
-from ._syntax import const, dotted, kw
+from ._syntax import const, dotted, if_tests, kw
 from ._view import MAX_CONTEXT_BYTES, _project_sources, _read, project_root
 
 _DECLARED = (
@@ -96,11 +96,8 @@ def option_name(test: ast.expr) -> str:
 
 def _tested_names(tree: ast.Module) -> set[str]:
     out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If):
-            parts = node.test.values if isinstance(node.test, ast.BoolOp) else [node.test]
-            out |= {option_name(p) for p in parts}
-            out |= set(modulo_option(node.test))
+    for test, parts in if_tests(tree):
+        out |= {option_name(p) for p in parts} | set(modulo_option(test))
     out.discard("")
     return out
 

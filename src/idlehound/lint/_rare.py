@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ._checks import _first_step
 from ._options import option_name
-from ._syntax import dotted
+from ._syntax import conjuncts, dotted
 
 if TYPE_CHECKING:
     from ._model import Scope
@@ -22,8 +22,7 @@ _BATCH_INDEX = re.compile(r"^(batch_?(idx|index|id|i|num|no|nb)|i_?batch)$", re.
 
 def rare_test(test: ast.expr, off_options: frozenset[str]) -> bool:
     """Some conjunct of the test holds only with an option off by default, or on the first batch of a pass."""
-    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
-    return any(option_name(p) in off_options or _first_batch(p) for p in parts)
+    return any(option_name(p) in off_options or _first_batch(p) for p in conjuncts(test))
 
 
 def _first_batch(test: ast.expr) -> bool:

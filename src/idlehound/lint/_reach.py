@@ -11,7 +11,7 @@ import ast
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Optional, Union
 
-from ._syntax import dotted, own_nodes
+from ._syntax import dotted, own_nodes, unwrapped
 
 if TYPE_CHECKING:
     from ._model import Functions, Scope
@@ -54,20 +54,8 @@ def _returned_class(value: ast.expr, fn: Func) -> str:
     return names.pop() if len(names) == 1 else ""
 
 
-def _unwrapped(value: ast.expr) -> ast.expr:
-    """`Net(...).cuda().train()` -> `Net(...)`."""
-    while (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr in _WRAPS
-        and isinstance(value.func.value, ast.Call)
-    ):
-        value = value.func.value
-    return value
-
-
 def _built_name(value: Optional[ast.expr]) -> str:
-    value = _unwrapped(value) if value is not None else None
+    value = unwrapped(value, _WRAPS) if value is not None else None
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id[:1].isupper():
         return value.func.id
     return ""
@@ -84,7 +72,7 @@ def builds_or_wraps(name: str, scope: Scope, built: Callable[[ast.expr, Function
 
 
 def _wraps(name: str, value: ast.expr) -> bool:
-    value = _unwrapped(value)  # `DataParallel(net).cuda()`
+    value = unwrapped(value, _WRAPS)  # `DataParallel(net).cuda()`
     if not isinstance(value, ast.Call):
         return False
     f = value.func

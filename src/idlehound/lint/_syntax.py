@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any, Optional, Union
 
 from ._vocab import _LOADERS
@@ -36,6 +36,31 @@ def kw(call: ast.Call, name: str) -> Optional[ast.expr]:
 
 def const(node: Optional[ast.expr]) -> Any:
     return node.value if isinstance(node, ast.Constant) else None
+
+
+def conjuncts(test: ast.expr) -> list[ast.expr]:
+    """The parts of `a and b and c`, each of which must hold for the branch to run; else the test itself."""
+    return test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+
+
+def if_tests(tree: ast.AST) -> Iterator[tuple[ast.expr, list[ast.expr]]]:
+    """Each `if` statement's test with its parts (the operands of a top-level `and` / `or`, else the test)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            test = node.test
+            yield test, (test.values if isinstance(test, ast.BoolOp) else [test])
+
+
+def unwrapped(value: ast.expr, methods: Collection[str]) -> ast.expr:
+    """`Net(...).cuda().train()` -> `Net(...)`: calls of methods that return their receiver, peeled off."""
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in methods
+        and isinstance(value.func.value, ast.Call)
+    ):
+        value = value.func.value
+    return value
 
 
 def own_nodes(
