@@ -91,13 +91,20 @@ def test_an_unlabelled_finding_is_listed_and_scored_by_its_adjudicated_label(tmp
 
 
 @pytest.mark.slow
-def test_an_adjudicated_label_may_not_relabel_a_labelled_line(tmp_path):
+@pytest.mark.parametrize(
+    ("side", "line", "refused"),
+    [
+        ("adjudicated", 8, "relabels lines the set labels already"),  # labels only lines the set left out
+        ("convention", 9, "changes lines no label names"),  # changes only lines some label names
+    ],
+)
+def test_a_side_file_naming_the_wrong_lines_is_refused(tmp_path, side, line, refused):
     bench = _bench()
     mirror, commit = _mirror(tmp_path)
     labels = tmp_path / "set_X.tsv"
     labels.write_text(_rows(commit, (8, "IH001", "true")))
-    labels.with_name("set_X.adjudicated.tsv").write_text(_rows(commit, (8, "IH001", "false")))
-    with pytest.raises(SystemExit, match="relabels lines the set labels already"):
+    labels.with_name(f"set_X.{side}.tsv").write_text(_rows(commit, (line, "IH001", "false")))
+    with pytest.raises(SystemExit, match=refused):
         bench.main([str(labels), "--mirror", str(mirror)])
 
 
@@ -143,17 +150,6 @@ def test_a_convention_change_is_scored_in_a_third_table_and_the_first_two_stay(t
     out = capsys.readouterr().out
     assert _totals(out) == [["2", "1", "0"], ["2", "1", "0"], ["1", "2", "0"]]
     assert "the 1 changes of set_X.convention.tsv, IH015 counted once per repository" in out
-
-
-@pytest.mark.slow
-def test_a_convention_change_must_name_a_label(tmp_path):
-    bench = _bench()
-    mirror, commit = _mirror(tmp_path)
-    labels = tmp_path / "set_X.tsv"
-    labels.write_text(_rows(commit, (8, "IH001", "true")))
-    labels.with_name("set_X.convention.tsv").write_text(_rows(commit, (9, "IH001", "false")))
-    with pytest.raises(SystemExit, match="changes lines no label names"):
-        bench.main([str(labels), "--mirror", str(mirror)])
 
 
 NET = """\
